@@ -1,0 +1,77 @@
+//! Families whose output the generic analysis cannot describe.
+//!
+//! These models write formats with structure the marker diff cannot recover
+//! (channels, recipients, ids that encode the function name, grammar-defined
+//! layouts). They are recognised by substrings of the template source, in a
+//! fixed order (the first match wins), as the reference does; a later issue
+//! gives each a dedicated format. Only detection happens here.
+
+/// One dedicated family: its name and the test on the template source.
+struct DedicatedFamily {
+    name: &'static str,
+    matches: fn(&str) -> bool,
+}
+
+const FAMILIES: &[DedicatedFamily] = &[
+    // Mistral Large 3 / Ministral / Devstral: [THINK] blocks and [TOOL_CALLS]name[ARGS]
+    // without [CALL_ID] (Mistral Small 3.2 has [CALL_ID] and stays generic).
+    DedicatedFamily {
+        name: "Ministral/Magistral Large 3",
+        matches: |s| s.contains("[SYSTEM_PROMPT]") && s.contains("[TOOL_CALLS]") && s.contains("[ARGS]") && !s.contains("[CALL_ID]"),
+    },
+    // GPT-OSS harmony format: channels (analysis/commentary/final) and recipients.
+    DedicatedFamily { name: "GPT-OSS", matches: |s| s.contains("<|channel|>") },
+    // Muse Glimmer: " to=<recipient>" and <|eom|>/<|eot|> terminators.
+    DedicatedFamily { name: "Muse Glimmer", matches: |s| s.contains("<atem:function_calls>") && s.contains("<|eom|>") },
+    // Functionary v3.2: ">>>recipient\n" blocks, content under ">>>all".
+    DedicatedFamily { name: "Functionary v3.2", matches: |s| s.contains(">>>all") && s.contains(">>>${recipient}") },
+    // Kimi K2: call ids "functions.<name>:<index>" carry the function name.
+    DedicatedFamily {
+        name: "Kimi K2 Thinking",
+        matches: |s| s.contains("<|tool_calls_section_begin|>") && s.contains("<|tool_call_begin|>"),
+    },
+    DedicatedFamily {
+        name: "Kimi K3",
+        matches: |s| s.contains("<|open|>") && s.contains("<|close|>") && s.contains("<|end_of_msg|>"),
+    },
+    // Cohere2 MoE / North: <|START_TEXT|> content and <|START_ACTION|> JSON actions.
+    DedicatedFamily { name: "Cohere2 MoE", matches: |s| s.contains("<|START_TEXT|>") && s.contains("<|START_ACTION|>") },
+    // LFM2: tool list in special tokens, Python-call syntax for calls.
+    DedicatedFamily { name: "LFM2", matches: |s| s.contains("<|tool_list_start|>") && s.contains("<|tool_list_end|>") },
+    DedicatedFamily { name: "LFM2.5", matches: |s| s.contains("List of tools: [") && !s.contains("<|tool_list_start|>") },
+    // GigaChat 3: role separators; calls as a "function call" role message.
+    DedicatedFamily {
+        name: "GigaChatV3",
+        matches: |s| s.contains("<|role_sep|>") && s.contains("<|message_sep|>") && !s.contains("<|function_call|>"),
+    },
+    // MiniMax M3: its namespace token "]<]minimax[>[" collides with marker syntax.
+    DedicatedFamily {
+        name: "MiniMax-M3",
+        matches: |s| s.contains("]<]minimax[>[") && s.contains("<tool_call>") && s.contains("<invoke name="),
+    },
+    // DeepSeek V3.2/V4 DSML markup, built from a variable (not literal in the source).
+    DedicatedFamily {
+        name: "DeepSeek V3.2/V4",
+        matches: |s| s.contains("dsml_token") && s.contains("DSML") && (s.contains("function_calls") || s.contains("tool_calls")),
+    },
+    // Gemma 4: `call:name{key:<|"|>value<|"|>}` with its own quoting.
+    DedicatedFamily { name: "Gemma4", matches: |s| s.contains("'<|tool_call>call:'") },
+    // MiroThinker: MCP calls as <use_mcp_tool><server_name>..<tool_name>..<arguments>.
+    DedicatedFamily { name: "MiroThinker", matches: |s| s.contains("<use_mcp_tool>") && s.contains("<server_name>") },
+    DedicatedFamily {
+        name: "MiniCPM5",
+        matches: |s| s.contains("Tool usage guidelines:") && s.contains("<function name=\"") && s.contains("<param name=\""),
+    },
+];
+
+/// The dedicated family this template belongs to, if any.
+///
+/// # Example
+/// ```
+/// use chat_parser_generator::analysis::family::dedicated_family;
+/// assert_eq!(dedicated_family("{{ '<|channel|>' }}"), Some("GPT-OSS"));
+/// assert_eq!(dedicated_family("{{ '<tool_call>' }}"), None);
+/// ```
+pub fn dedicated_family(source: &str) -> Option<&'static str> {
+    FAMILIES.iter().find(|f| (f.matches)(source)).map(|f| f.name)
+}

@@ -1,0 +1,217 @@
+//! Template analysis: from a chat template to a [`FormatSpec`].
+//!
+//! The template is rendered with probe inputs that differ in one detail at a
+//! time and the renders are diffed ([`crate::diff`]); the markers around each
+//! probe value are the format. The phases follow the reference auto-parser:
+//! reasoning (R1-R3), content (C1), tools (T1-T7 with arguments A1-A2), then
+//! preserved tokens, template-specific [`corrections`], the generation prompt,
+//! and detection of [`family`] formats that need a dedicated parser.
+//!
+//! # Example
+//! ```
+//! use chat_parser_generator::{analysis::analyze, jinja::ChatTemplate, spec::*};
+//! let src = "{% for m in messages %}<|{{ m.role }}|>{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}{{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+//! let t = ChatTemplate::new("mini.jinja", src).unwrap();
+//! let spec = analyze(&t).unwrap().spec;
+//! assert_eq!(spec.reasoning.mode, ReasoningMode::TagBased);
+//! assert_eq!((spec.reasoning.start.as_str(), spec.reasoning.end.as_str()), ("<think>", "</think>"));
+//! assert_eq!(spec.generation_prompt.thinking, "<|assistant|>");
+//! ```
+
+pub mod capabilities;
+pub mod content;
+pub mod corrections;
+pub mod family;
+pub mod pattern;
+pub mod probe;
+pub mod reasoning;
+pub mod tools;
+
+use serde_json::json;
+
+use crate::jinja::{ChatTemplate, TemplateError, TemplateErrorKind};
+use crate::spec::*;
+use probe::{RenderFailure, Renderer, Scenario};
+
+/// The result of analysing one template.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub spec: FormatSpec,
+    /// Probe renders that failed. Templates raise on inputs they reject (a
+    /// system message they do not support, two calls where one is allowed);
+    /// the analysis works around those, but callers may want to see them.
+    pub render_failures: Vec<RenderFailure>,
+}
+
+/// Why a template could not be analysed at all.
+#[derive(Debug, Clone)]
+pub struct AnalysisError {
+    pub template: String,
+    pub message: String,
+    pub cause: Option<TemplateError>,
+}
+
+impl std::fmt::Display for AnalysisError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.cause {
+            Some(cause) => write!(f, "{}: {}: {}", self.template, self.message, cause),
+            None => write!(f, "{}: {}", self.template, self.message),
+        }
+    }
+}
+
+impl std::error::Error for AnalysisError {}
+
+/// The request the generation prompt is measured with: one user turn and one
+/// declared tool, like a typical tool-enabled request.
+fn generation_request(enable_thinking: bool, add_generation_prompt: bool, with_tools: bool) -> Scenario {
+    let mut scenario = Scenario {
+        messages: json!([{"role": "user", "content": "What is the weather in Paris?"}]),
+        tools: Some(json!([{
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Get the weather for a city",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "city": {"type": "string", "description": "City name"},
+                        "days": {"type": "integer", "description": "Number of days"}
+                    },
+                    "required": ["city"]
+                }
+            }
+        }])),
+        add_generation_prompt,
+        enable_thinking,
+    };
+    if !with_tools {
+        scenario.tools = None;
+    }
+    scenario
+}
+
+/// Runs the whole analysis.
+///
+/// Fails only when the template cannot render even a plain user turn with a
+/// generation prompt; every other failed probe just leaves its part of the
+/// spec empty (and is listed in [`Analysis::render_failures`]).
+pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
+    let mut r = Renderer::new(template);
+    let mut spec = FormatSpec { template: template.name().to_string(), ..FormatSpec::default() };
+
+    spec.generation_prompt = generation_prompt(&mut r).map_err(|cause| AnalysisError {
+        template: template.name().to_string(),
+        message: "cannot render a user turn with a generation prompt".into(),
+        cause: Some(cause),
+    })?;
+    spec.capabilities = capabilities::detect(&mut r);
+    r.string_arguments = spec.capabilities.supports_tool_calls && !spec.capabilities.supports_object_arguments;
+    spec.reasoning = reasoning::analyze(&mut r, spec.capabilities.supports_tool_calls);
+    spec.content = content::analyze(&mut r, &spec.reasoning);
+    if spec.capabilities.supports_tool_calls {
+        spec.tools = tools::analyze(&mut r, &spec.capabilities, &spec.reasoning);
+    }
+    spec.content.requires_nonnull_content = requires_nonnull_content(&mut r, &spec);
+    let source = template.source();
+    spec.corrections = corrections::apply(source, &mut spec).into_iter().map(String::from).collect();
+    spec.preserved_tokens = if spec.corrections.iter().any(|c| c == "Functionary 3.1") {
+        corrections::functionary_tokens()
+    } else {
+        preserved_tokens(&spec)
+    };
+    spec.generation_prompt.thinking_prefill = prefill(&spec.generation_prompt.thinking, &spec.reasoning);
+    spec.generation_prompt.no_thinking_prefill = prefill(&spec.generation_prompt.no_thinking, &spec.reasoning);
+    if let Some(name) = family::dedicated_family(source) {
+        spec.family = Family::Dedicated(name.to_string());
+    }
+    Ok(Analysis { spec, render_failures: r.failures })
+}
+
+/// The suffix `add_generation_prompt: true` adds, for thinking on and off.
+fn generation_prompt(r: &mut Renderer<'_>) -> Result<GenerationPrompt, TemplateError> {
+    let measure = |enable_thinking: bool| -> Result<String, TemplateError> {
+        let diff = |with_tools: bool| -> Result<String, TemplateError> {
+            let with = r.try_render(&generation_request(enable_thinking, true, with_tools))?;
+            // A template that rejects the turn without a prompt still has one: all of it.
+            let without = r.try_render(&generation_request(enable_thinking, false, with_tools)).unwrap_or_default();
+            let common = crate::diff::common_prefix_len(&without, &with);
+            Ok(with[common..].to_string())
+        };
+        // Templates that cannot describe these tools (legacy tool formats) still
+        // have a generation prompt: measure it without tools.
+        diff(true).or_else(|_| diff(false))
+    };
+    let thinking = measure(true)?;
+    let no_thinking = measure(false)?;
+    Ok(GenerationPrompt { thinking, no_thinking, ..GenerationPrompt::default() })
+}
+
+/// What a generation prompt leaves open for the model.
+fn prefill(prompt: &str, reasoning: &ReasoningSpec) -> Prefill {
+    let start = reasoning.start.trim();
+    if reasoning.mode == ReasoningMode::None || start.is_empty() {
+        return Prefill::Nothing;
+    }
+    let Some(pos) = prompt.rfind(start) else { return Prefill::Nothing };
+    let after = &prompt[pos + start.len()..];
+    let end = reasoning.end.trim();
+    if !end.is_empty() && after.contains(end) {
+        Prefill::ClosedReasoning
+    } else if after.trim().is_empty() {
+        Prefill::OpenReasoning
+    } else {
+        // The start marker sits inside boilerplate, not at the end: the model
+        // does not continue a reasoning block.
+        Prefill::Nothing
+    }
+}
+
+/// Whether a tool-call turn needs `content` to be a string (templates that
+/// fail or print "None" when it is null).
+fn requires_nonnull_content(r: &mut Renderer<'_>, spec: &FormatSpec) -> bool {
+    if !spec.capabilities.supports_tool_calls {
+        return false;
+    }
+    let calls = vec![probe::first_call()];
+    let null_content = Scenario::with_tools(probe::convo(json!({"role": "assistant", "content": null, "tool_calls": calls})));
+    match r.try_render(&null_content) {
+        Ok(text) => text.contains("None"),
+        Err(e) => e.kind != TemplateErrorKind::OutOfFuel,
+    }
+}
+
+/// Every non-empty marker, trimmed, once, in spec order.
+fn preserved_tokens(spec: &FormatSpec) -> Vec<String> {
+    let t = &spec.tools;
+    let candidates = [
+        &spec.reasoning.start,
+        &spec.reasoning.end,
+        &spec.content.start,
+        &spec.content.end,
+        &t.format.section_start,
+        &t.format.section_end,
+        &t.format.per_call_start,
+        &t.format.per_call_end,
+        &t.function.name_prefix,
+        &t.function.name_suffix,
+        &t.function.close,
+        &t.arguments.start,
+        &t.arguments.end,
+        &t.arguments.name_prefix,
+        &t.arguments.name_suffix,
+        &t.arguments.separator,
+        &t.arguments.value_prefix,
+        &t.arguments.value_suffix,
+        &t.call_id.prefix,
+        &t.call_id.suffix,
+    ];
+    let mut out: Vec<String> = Vec::new();
+    for c in candidates {
+        let token = c.trim();
+        if !token.is_empty() && !out.iter().any(|t| t == token) {
+            out.push(token.to_string());
+        }
+    }
+    out
+}

@@ -1,0 +1,239 @@
+//! The format spec: how one model writes reasoning, content and tool calls.
+//!
+//! This is the contract between template analysis and everything after it
+//! (the format IR, generated parsers, grammars). It is plain data, serializable
+//! with serde, so it can be checked in, diffed and snapshotted.
+//!
+//! Mode spellings (`TAG_BASED`, `JSON_NATIVE`, ...) follow the reference
+//! auto-parser so specs can be compared with its analysis field by field.
+//!
+//! # Example
+//! ```
+//! use chat_parser_generator::spec::{FormatSpec, ReasoningMode};
+//! let spec: FormatSpec = serde_json::from_str(r#"{"template": "x.jinja"}"#).unwrap();
+//! assert_eq!(spec.reasoning.mode, ReasoningMode::None);
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// Everything the analysis learned about one template.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FormatSpec {
+    /// File name of the analysed template.
+    pub template: String,
+    /// Whether the generic analysis describes this format, or a dedicated
+    /// family parser is needed.
+    pub family: Family,
+    pub capabilities: Capabilities,
+    pub reasoning: ReasoningSpec,
+    pub content: ContentSpec,
+    pub tools: ToolsSpec,
+    pub generation_prompt: GenerationPrompt,
+    /// Markers that must stay single tokens when constraining decoding.
+    pub preserved_tokens: Vec<String>,
+    /// Template-specific corrections applied after the analysis (by name).
+    pub corrections: Vec<String>,
+}
+
+/// Generic format, or a family that needs a dedicated format.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "name", rename_all = "snake_case")]
+pub enum Family {
+    #[default]
+    Generic,
+    /// A dedicated family, named as the reference names its handler.
+    Dedicated(String),
+}
+
+/// What the template can render.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Capabilities {
+    pub supports_system_role: bool,
+    pub supports_tools: bool,
+    pub supports_tool_calls: bool,
+    pub supports_parallel_tool_calls: bool,
+    pub supports_string_content: bool,
+    pub supports_typed_content: bool,
+    pub supports_object_arguments: bool,
+    /// `reasoning_content` of earlier assistant turns appears in the prompt.
+    pub supports_preserve_reasoning: bool,
+    /// Rendering with `enable_thinking` true and false gives different prompts.
+    pub supports_enable_thinking: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReasoningMode {
+    /// No reasoning markers.
+    #[default]
+    None,
+    /// Reasoning between a start and an end marker (the start may be empty:
+    /// delimiter style, ended by the end marker only).
+    TagBased,
+    /// Reasoning only appears together with tool calls.
+    ToolsOnly,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReasoningSpec {
+    pub mode: ReasoningMode,
+    pub start: String,
+    pub end: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ContentMode {
+    #[default]
+    Plain,
+    AlwaysWrapped,
+    WrappedWithReasoning,
+    EndDelimited,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ContentSpec {
+    pub mode: ContentMode,
+    pub start: String,
+    pub end: String,
+    pub requires_nonnull_content: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ToolFormatMode {
+    #[default]
+    None,
+    /// The whole call is JSON: `{"name": ..., "arguments": {...}}`.
+    JsonNative,
+    /// Name in markup, arguments a JSON object: `<function=f>{...}</function>`.
+    TagWithJson,
+    /// Name and each argument in markup: `<parameter=k>v</parameter>`.
+    TagWithTagged,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolFormat {
+    pub mode: ToolFormatMode,
+    pub section_start: String,
+    pub section_end: String,
+    pub per_call_start: String,
+    pub per_call_end: String,
+    /// `{"get_weather": {...}}`: the function name is the object key.
+    pub fun_name_is_key: bool,
+    /// Calls are written as a JSON array `[{...}, {...}]`.
+    pub tools_array_wrapped: bool,
+    /// JSON field holding a nested function object (`"function": {...}`).
+    pub function_field: String,
+    pub name_field: String,
+    pub args_field: String,
+    /// JSON field carrying the call id given in the history.
+    pub id_field: String,
+    /// JSON field the model fills with an id it generates.
+    pub gen_id_field: String,
+    /// Order of the JSON fields as the template writes them.
+    pub parameter_order: Vec<String>,
+    /// Arguments are written as a Python literal (`{'k': 'v'}`, `True`, `None`)
+    /// instead of JSON.
+    pub python_dict_arguments: bool,
+}
+
+impl Default for ToolFormat {
+    /// Field names default to the OpenAI shape (`{"function": {"name": ..., "arguments": ...}}`).
+    fn default() -> Self {
+        ToolFormat {
+            mode: ToolFormatMode::None,
+            section_start: String::new(),
+            section_end: String::new(),
+            per_call_start: String::new(),
+            per_call_end: String::new(),
+            fun_name_is_key: false,
+            tools_array_wrapped: false,
+            function_field: "function".into(),
+            name_field: "name".into(),
+            args_field: "arguments".into(),
+            id_field: String::new(),
+            gen_id_field: String::new(),
+            parameter_order: Vec::new(),
+            python_dict_arguments: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FunctionMarkers {
+    pub name_prefix: String,
+    pub name_suffix: String,
+    pub close: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ArgumentMarkers {
+    pub start: String,
+    pub end: String,
+    pub name_prefix: String,
+    pub name_suffix: String,
+    pub value_prefix: String,
+    pub value_suffix: String,
+    pub separator: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum CallIdPosition {
+    #[default]
+    None,
+    PreFuncName,
+    BetweenFuncAndArgs,
+    PostArgs,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CallIdMarkers {
+    pub pos: CallIdPosition,
+    pub prefix: String,
+    pub suffix: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolsSpec {
+    pub format: ToolFormat,
+    pub function: FunctionMarkers,
+    pub arguments: ArgumentMarkers,
+    pub call_id: CallIdMarkers,
+}
+
+/// What the generation prompt already opened for the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Prefill {
+    /// Output starts fresh.
+    #[default]
+    Nothing,
+    /// The prompt ends inside an opened reasoning block: output starts with reasoning.
+    OpenReasoning,
+    /// The prompt opened and closed an (empty) reasoning block.
+    ClosedReasoning,
+}
+
+/// The text the template appends for the assistant's turn
+/// (render with `add_generation_prompt` true minus the render with false).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GenerationPrompt {
+    /// With `enable_thinking: true`.
+    pub thinking: String,
+    /// With `enable_thinking: false`.
+    pub no_thinking: String,
+    pub thinking_prefill: Prefill,
+    pub no_thinking_prefill: Prefill,
+}

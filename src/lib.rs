@@ -1,0 +1,36 @@
+//! chat-parser: fast streaming parsers for LLM chat output, generated at
+//! build time from the model's chat template.
+//!
+//! This facade re-exports the runtime and carries the analysis of the
+//! project's own templates (`templates/`), made by `build.rs` with the
+//! generator's build API.
+//!
+//! # Example
+//! ```
+//! let think = chat_parser::templates::THINK;
+//! assert_eq!(think.reasoning_end.trim(), "</think>");
+//! assert!(think.generation_prompt.ends_with("<think>\n"));
+//! ```
+#![cfg_attr(not(feature = "std"), no_std)]
+
+pub use chat_parser_runtime::*;
+
+/// What the analysis found for each template in `templates/`.
+pub mod templates {
+    /// The build-time facts about one template's format.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct TemplateInfo {
+        pub file: &'static str,
+        /// `"autoparser"` or the dedicated family.
+        pub handler: &'static str,
+        /// What the template appends for the assistant's turn (thinking enabled).
+        pub generation_prompt: &'static str,
+        pub reasoning_start: &'static str,
+        pub reasoning_end: &'static str,
+        pub preserved_tokens: &'static [&'static str],
+        /// The format spec as JSON.
+        pub spec_json: &'static str,
+    }
+
+    include!(concat!(env!("OUT_DIR"), "/templates.rs"));
+}
