@@ -138,9 +138,13 @@ pub struct ToolFormat {
     pub gen_id_field: String,
     /// Order of the JSON fields as the template writes them.
     pub parameter_order: Vec<String>,
-    /// Arguments are written as a Python literal (`{'k': 'v'}`, `True`, `None`)
-    /// instead of JSON.
+    /// Non-string argument values (or the whole arguments object) are written
+    /// as Python literals (`{'k': 'v'}`, `True`, `None`) instead of JSON: the
+    /// template prints them without `tojson`.
     pub python_dict_arguments: bool,
+    /// Scalar argument values are written the Python way (`True`, `False`,
+    /// `None`): the template prints them with `|string` (Qwen3-Coder does).
+    pub python_scalar_arguments: bool,
 }
 
 impl Default for ToolFormat {
@@ -161,6 +165,7 @@ impl Default for ToolFormat {
             gen_id_field: String::new(),
             parameter_order: Vec::new(),
             python_dict_arguments: false,
+            python_scalar_arguments: false,
         }
     }
 }

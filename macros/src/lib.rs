@@ -5,10 +5,13 @@
 //! tracked with `include_bytes!`, so editing it rebuilds the crate. Template
 //! problems become a `compile_error!` naming the file and line.
 //!
-//! ```ignore
+//! ```text
 //! chat_parser_macros::chat_parser!("templates/think.jinja");
-//! assert_eq!(think::REASONING_END, "</think>");
+//! assert_eq!(think::REASONING_END.trim(), "</think>");
 //! ```
+//!
+//! (Exercised by the root crate's `tests/macro_and_build.rs`: a doctest here
+//! would resolve the path against this crate's directory.)
 
 use proc_macro::{TokenStream, TokenTree};
 

@@ -54,7 +54,8 @@ pub struct AnalysisError {
 impl std::fmt::Display for AnalysisError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.cause {
-            Some(cause) => write!(f, "{}: {}: {}", self.template, self.message, cause),
+            // The cause already names the file and line.
+            Some(cause) => write!(f, "{cause} (while analysing: {})", self.message),
             None => write!(f, "{}: {}", self.template, self.message),
         }
     }

@@ -33,7 +33,26 @@ pub fn analyze(r: &mut Renderer<'_>, caps: &Capabilities, reasoning: &ReasoningS
         argument_container(r, &mut t);
         call_id_markers(r, &mut t);
     }
+    if t.format.mode != ToolFormatMode::None {
+        argument_value_style(r, &mut t);
+    }
     t
+}
+
+/// How non-string argument values are written: as JSON (`true`, `{"k": null}`)
+/// or as Python literals (`True`, `{'k': None}`), which is what a template
+/// gets when it prints a value without `tojson`. The model copies the style
+/// its template taught it, so the parser must accept it.
+fn argument_value_style(r: &mut Renderer<'_>, t: &mut ToolsSpec) {
+    let with_value = |second: Value| {
+        base(vec![tool_call(FUN_FIRST, json!({ARG_FIRST: {"PV_KEY": true, "PV_NONE": null}, ARG_SECOND: second}), CALL_ID_001)])
+    };
+    let Some(boolean) = r.render("T8 argument value style", &with_value(json!(true))) else { return };
+    t.format.python_dict_arguments = boolean.contains("'PV_KEY': True") || boolean.contains("'PV_NONE': None");
+    // A top-level `true` that adds a `True` to the render is a Python scalar.
+    if let Some(text) = r.render("T8 argument value style", &with_value(json!("PV_TEXT"))) {
+        t.format.python_scalar_arguments = boolean.matches("True").count() > text.matches("True").count();
+    }
 }
 
 fn base(calls: Vec<Value>) -> Scenario {

@@ -26,9 +26,14 @@
 //!   and JSON-style containers, `%` on strings is an error;
 //! * `{% do %}` is accepted (jinja2 needs an extension HF does not load).
 //!
-//! ```ignore
-//! let tmpl = ChatTemplate::new("x.jinja", source)?;      // syntax errors -> TemplateError with line
-//! let text: String = tmpl.render(&serde_json::json!({...}))?; // context = HF apply_chat_template kwargs
+//! # Example
+//! ```
+//! use chat_parser_generator::jinja::ChatTemplate;
+//! let source = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}{{ tools[0] | tojson }}";
+//! let tmpl = ChatTemplate::new("x.jinja", source).unwrap();
+//! let ctx = serde_json::json!({"messages": [{"role": "user", "content": "<hi>"}], "tools": [{"name": "f", "ok": true}]});
+//! // No HTML escaping, and `tojson` writes what Python's json.dumps writes.
+//! assert_eq!(tmpl.render(&ctx).unwrap(), "<|user|><hi>\n{\"name\": \"f\", \"ok\": true}");
 //! ```
 
 mod environment;

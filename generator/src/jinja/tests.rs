@@ -448,3 +448,14 @@ fn float_repr_matches_python() {
         assert_eq!(float_repr(value), expected, "{value:e}");
     }
 }
+
+// Dict order: serde_json's preserve_order keeps keys as the caller wrote them,
+// as Python dicts do (HF passes tool schemas whose key order the model saw).
+
+#[test]
+fn dict_order_survives_rendering() {
+    let ctx = json!({"d": {"zeta": 1, "alpha": 2, "mid": {"y": 1, "b": 2}}});
+    assert_eq!(render("{{ d | tojson }}", ctx.clone()), r#"{"zeta": 1, "alpha": 2, "mid": {"y": 1, "b": 2}}"#);
+    assert_eq!(render("{% for k, v in d.items() %}{{ k }},{% endfor %}", ctx.clone()), "zeta,alpha,mid,");
+    assert_eq!(render("{{ d.mid }}", ctx), "{'y': 1, 'b': 2}");
+}
