@@ -131,8 +131,8 @@ pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
 
 /// The suffix `add_generation_prompt: true` adds, for thinking on and off.
 fn generation_prompt(r: &mut Renderer<'_>) -> Result<GenerationPrompt, TemplateError> {
-    let measure = |enable_thinking: bool| -> Result<String, TemplateError> {
-        let diff = |with_tools: bool| -> Result<String, TemplateError> {
+    let mut measure = |enable_thinking: bool| -> Result<String, TemplateError> {
+        let mut diff = |with_tools: bool| -> Result<String, TemplateError> {
             let with = r.try_render(&generation_request(enable_thinking, true, with_tools))?;
             // A template that rejects the turn without a prompt still has one: all of it.
             let without = r.try_render(&generation_request(enable_thinking, false, with_tools)).unwrap_or_default();
@@ -150,21 +150,24 @@ fn generation_prompt(r: &mut Renderer<'_>) -> Result<GenerationPrompt, TemplateE
 
 /// What a generation prompt leaves open for the model.
 fn prefill(prompt: &str, reasoning: &ReasoningSpec) -> Prefill {
-    let start = reasoning.start.trim();
-    if reasoning.mode == ReasoningMode::None || start.is_empty() {
+    if reasoning.mode == ReasoningMode::None {
         return Prefill::Nothing;
     }
-    let Some(pos) = prompt.rfind(start) else { return Prefill::Nothing };
-    let after = &prompt[pos + start.len()..];
-    let end = reasoning.end.trim();
-    if !end.is_empty() && after.contains(end) {
-        Prefill::ClosedReasoning
-    } else if after.trim().is_empty() {
-        Prefill::OpenReasoning
-    } else {
-        // The start marker sits inside boilerplate, not at the end: the model
-        // does not continue a reasoning block.
-        Prefill::Nothing
+    let find_last = |marker: &str| {
+        let marker = marker.trim();
+        (!marker.is_empty()).then(|| prompt.rfind(marker).map(|pos| (pos, pos + marker.len()))).flatten()
+    };
+    match (find_last(&reasoning.start), find_last(&reasoning.end)) {
+        (Some((start, _)), Some((end, _))) if end > start => Prefill::ClosedReasoning,
+        // Either the prompt ends with the start marker, or the marker is
+        // followed by boilerplate the template writes for the model (Apriel:
+        // "<|begin_assistant|>\nHere are my reasoning steps:\n"): in both cases
+        // the model continues inside the reasoning block, which only its end
+        // marker closes.
+        (Some(_), _) => Prefill::OpenReasoning,
+        // A bare end marker closing the prompt (GLM with thinking off: "</think>").
+        (None, Some((_, after))) if prompt[after..].trim().is_empty() => Prefill::ClosedReasoning,
+        _ => Prefill::Nothing,
     }
 }
 
@@ -215,4 +218,24 @@ fn preserved_tokens(spec: &FormatSpec) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn think() -> ReasoningSpec {
+        ReasoningSpec { mode: ReasoningMode::TagBased, start: "<think>\n".into(), end: "\n</think>".into() }
+    }
+
+    #[test]
+    fn prefill_kinds() {
+        assert_eq!(prefill("<|im_start|>assistant\n<think>\n", &think()), Prefill::OpenReasoning);
+        assert_eq!(prefill("<|im_start|>assistant\n<think>\n\n</think>\n\n", &think()), Prefill::ClosedReasoning);
+        assert_eq!(prefill("<|assistant|></think>", &think()), Prefill::ClosedReasoning);
+        assert_eq!(prefill("<|im_start|>assistant\n", &think()), Prefill::Nothing);
+        assert_eq!(prefill("<think>\n", &ReasoningSpec::default()), Prefill::Nothing);
+        let apriel = ReasoningSpec { mode: ReasoningMode::TagBased, start: "<|begin_assistant|>\n".into(), end: "\n[BEGIN FINAL RESPONSE]".into() };
+        assert_eq!(prefill("\n<|begin_assistant|>\nHere are my reasoning steps:\n", &apriel), Prefill::OpenReasoning);
+    }
 }

@@ -68,12 +68,15 @@ pub struct Renderer<'t> {
     /// Pass tool-call arguments as JSON text instead of objects (for
     /// templates that only handle string arguments, like the OpenAI wire format).
     pub string_arguments: bool,
+    /// Renders by context: phases share scenarios (the one-call render is
+    /// used by six of them), and big templates take a millisecond per render.
+    cache: std::collections::HashMap<String, Result<String, TemplateError>>,
 }
 
 impl<'t> Renderer<'t> {
     pub fn new(template: &'t ChatTemplate) -> Self {
         let wants_functions_text = template.source().contains("+ functions");
-        Renderer { template, failures: Vec::new(), wants_functions_text, string_arguments: false }
+        Renderer { template, failures: Vec::new(), wants_functions_text, string_arguments: false, cache: Default::default() }
     }
 
     /// The variables for a scenario, with the extras serving stacks pass:
@@ -98,8 +101,15 @@ impl<'t> Renderer<'t> {
     }
 
     /// Renders without recording a failure.
-    pub fn try_render(&self, scenario: &Scenario) -> Result<String, TemplateError> {
-        self.template.render(&self.context(scenario))
+    pub fn try_render(&mut self, scenario: &Scenario) -> Result<String, TemplateError> {
+        let ctx = self.context(scenario);
+        let key = ctx.to_string();
+        if let Some(hit) = self.cache.get(&key) {
+            return hit.clone();
+        }
+        let result = self.template.render(&ctx);
+        self.cache.insert(key, result.clone());
+        result
     }
 
     /// The render, or `None` when the template failed or rendered nothing
