@@ -171,17 +171,21 @@ fn prefill(prompt: &str, reasoning: &ReasoningSpec) -> Prefill {
     }
 }
 
-/// Whether a tool-call turn needs `content` to be a string (templates that
-/// fail or print "None" when it is null).
+/// Whether a tool-call turn needs `content` to be a string: the template
+/// fails on a null content, or prints it (`None`) where an empty string
+/// prints nothing.
 fn requires_nonnull_content(r: &mut Renderer<'_>, spec: &FormatSpec) -> bool {
     if !spec.capabilities.supports_tool_calls {
         return false;
     }
-    let calls = vec![probe::first_call()];
-    let null_content = Scenario::with_tools(probe::convo(json!({"role": "assistant", "content": null, "tool_calls": calls})));
-    match r.try_render(&null_content) {
-        Ok(text) => text.contains("None"),
-        Err(e) => e.kind != TemplateErrorKind::OutOfFuel,
+    let with_content = |content: serde_json::Value| {
+        Scenario::with_tools(probe::convo(json!({"role": "assistant", "content": content, "tool_calls": [probe::first_call()]})))
+    };
+    let empty = r.try_render(&with_content(json!("")));
+    match (r.try_render(&with_content(serde_json::Value::Null)), empty) {
+        (Err(e), Ok(_)) => e.kind != TemplateErrorKind::OutOfFuel,
+        (Ok(null), Ok(empty)) => null.matches("None").count() > empty.matches("None").count(),
+        _ => false,
     }
 }
 
