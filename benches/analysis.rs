@@ -12,7 +12,7 @@ fn main() {
 }
 
 fn template_paths() -> Vec<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let shared = std::env::var_os("CHAT_PARSER_SHARED").map(PathBuf::from).unwrap_or_else(|| root.join("../shared"));
     let mut paths = Vec::new();
     for dir in [root.join("templates"), shared.join("templates")] {
