@@ -9,6 +9,8 @@
 pub mod analysis;
 pub mod build;
 pub mod diff;
+pub mod interp;
+pub mod ir;
 pub mod jinja;
 pub mod reference;
 pub mod spec;

@@ -5,6 +5,14 @@
 //! end). Events borrow the input, so parsing allocates nothing; a [`Sink`]
 //! receives them.
 //!
+//! With the `alloc` feature (on by default through `std`), two sinks collect
+//! owned results; the `serde` feature adds serialization for them.
+#![cfg_attr(
+    feature = "alloc",
+    doc = "[`MessageBuilder`] assembles a whole [`Message`], and [`DeltaBuilder`]\n\
+           produces OpenAI-style streaming [`Delta`]s."
+)]
+//!
 //! # Example
 //! ```
 //! use chat_parser_runtime::{Event, Sink};
@@ -18,6 +26,22 @@
 
 #[cfg(feature = "std")]
 extern crate std;
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+#[cfg(feature = "alloc")]
+pub mod delta;
+#[cfg(feature = "alloc")]
+pub mod message;
+
+#[cfg(feature = "alloc")]
+pub use delta::{Delta, DeltaBuilder, ToolCallDelta};
+#[cfg(feature = "alloc")]
+pub use message::{Message, MessageBuilder, ToolCall};
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests;
 
 /// One step of a parsed reply, in output order. Text borrows the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,346 @@
+//! An incremental JSON scanner: finds where one JSON value ends, checks it,
+//! and passes its text through (converting Python literals to JSON when
+//! asked), chunk by chunk.
+
+/// Result of scanning the available text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scan {
+    /// The value is complete.
+    Done,
+    /// The text ended inside the value.
+    NeedMore,
+    /// Not JSON: the byte at the consumed position is the first bad one.
+    Invalid,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Container {
+    Object,
+    Array,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// A value (the top level, after `:`, after `,` in an array).
+    Value,
+    /// A value or `]` (right after `[`).
+    ValueOrClose,
+    /// A key or `}` (right after `{`).
+    KeyOrClose,
+    /// A key (after `,` in an object).
+    Key,
+    /// `:` after a key.
+    Colon,
+    /// `,` or the container's close.
+    CommaOrClose,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    None,
+    /// Inside a string: its quote, whether a backslash is pending, how many
+    /// hex digits of a `\u` escape remain, and whether it is an object key.
+    Str { quote: u8, escape: bool, hex: u8, key: bool },
+    /// Inside a number.
+    Number,
+    /// Inside a literal word: what it must spell, and how far we are.
+    Word { word: &'static str, at: usize },
+}
+
+/// Scans one JSON value incrementally.
+#[derive(Debug, Clone)]
+pub struct JsonScanner {
+    python: bool,
+    stack: Vec<Container>,
+    expect: Expect,
+    token: Token,
+    done: bool,
+    output: String,
+}
+
+impl JsonScanner {
+    /// `python` also accepts `True`, `False`, `None` and single-quoted
+    /// strings, and reports them as JSON.
+    pub fn new(python: bool) -> JsonScanner {
+        JsonScanner { python, stack: Vec::new(), expect: Expect::Value, token: Token::None, done: false, output: String::new() }
+    }
+
+    /// The JSON text of what was consumed since the last call.
+    pub fn take_output(&mut self) -> String {
+        std::mem::take(&mut self.output)
+    }
+
+    /// Consumes as much of `text` as belongs to the value. Returns the number
+    /// of bytes consumed and where the value stands. `last` says no more text
+    /// will come.
+    pub fn scan(&mut self, text: &str, last: bool) -> (usize, Scan) {
+        if self.done {
+            return (0, Scan::Done);
+        }
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            match self.token.clone() {
+                Token::Str { quote, escape, hex, key } => {
+                    // Copy whole characters of the string.
+                    let c = text[i..].chars().next().unwrap_or('\u{FFFD}');
+                    let n = c.len_utf8();
+                    if hex > 0 {
+                        if !c.is_ascii_hexdigit() {
+                            return (i, Scan::Invalid);
+                        }
+                        self.output.push(c);
+                        self.token = Token::Str { quote, escape: false, hex: hex - 1, key };
+                    } else if escape {
+                        match (c, quote) {
+                            ('\'', b'\'') => self.output.push('\''),
+                            ('\'', _) => return (i, Scan::Invalid),
+                            ('u', _) => {
+                                self.output.push_str("\\u");
+                                self.token = Token::Str { quote, escape: false, hex: 4, key };
+                                i += n;
+                                continue;
+                            }
+                            ('"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't', _) => {
+                                self.output.push('\\');
+                                self.output.push(c);
+                            }
+                            _ => return (i, Scan::Invalid),
+                        }
+                        self.token = Token::Str { quote, escape: false, hex: 0, key };
+                    } else if c == '\\' {
+                        self.token = Token::Str { quote, escape: true, hex: 0, key };
+                    } else if b == quote {
+                        self.output.push('"');
+                        self.token = Token::None;
+                        self.after_value(key);
+                        if self.done {
+                            return (i + 1, Scan::Done);
+                        }
+                    } else if c == '"' {
+                        // A double quote inside a single-quoted Python string.
+                        self.output.push_str("\\\"");
+                    } else if (c as u32) < 0x20 {
+                        if quote == b'\'' {
+                            self.output.push_str(&crate::interp::json_escape(&c.to_string()));
+                        } else {
+                            return (i, Scan::Invalid);
+                        }
+                    } else {
+                        self.output.push(c);
+                    }
+                    i += n;
+                    continue;
+                }
+                Token::Number => {
+                    if b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-') {
+                        self.output.push(b as char);
+                        i += 1;
+                        continue;
+                    }
+                    self.token = Token::None;
+                    self.after_value(false);
+                    if self.done {
+                        return (i, Scan::Done);
+                    }
+                    continue;
+                }
+                Token::Word { word, at } => {
+                    if word.as_bytes().get(at) == Some(&b) {
+                        if at + 1 == word.len() {
+                            self.output.push_str(json_word(word));
+                            self.token = Token::None;
+                            self.after_value(false);
+                            if self.done {
+                                return (i + 1, Scan::Done);
+                            }
+                        } else {
+                            self.token = Token::Word { word, at: at + 1 };
+                        }
+                        i += 1;
+                        continue;
+                    }
+                    return (i, Scan::Invalid);
+                }
+                Token::None => {}
+            }
+            // Between tokens.
+            if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                self.output.push(b as char);
+                i += 1;
+                continue;
+            }
+            match self.expect {
+                Expect::Value | Expect::ValueOrClose => {
+                    if b == b']' && self.expect == Expect::ValueOrClose {
+                        self.close(']');
+                    } else if !self.start_value(b) {
+                        return (i, Scan::Invalid);
+                    }
+                }
+                Expect::KeyOrClose | Expect::Key => {
+                    if b == b'}' && self.expect == Expect::KeyOrClose {
+                        self.close('}');
+                    } else if b == b'"' || (self.python && b == b'\'') {
+                        self.output.push('"');
+                        self.token = Token::Str { quote: b, escape: false, hex: 0, key: true };
+                    } else {
+                        return (i, Scan::Invalid);
+                    }
+                }
+                Expect::Colon => {
+                    if b != b':' {
+                        return (i, Scan::Invalid);
+                    }
+                    self.output.push(':');
+                    self.expect = Expect::Value;
+                }
+                Expect::CommaOrClose => match (b, self.stack.last()) {
+                    (b',', Some(Container::Object)) => {
+                        self.output.push(',');
+                        self.expect = Expect::Key;
+                    }
+                    (b',', Some(Container::Array)) => {
+                        self.output.push(',');
+                        self.expect = Expect::Value;
+                    }
+                    (b'}', Some(Container::Object)) => self.close('}'),
+                    (b']', Some(Container::Array)) => self.close(']'),
+                    _ => return (i, Scan::Invalid),
+                },
+            }
+            i += 1;
+            if self.done {
+                return (i, Scan::Done);
+            }
+        }
+        // The text ran out.
+        if last && self.token == Token::Number && self.stack.is_empty() {
+            self.token = Token::None;
+            self.done = true;
+            return (i, Scan::Done);
+        }
+        (i, if last { Scan::Invalid } else { Scan::NeedMore })
+    }
+
+    fn start_value(&mut self, b: u8) -> bool {
+        match b {
+            b'{' => {
+                self.output.push('{');
+                self.stack.push(Container::Object);
+                self.expect = Expect::KeyOrClose;
+            }
+            b'[' => {
+                self.output.push('[');
+                self.stack.push(Container::Array);
+                self.expect = Expect::ValueOrClose;
+            }
+            b'"' => {
+                self.output.push('"');
+                self.token = Token::Str { quote: b'"', escape: false, hex: 0, key: false };
+            }
+            b'\'' if self.python => {
+                self.output.push('"');
+                self.token = Token::Str { quote: b'\'', escape: false, hex: 0, key: false };
+            }
+            b'-' | b'0'..=b'9' => {
+                self.output.push(b as char);
+                self.token = Token::Number;
+            }
+            b't' => self.token = Token::Word { word: "true", at: 1 },
+            b'f' => self.token = Token::Word { word: "false", at: 1 },
+            b'n' => self.token = Token::Word { word: "null", at: 1 },
+            b'T' if self.python => self.token = Token::Word { word: "True", at: 1 },
+            b'F' if self.python => self.token = Token::Word { word: "False", at: 1 },
+            b'N' if self.python => self.token = Token::Word { word: "None", at: 1 },
+            _ => return false,
+        }
+        true
+    }
+
+    fn close(&mut self, c: char) {
+        self.output.push(c);
+        self.stack.pop();
+        self.after_value(false);
+    }
+
+    fn after_value(&mut self, was_key: bool) {
+        if was_key {
+            self.expect = Expect::Colon;
+        } else if self.stack.is_empty() {
+            self.done = true;
+        } else {
+            self.expect = Expect::CommaOrClose;
+        }
+    }
+}
+
+fn json_word(word: &str) -> &'static str {
+    match word {
+        "true" | "True" => "true",
+        "false" | "False" => "false",
+        _ => "null",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan_all(text: &str, chunk: usize, python: bool) -> (String, Scan, usize) {
+        let mut s = JsonScanner::new(python);
+        let mut out = String::new();
+        let mut pos = 0;
+        let mut fed = 0;
+        loop {
+            fed = (fed + chunk).min(text.len());
+            while !text.is_char_boundary(fed) {
+                fed += 1;
+            }
+            let last = fed == text.len();
+            let (n, r) = s.scan(&text[pos..fed], last);
+            out.push_str(&s.take_output());
+            pos += n;
+            if r != Scan::NeedMore || last {
+                return (out, r, pos);
+            }
+        }
+    }
+
+    #[test]
+    fn finds_the_end_of_values_in_any_chunking() {
+        for chunk in [1, 2, 3, 100] {
+            let (out, r, n) = scan_all("{\"a\": [1, 2.5e3, \"x\\\"y\"], \"b\": {\"c\": null}} trailing", chunk, false);
+            assert_eq!(r, Scan::Done);
+            assert_eq!(out, "{\"a\": [1, 2.5e3, \"x\\\"y\"], \"b\": {\"c\": null}}");
+            assert_eq!(n, out.len());
+        }
+    }
+
+    #[test]
+    fn numbers_end_at_the_first_other_byte() {
+        let (out, r, n) = scan_all("42\n</p>", 1, false);
+        assert_eq!((out.as_str(), r, n), ("42", Scan::Done, 2));
+        let (out, r, _) = scan_all("-3.14", 2, false);
+        assert_eq!((out.as_str(), r), ("-3.14", Scan::Done));
+    }
+
+    #[test]
+    fn python_literals_become_json() {
+        let (out, r, _) = scan_all("{'a': True, 'b': None, 'c': 'it\\'s \"q\"'}", 3, true);
+        assert_eq!(r, Scan::Done);
+        assert_eq!(out, "{\"a\": true, \"b\": null, \"c\": \"it's \\\"q\\\"\"}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&out).unwrap()["c"], "it's \"q\"");
+    }
+
+    #[test]
+    fn rejects_broken_json() {
+        for bad in ["{\"a\" 1}", "{\"a\": tru}", "[1,,2]", "{'a': 1}", "}"] {
+            let (_, r, _) = scan_all(bad, 100, false);
+            assert_eq!(r, Scan::Invalid, "{bad}");
+        }
+        let (_, r, _) = scan_all("{\"a\": 1", 100, false);
+        assert_eq!(r, Scan::Invalid, "cut off at the end");
+    }
+}

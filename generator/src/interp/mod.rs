@@ -1,0 +1,783 @@
+//! The reference parser: a streaming interpreter of the format IR.
+//!
+//! It takes model output in chunks of bytes of any size (a chunk may end
+//! inside a marker or inside a UTF-8 sequence) and reports append-only
+//! [`Event`]s to a [`Sink`]. It is the oracle generated parsers are tested
+//! against, and the dynamic mode for servers that learn their template at run
+//! time.
+//!
+//! How it streams: the IR's choices are guarded, so the interpreter only ever
+//! looks ahead as far as a guard (a marker) before committing; text is held
+//! back only while it could still be the start of a marker. Each chunk is
+//! processed once (an explicit stack of frames resumes where the last chunk
+//! ended).
+//!
+//! # Bad output
+//! Model output is untrusted. The parser never panics and never loses text:
+//! - markup that starts like a tool call but breaks before the call's name is
+//!   complete is reported as content (one character at a time is given back
+//!   and parsing goes on after it);
+//! - a call whose name is known but whose rest is broken ends there, with the
+//!   arguments seen so far and `complete: false`; the text from the first byte
+//!   the call could not accept on is content;
+//! - a call cut off by the end of the output ends the same way;
+//! - invalid UTF-8 becomes U+FFFD.
+//!
+//! # Example
+//! ```
+//! use chat_parser_generator::{interp::StreamParser, ir::{Node, TextKind}};
+//! use chat_parser_runtime::Event;
+//! let g = Node::seq(vec![
+//!     Node::optional(Node::lit("<think>"), Node::seq(vec![Node::until(&["</think>"], TextKind::Reasoning), Node::lit("</think>")])),
+//!     Node::rest(TextKind::Content),
+//! ]);
+//! let mut reasoning = String::new();
+//! let mut content = String::new();
+//! let mut sink = |e: Event<'_>| match e {
+//!     Event::Reasoning(t) => reasoning.push_str(t),
+//!     Event::Content(t) => content.push_str(t),
+//!     _ => {}
+//! };
+//! let mut p = StreamParser::new(&g);
+//! for chunk in ["<thi", "nk>hmm</th", "ink>Hi"] {
+//!     p.feed(chunk.as_bytes(), &mut sink);
+//! }
+//! p.finish(&mut sink);
+//! assert_eq!((reasoning.as_str(), content.as_str()), ("hmm", "Hi"));
+//! ```
+
+mod json;
+
+use chat_parser_runtime::{Event, Sink};
+
+use crate::ir::{Alt, JsonKind, Mark, Node, TextKind};
+use json::{JsonScanner, Scan};
+
+/// An event waiting to be delivered (owned, because it may be taken back
+/// while its call is not committed yet).
+#[derive(Debug, Clone, PartialEq)]
+enum Out {
+    Content(String),
+    Reasoning(String),
+    ToolStart(usize),
+    ToolName(String),
+    ToolId(String),
+    ToolArgs(String),
+    ToolEnd(bool),
+}
+
+enum Step {
+    /// The frame finished; pop it.
+    Done,
+    /// Run this node next (on top of the frame).
+    Push(Frame),
+    /// The frame needs more input.
+    NeedMore,
+    Fail,
+}
+
+enum UntilText {
+    /// Nothing of the value seen yet (a leading newline may still be dropped).
+    Fresh,
+    Started,
+}
+
+enum Frame {
+    Seq { items: *const [Node], next: usize },
+    Choice { alts: *const [Alt], taken: bool },
+    Repeat { alts: *const [Alt], limits: *const [Option<u32>], counts: Vec<u32>, recover: bool, in_body: bool, region: Option<usize> },
+    Literal(*const str),
+    Space,
+    OptionalNewline,
+    Until { stops: *const [String], kind: TextKind, trim_newlines: bool, state: UntilText, acc: String, held_newline: bool },
+    Json { kind: JsonKind, scanner: JsonScanner, started: bool },
+    JsonString { kind: TextKind, escaped: bool },
+    Mark(*const Mark),
+    ArgKey(*const str),
+    End,
+}
+
+/// A place to rewind to if a guarded alternative's body breaks before its
+/// call is committed.
+struct Region {
+    /// Input position of the guard's start.
+    pos: usize,
+    /// Pending events at that point.
+    out_len: usize,
+    /// Stack depth of the owning `Repeat` frame.
+    depth: usize,
+    /// A call name was reported: the region can no longer be taken back.
+    committed: bool,
+    call_index_before: usize,
+}
+
+/// Streaming interpreter of one grammar.
+///
+/// The grammar must outlive the parser (it is borrowed).
+pub struct StreamParser<'g> {
+    root: &'g Node,
+    /// Text received so far (complete characters only).
+    text: String,
+    /// Bytes of an incomplete UTF-8 sequence at the end of the input.
+    utf8_tail: Vec<u8>,
+    pos: usize,
+    stack: Vec<Frame>,
+    regions: Vec<Region>,
+    out: Vec<Out>,
+    calls: usize,
+    call_open: bool,
+    args_written: u32,
+    started: bool,
+    finished: bool,
+    /// The grammar could not continue: everything left is content.
+    degraded: bool,
+}
+
+// Frames point into the grammar, which the parser borrows for 'g; the raw
+// pointers only avoid a self-referential lifetime on `Frame`.
+unsafe impl Send for StreamParser<'_> {}
+
+impl<'g> StreamParser<'g> {
+    pub fn new(root: &'g Node) -> StreamParser<'g> {
+        StreamParser {
+            root,
+            text: String::new(),
+            utf8_tail: Vec::new(),
+            pos: 0,
+            stack: Vec::new(),
+            regions: Vec::new(),
+            out: Vec::new(),
+            calls: 0,
+            call_open: false,
+            args_written: 0,
+            started: false,
+            finished: false,
+            degraded: false,
+        }
+    }
+
+    /// Parses a chunk of output and reports what is certain so far.
+    pub fn feed(&mut self, bytes: &[u8], sink: &mut impl Sink) {
+        if self.finished {
+            return;
+        }
+        self.push_bytes(bytes);
+        self.run(false);
+        self.flush(sink);
+    }
+
+    /// Ends the output: reports everything held back, and closes a call the
+    /// output cut off (`complete: false`).
+    pub fn finish(&mut self, sink: &mut impl Sink) {
+        if self.finished {
+            return;
+        }
+        if !self.utf8_tail.is_empty() {
+            self.utf8_tail.clear();
+            self.text.push('\u{FFFD}');
+        }
+        self.run(true);
+        if self.call_open {
+            self.out.push(Out::ToolEnd(false));
+            self.call_open = false;
+        }
+        self.regions.clear();
+        self.flush(sink);
+        self.finished = true;
+    }
+
+    fn push_bytes(&mut self, bytes: &[u8]) {
+        let mut data = std::mem::take(&mut self.utf8_tail);
+        data.extend_from_slice(bytes);
+        let mut rest: &[u8] = &data;
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(s) => {
+                    self.text.push_str(s);
+                    break;
+                }
+                Err(e) => {
+                    let (valid, after) = rest.split_at(e.valid_up_to());
+                    // Safe: `valid_up_to` bytes are valid UTF-8.
+                    self.text.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                    match e.error_len() {
+                        Some(n) => {
+                            self.text.push('\u{FFFD}');
+                            rest = &after[n..];
+                        }
+                        None => {
+                            self.utf8_tail = after.to_vec();
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self, sink: &mut impl Sink) {
+        // Events after the oldest uncommitted region may still be taken back.
+        let limit = self.regions.iter().find(|r| !r.committed).map(|r| r.out_len).unwrap_or(self.out.len());
+        for ev in self.out.drain(..limit) {
+            match &ev {
+                Out::Content(t) if !t.is_empty() => sink.event(Event::Content(t)),
+                Out::Reasoning(t) if !t.is_empty() => sink.event(Event::Reasoning(t)),
+                Out::ToolStart(i) => sink.event(Event::ToolCallStart { index: *i }),
+                Out::ToolName(t) => sink.event(Event::ToolName(t)),
+                Out::ToolId(t) if !t.is_empty() => sink.event(Event::ToolId(t)),
+                Out::ToolArgs(t) if !t.is_empty() => sink.event(Event::ToolArgs(t)),
+                Out::ToolEnd(c) => sink.event(Event::ToolCallEnd { complete: *c }),
+                _ => {}
+            }
+        }
+        for r in &mut self.regions {
+            r.out_len = r.out_len.saturating_sub(limit);
+        }
+    }
+
+    fn emit_text(&mut self, kind: TextKind, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match kind {
+            TextKind::Content => match self.out.last_mut() {
+                Some(Out::Content(t)) => t.push_str(text),
+                _ => self.out.push(Out::Content(text.to_string())),
+            },
+            TextKind::Reasoning => match self.out.last_mut() {
+                Some(Out::Reasoning(t)) => t.push_str(text),
+                _ => self.out.push(Out::Reasoning(text.to_string())),
+            },
+            TextKind::ToolId => self.out.push(Out::ToolId(text.to_string())),
+            TextKind::Discard => {}
+            // Names and raw values are reported through their own paths.
+            TextKind::ToolName | TextKind::ArgName | TextKind::ArgString | TextKind::ArgAuto => {}
+        }
+    }
+
+    fn emit_args(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self.out.last_mut() {
+            Some(Out::ToolArgs(t)) => t.push_str(text),
+            _ => self.out.push(Out::ToolArgs(text.to_string())),
+        }
+    }
+
+    fn emit_name(&mut self, name: &str) {
+        self.out.push(Out::ToolName(name.to_string()));
+        // A named call is real: commit the innermost region.
+        if let Some(r) = self.regions.last_mut() {
+            r.committed = true;
+        }
+    }
+
+    fn open_key(&mut self, key: &str) {
+        let sep = if self.args_written > 0 { ", " } else { "" };
+        self.args_written += 1;
+        let text = format!("{sep}{}: ", json_quote(key));
+        self.emit_args(&text);
+    }
+
+    fn mark(&mut self, m: &Mark) {
+        match m {
+            Mark::ToolOpen => {
+                self.out.push(Out::ToolStart(self.calls));
+                self.calls += 1;
+                self.call_open = true;
+                self.args_written = 0;
+            }
+            Mark::ToolClose => {
+                if self.call_open {
+                    self.out.push(Out::ToolEnd(true));
+                    self.call_open = false;
+                }
+            }
+            Mark::Name(n) => self.emit_name(n),
+            Mark::ArgsOpen => {
+                self.args_written = 0;
+                self.emit_args("{");
+            }
+            Mark::ArgsClose => self.emit_args("}"),
+            Mark::Prefilled(kind, text) => self.emit_text(*kind, text),
+        }
+    }
+
+    fn run(&mut self, last: bool) {
+        if !self.started {
+            self.started = true;
+            self.stack.push(frame_for(self.root));
+        }
+        loop {
+            if self.degraded {
+                let rest = self.text[self.pos..].to_string();
+                self.emit_text(TextKind::Content, &rest);
+                self.pos = self.text.len();
+                return;
+            }
+            let Some(top) = self.stack.pop() else {
+                // The grammar is done; anything after it is content.
+                if self.pos < self.text.len() {
+                    self.degraded = true;
+                    continue;
+                }
+                return;
+            };
+            match self.step(top, last) {
+                (Step::Done, _) => {}
+                (Step::Push(child), Some(parent)) => {
+                    self.stack.push(parent);
+                    self.stack.push(child);
+                }
+                (Step::Push(child), None) => self.stack.push(child),
+                (Step::NeedMore, Some(frame)) => {
+                    self.stack.push(frame);
+                    if last {
+                        // No more input will come: treat as a failure.
+                        self.fail();
+                        continue;
+                    }
+                    return;
+                }
+                (Step::NeedMore, None) => return,
+                (Step::Fail, _) => self.fail(),
+            }
+        }
+    }
+
+    /// Unwinds to the innermost region and either gives the markup back as
+    /// content (uncommitted) or ends the broken call (committed).
+    fn fail(&mut self) {
+        let Some(region) = self.regions.pop() else {
+            self.stack.clear();
+            self.degraded = true;
+            return;
+        };
+        self.stack.truncate(region.depth + 1);
+        if let Some(Frame::Repeat { in_body, region: r, .. }) = self.stack.last_mut() {
+            *in_body = false;
+            *r = None;
+        }
+        if region.committed {
+            if self.call_open {
+                self.out.push(Out::ToolEnd(false));
+                self.call_open = false;
+            }
+            // Make progress: never fail twice at the guard's start.
+            if self.pos == region.pos {
+                self.give_back_one_char();
+            }
+        } else {
+            self.out.truncate(region.out_len);
+            self.calls = region.call_index_before;
+            self.call_open = false;
+            self.pos = region.pos;
+            self.give_back_one_char();
+        }
+    }
+
+    fn give_back_one_char(&mut self) {
+        if let Some(c) = self.text[self.pos..].chars().next() {
+            let s = c.to_string();
+            self.pos += c.len_utf8();
+            self.emit_text(TextKind::Content, &s);
+        }
+    }
+
+    /// Runs one frame; returns what to do and the frame to keep (if any).
+    fn step(&mut self, frame: Frame, last: bool) -> (Step, Option<Frame>) {
+        match frame {
+            Frame::Seq { items, next } => {
+                // Safe: `items` points into the grammar borrowed for 'g.
+                let items_ref = unsafe { &*items };
+                if next >= items_ref.len() {
+                    return (Step::Done, None);
+                }
+                (Step::Push(frame_for(&items_ref[next])), Some(Frame::Seq { items, next: next + 1 }))
+            }
+            Frame::Choice { alts, taken } => {
+                if taken {
+                    return (Step::Done, None);
+                }
+                let alts_ref = unsafe { &*alts };
+                for alt in alts_ref {
+                    match guard(&alt.guard, &self.text, self.pos, last) {
+                        Guard::Match(end) => {
+                            self.pos = end;
+                            return (Step::Push(frame_for(&alt.body)), Some(Frame::Choice { alts, taken: true }));
+                        }
+                        Guard::NeedMore => return (Step::NeedMore, Some(Frame::Choice { alts, taken })),
+                        Guard::NoMatch => {}
+                    }
+                }
+                (Step::Fail, None)
+            }
+            Frame::Repeat { alts, limits, mut counts, recover, in_body, region } => {
+                if in_body {
+                    // The body of the last round finished.
+                    if let Some(depth) = region {
+                        if let Some(pos) = self.regions.iter().rposition(|r| r.depth == depth) {
+                            self.regions.remove(pos);
+                        }
+                    }
+                }
+                let alts_ref = unsafe { &*alts };
+                let limits_ref = unsafe { &*limits };
+                for (i, alt) in alts_ref.iter().enumerate() {
+                    if limits_ref.get(i).copied().flatten().is_some_and(|max| counts[i] >= max) {
+                        continue;
+                    }
+                    let start = self.pos;
+                    match guard(&alt.guard, &self.text, self.pos, last) {
+                        Guard::Match(end) => {
+                            counts[i] += 1;
+                            let depth = self.stack.len();
+                            let region = if recover {
+                                self.regions.push(Region {
+                                    pos: start,
+                                    out_len: self.out.len(),
+                                    depth,
+                                    committed: false,
+                                    call_index_before: self.calls,
+                                });
+                                Some(depth)
+                            } else {
+                                None
+                            };
+                            self.pos = end;
+                            let me = Frame::Repeat { alts, limits, counts, recover, in_body: true, region };
+                            return (Step::Push(frame_for(&alt.body)), Some(me));
+                        }
+                        Guard::NeedMore => {
+                            return (Step::NeedMore, Some(Frame::Repeat { alts, limits, counts, recover, in_body: false, region: None }))
+                        }
+                        Guard::NoMatch => {}
+                    }
+                }
+                (Step::Done, None)
+            }
+            Frame::Literal(lit) => {
+                let lit = unsafe { &*lit };
+                let rest = &self.text[self.pos..];
+                if rest.starts_with(lit) {
+                    self.pos += lit.len();
+                    (Step::Done, None)
+                } else if lit.starts_with(rest) && !last {
+                    (Step::NeedMore, Some(Frame::Literal(lit)))
+                } else {
+                    (Step::Fail, None)
+                }
+            }
+            Frame::Space => {
+                let rest = &self.text[self.pos..];
+                let n = rest.len() - rest.trim_start_matches([' ', '\t', '\n', '\r']).len();
+                self.pos += n;
+                if self.pos == self.text.len() && !last {
+                    (Step::NeedMore, Some(Frame::Space))
+                } else {
+                    (Step::Done, None)
+                }
+            }
+            Frame::OptionalNewline => {
+                let rest = &self.text[self.pos..];
+                if rest.is_empty() && !last {
+                    return (Step::NeedMore, Some(Frame::OptionalNewline));
+                }
+                if rest.starts_with('\n') {
+                    self.pos += 1;
+                }
+                (Step::Done, None)
+            }
+            Frame::Mark(m) => {
+                let m = unsafe { &*m };
+                self.mark(m);
+                (Step::Done, None)
+            }
+            Frame::ArgKey(k) => {
+                let k = unsafe { &*k };
+                self.open_key(k);
+                (Step::Done, None)
+            }
+            Frame::End => {
+                if self.pos < self.text.len() {
+                    (Step::Fail, None)
+                } else if last {
+                    (Step::Done, None)
+                } else {
+                    (Step::NeedMore, Some(Frame::End))
+                }
+            }
+            Frame::Until { stops, kind, trim_newlines, state, acc, held_newline } => {
+                self.step_until(stops, kind, trim_newlines, state, acc, held_newline, last)
+            }
+            Frame::Json { kind, mut scanner, started } => {
+                if !started && kind == JsonKind::ArgValue {
+                    // The key was written by the argument's name.
+                }
+                let rest = &self.text[self.pos..];
+                let (consumed, result) = scanner.scan(rest, last);
+                let piece = scanner.take_output();
+                self.pos += consumed;
+                match kind {
+                    JsonKind::ToolArgs | JsonKind::ArgValue => self.emit_args(&piece),
+                    JsonKind::Content => self.emit_text(TextKind::Content, &piece),
+                }
+                match result {
+                    Scan::Done => (Step::Done, None),
+                    Scan::NeedMore => (Step::NeedMore, Some(Frame::Json { kind, scanner, started: true })),
+                    Scan::Invalid => (Step::Fail, None),
+                }
+            }
+            Frame::JsonString { kind, mut escaped } => {
+                let rest = &self.text[self.pos..];
+                let mut end = None;
+                for (i, b) in rest.bytes().enumerate() {
+                    if escaped {
+                        escaped = false;
+                    } else if b == b'\\' {
+                        escaped = true;
+                    } else if b == b'"' {
+                        end = Some(i);
+                        break;
+                    }
+                }
+                let n = end.unwrap_or(rest.len());
+                let piece = rest[..n].to_string();
+                self.pos += n;
+                self.emit_text(kind, &piece);
+                match end {
+                    Some(_) => (Step::Done, None),
+                    None if last => (Step::Fail, None),
+                    None => (Step::NeedMore, Some(Frame::JsonString { kind, escaped })),
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn step_until(
+        &mut self,
+        stops: *const [String],
+        kind: TextKind,
+        trim_newlines: bool,
+        mut state: UntilText,
+        mut acc: String,
+        mut held_newline: bool,
+        last: bool,
+    ) -> (Step, Option<Frame>) {
+        let stops_ref = unsafe { &*stops };
+        let rest = &self.text[self.pos..];
+        let found = stops_ref.iter().filter(|s| !s.is_empty()).filter_map(|s| rest.find(s.as_str())).min();
+        let (take, done) = match found {
+            Some(i) => (i, true),
+            None if last => (rest.len(), true),
+            None => (rest.len() - partial_stop_len(rest, stops_ref), false),
+        };
+        let owned = rest[..take].to_string();
+        let mut piece = owned.as_str();
+        self.pos += take;
+        if trim_newlines {
+            if matches!(state, UntilText::Fresh) {
+                if piece.is_empty() && !done {
+                    return (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline }));
+                }
+                if let Some(p) = piece.strip_prefix('\n') {
+                    piece = p;
+                }
+                state = UntilText::Started;
+                self.begin_value(kind);
+            }
+        } else if matches!(state, UntilText::Fresh) {
+            state = UntilText::Started;
+            self.begin_value(kind);
+        }
+        // A newline right before the stop is layout: hold it until we know.
+        let mut text = String::new();
+        if held_newline {
+            text.push('\n');
+            held_newline = false;
+        }
+        text.push_str(piece);
+        if trim_newlines && text.ends_with('\n') {
+            text.pop();
+            held_newline = !done;
+        }
+        self.value_text(kind, &text, &mut acc);
+        if done {
+            self.end_value(kind, &acc);
+            (Step::Done, None)
+        } else {
+            (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline }))
+        }
+    }
+
+    fn begin_value(&mut self, kind: TextKind) {
+        if kind == TextKind::ArgString {
+            self.emit_args("\"");
+        }
+    }
+
+    fn value_text(&mut self, kind: TextKind, text: &str, acc: &mut String) {
+        match kind {
+            TextKind::ArgString => {
+                let escaped = json_escape(text);
+                self.emit_args(&escaped);
+            }
+            TextKind::ToolName | TextKind::ArgName | TextKind::ArgAuto => acc.push_str(text),
+            other => self.emit_text(other, text),
+        }
+    }
+
+    fn end_value(&mut self, kind: TextKind, acc: &str) {
+        match kind {
+            TextKind::ArgString => self.emit_args("\""),
+            TextKind::ToolName => self.emit_name(acc.trim()),
+            TextKind::ArgName => self.open_key(acc.trim()),
+            TextKind::ArgAuto => {
+                let value = match serde_json::from_str::<serde_json::Value>(acc) {
+                    Ok(v) => v.to_string(),
+                    Err(_) => json_quote(acc),
+                };
+                self.emit_args(&value);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Frames that report marks or keys do it when entered.
+fn frame_for(node: &Node) -> Frame {
+    match node {
+        Node::Empty => Frame::Seq { items: &[] as &[Node] as *const [Node], next: 0 },
+        Node::Literal(s) => Frame::Literal(s.as_str() as *const str),
+        Node::Space => Frame::Space,
+        Node::OptionalNewline => Frame::OptionalNewline,
+        Node::Seq(items) => Frame::Seq { items: items.as_slice() as *const [Node], next: 0 },
+        Node::Choice(alts) => Frame::Choice { alts: alts.as_slice() as *const [Alt], taken: false },
+        Node::Repeat { alts, limits, recover } => Frame::Repeat {
+            alts: alts.as_slice() as *const [Alt],
+            limits: limits.as_slice() as *const [Option<u32>],
+            counts: vec![0; alts.len()],
+            recover: *recover,
+            in_body: false,
+            region: None,
+        },
+        Node::Until { stops, kind, trim_newlines } => Frame::Until {
+            stops: stops.as_slice() as *const [String],
+            kind: *kind,
+            trim_newlines: *trim_newlines,
+            state: UntilText::Fresh,
+            acc: String::new(),
+            held_newline: false,
+        },
+        Node::Json { kind, python, .. } => Frame::Json { kind: *kind, scanner: JsonScanner::new(*python), started: false },
+        Node::JsonStringContent(kind) => Frame::JsonString { kind: *kind, escaped: false },
+        Node::ArgKey(k) => Frame::ArgKey(k.as_str() as *const str),
+        Node::Mark(m) => Frame::Mark(m as *const Mark),
+        Node::End => Frame::End,
+    }
+}
+
+enum Guard {
+    Match(usize),
+    NoMatch,
+    NeedMore,
+}
+
+/// Matches a guard (literals and whitespace) without reporting anything.
+fn guard(node: &Node, text: &str, pos: usize, last: bool) -> Guard {
+    match node {
+        Node::Empty => Guard::Match(pos),
+        Node::Literal(s) => {
+            let rest = &text[pos..];
+            if rest.starts_with(s.as_str()) {
+                Guard::Match(pos + s.len())
+            } else if s.starts_with(rest) && !last {
+                Guard::NeedMore
+            } else {
+                Guard::NoMatch
+            }
+        }
+        Node::Space => {
+            let rest = &text[pos..];
+            let n = rest.len() - rest.trim_start_matches([' ', '\t', '\n', '\r']).len();
+            if pos + n == text.len() && !last {
+                Guard::NeedMore
+            } else {
+                Guard::Match(pos + n)
+            }
+        }
+        Node::OptionalNewline => {
+            let rest = &text[pos..];
+            if rest.is_empty() && !last {
+                Guard::NeedMore
+            } else if rest.starts_with('\n') {
+                Guard::Match(pos + 1)
+            } else {
+                Guard::Match(pos)
+            }
+        }
+        Node::End => {
+            if pos < text.len() {
+                Guard::NoMatch
+            } else if last {
+                Guard::Match(pos)
+            } else {
+                Guard::NeedMore
+            }
+        }
+        Node::Seq(items) => {
+            let mut at = pos;
+            for item in items {
+                match guard(item, text, at, last) {
+                    Guard::Match(next) => at = next,
+                    other => return other,
+                }
+            }
+            Guard::Match(at)
+        }
+        // Guards are literal markup only; anything else never matches.
+        _ => Guard::NoMatch,
+    }
+}
+
+/// Length of the longest suffix of `text` that is a proper prefix of a stop.
+fn partial_stop_len(text: &str, stops: &[String]) -> usize {
+    let mut best = 0;
+    for stop in stops {
+        let max = stop.len().saturating_sub(1).min(text.len());
+        for n in (best + 1..=max).rev() {
+            if text.is_char_boundary(text.len() - n) && stop.as_bytes().starts_with(&text.as_bytes()[text.len() - n..]) {
+                best = n;
+                break;
+            }
+        }
+    }
+    best
+}
+
+/// `s` as a JSON string literal.
+pub fn json_quote(s: &str) -> String {
+    format!("\"{}\"", json_escape(s))
+}
+
+/// `s` escaped for the inside of a JSON string.
+pub fn json_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,72 @@
+use chat_parser_runtime::{Message, MessageBuilder};
+
+use super::StreamParser;
+use crate::ir::{build::*, Node};
+use crate::spec::*;
+
+fn parse_chunked(g: &Node, text: &str, chunk: usize) -> Message {
+    let mut b = MessageBuilder::new();
+    let mut p = StreamParser::new(g);
+    for piece in text.as_bytes().chunks(chunk.max(1)) {
+        p.feed(piece, &mut b);
+    }
+    p.finish(&mut b);
+    b.into_message()
+}
+
+fn qwen_coder_spec() -> FormatSpec {
+    let mut s = FormatSpec::default();
+    s.tools.format.mode = ToolFormatMode::TagWithTagged;
+    s.tools.format.per_call_start = "<tool_call>\n".into();
+    s.tools.format.per_call_end = "</tool_call>".into();
+    s.tools.function = FunctionMarkers { name_prefix: "<function=".into(), name_suffix: ">\n".into(), close: "</function>\n".into() };
+    s.tools.arguments.name_prefix = "<parameter=".into();
+    s.tools.arguments.name_suffix = ">\n".into();
+    s.tools.arguments.value_suffix = "</parameter>\n".into();
+    s
+}
+
+fn tool(name: &str, props: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": props}}})
+}
+
+#[test]
+fn tagged_arguments_are_typed_by_schema_in_any_chunking() {
+    let opts = ParseOptions {
+        tools: vec![tool("f", serde_json::json!({"n": {"type": "integer"}, "s": {"type": "string"}}))],
+        ..ParseOptions::default()
+    };
+    let g = build(&qwen_coder_spec(), &opts);
+    let text = "Sure.\n<tool_call>\n<function=f>\n<parameter=n>\n12\n</parameter>\n<parameter=s>\nline 1\n\"two\"\n</parameter>\n</function>\n</tool_call>";
+    for chunk in [1, 2, 3, 7, 1000] {
+        let m = parse_chunked(&g, text, chunk);
+        assert_eq!(m.content, "Sure.\n", "chunk {chunk}");
+        assert_eq!(m.tool_calls.len(), 1);
+        assert_eq!(m.tool_calls[0].name, "f");
+        assert_eq!(m.tool_calls[0].arguments, "{\"n\": 12, \"s\": \"line 1\\n\\\"two\\\"\"}");
+        assert!(m.tool_calls[0].complete);
+    }
+}
+
+#[test]
+fn broken_markup_before_the_name_is_content() {
+    let opts = ParseOptions { tools: vec![tool("f", serde_json::json!({}))], ..ParseOptions::default() };
+    let g = build(&qwen_coder_spec(), &opts);
+    let text = "a <tool_call>\n<function=nope>\n</function></tool_call> b";
+    for chunk in [1, 5, 1000] {
+        let m = parse_chunked(&g, text, chunk);
+        assert_eq!(m.content, text, "chunk {chunk}");
+        assert!(m.tool_calls.is_empty());
+    }
+}
+
+#[test]
+fn a_call_cut_off_keeps_its_arguments_and_is_incomplete() {
+    let opts = ParseOptions { tools: vec![tool("f", serde_json::json!({"s": {"type": "string"}}))], ..ParseOptions::default() };
+    let g = build(&qwen_coder_spec(), &opts);
+    let m = parse_chunked(&g, "<tool_call>\n<function=f>\n<parameter=s>\nhel", 3);
+    assert_eq!(m.tool_calls.len(), 1);
+    assert_eq!(m.tool_calls[0].name, "f");
+    assert!(!m.tool_calls[0].complete);
+    assert!(m.tool_calls[0].arguments.starts_with("{\"s\": \"hel"));
+}

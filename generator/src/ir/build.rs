@@ -1,0 +1,513 @@
+//! Builders: from a [`FormatSpec`] and the request's [`ParseOptions`] to the
+//! format IR.
+//!
+//! The output grammar has one skeleton for every generic format:
+//!
+//! ```text
+//! reply     = prefill? reasoning? body $
+//! reasoning = START reasoning-text END space           (when reasoning is extracted)
+//! body      = content { TOOL-TRIGGER tools content | CONTENT-START wrapped content }*
+//! ```
+//!
+//! Markers are matched without their surrounding whitespace, and whitespace
+//! is allowed between markup pieces: templates write `"\n"` around markers,
+//! models often do and sometimes don't.
+//!
+//! Argument values in tagged formats are typed from the tool's JSON schema:
+//! a value whose schema type is `string` is taken raw (one newline next to
+//! each tag is the template's layout, not the value); a value of any other
+//! single type is JSON. **Without a schema type** (no tools given, an
+//! argument the schema does not declare, or a type list mixing string and
+//! other types) a value is JSON when the whole raw text parses as JSON, and a
+//! string otherwise.
+
+use serde_json::Value;
+
+use super::{Alt, JsonKind, Mark, Node, TextKind};
+use crate::spec::*;
+
+/// How reasoning is reported (the server's `reasoning_format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReasoningFormat {
+    /// Reasoning stays in the content, markers included.
+    None,
+    /// Reasoning is extracted into `reasoning_content`.
+    #[default]
+    Auto,
+    /// Same as `Auto` (the name DeepSeek's API uses).
+    Deepseek,
+}
+
+/// The request's `tool_choice`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    #[default]
+    Auto,
+    Required,
+    None,
+}
+
+/// The request options that shape the output grammar.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseOptions {
+    pub enable_thinking: bool,
+    pub reasoning_format: ReasoningFormat,
+    pub parallel_tool_calls: bool,
+    /// OpenAI tool definitions (`{"type": "function", "function": {...}}`).
+    pub tools: Vec<Value>,
+    pub tool_choice: ToolChoice,
+    /// Structured output: the reply is one JSON value matching this schema.
+    pub json_schema: Option<Value>,
+}
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        ParseOptions {
+            enable_thinking: true,
+            reasoning_format: ReasoningFormat::Auto,
+            parallel_tool_calls: false,
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            json_schema: None,
+        }
+    }
+}
+
+/// A declared tool: its name and argument types.
+struct Tool {
+    name: String,
+    /// `(argument name, value kind)` in schema order.
+    args: Vec<(String, ValueKind)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ValueKind {
+    String,
+    Json,
+    Auto,
+}
+
+fn value_kind(schema: &Value) -> ValueKind {
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect(),
+        _ => {
+            if schema.get("enum").and_then(Value::as_array).is_some_and(|e| !e.is_empty() && e.iter().all(Value::is_string)) {
+                return ValueKind::String;
+            }
+            return ValueKind::Auto;
+        }
+    };
+    match types.as_slice() {
+        ["string"] => ValueKind::String,
+        [] => ValueKind::Auto,
+        ts if ts.contains(&"string") => ValueKind::Auto,
+        _ => ValueKind::Json,
+    }
+}
+
+fn tools_of(options: &ParseOptions) -> Vec<Tool> {
+    let mut tools: Vec<Tool> = options
+        .tools
+        .iter()
+        .filter_map(|t| {
+            let f = t.get("function").unwrap_or(t);
+            let name = f.get("name")?.as_str()?.to_string();
+            let args = f
+                .get("parameters")
+                .and_then(|p| p.get("properties"))
+                .and_then(Value::as_object)
+                .map(|props| props.iter().map(|(k, v)| (k.clone(), value_kind(v))).collect())
+                .unwrap_or_default();
+            Some(Tool { name, args })
+        })
+        .collect();
+    // A name that is a prefix of another must be tried after it.
+    tools.sort_by(|a, b| b.name.len().cmp(&a.name.len()));
+    tools
+}
+
+fn lit(s: &str) -> Node {
+    Node::lit(s.trim())
+}
+
+/// `space MARKER` if the marker is not empty.
+fn marker(s: &str) -> Node {
+    if s.trim().is_empty() {
+        Node::Empty
+    } else {
+        Node::seq(vec![Node::Space, lit(s)])
+    }
+}
+
+/// Builds the output grammar for a spec and request.
+pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
+    let extract = options.reasoning_format != ReasoningFormat::None && spec.reasoning.mode != ReasoningMode::None;
+    let (prompt, prefill) = if options.enable_thinking {
+        (&spec.generation_prompt.thinking, spec.generation_prompt.thinking_prefill)
+    } else {
+        (&spec.generation_prompt.no_thinking, spec.generation_prompt.no_thinking_prefill)
+    };
+    let start = spec.reasoning.start.trim();
+    let end = spec.reasoning.end.trim();
+    let mut items = Vec::new();
+
+    match prefill {
+        Prefill::OpenReasoning => {
+            // The prompt opened the block: the output starts inside it.
+            let from_start = if start.is_empty() { "" } else { prompt.rfind(start).map(|p| &prompt[p..]).unwrap_or("") };
+            if extract {
+                let boilerplate = from_start.get(start.len()..).unwrap_or("").trim();
+                if !boilerplate.is_empty() {
+                    items.push(Node::Mark(Mark::Prefilled(TextKind::Reasoning, format!("{boilerplate}\n"))));
+                }
+                items.push(reasoning_block_rest(end));
+            } else if !from_start.is_empty() {
+                // Reasoning stays content, so the content starts with what the prompt opened.
+                items.push(Node::Mark(Mark::Prefilled(TextKind::Content, from_start.to_string())));
+            }
+        }
+        Prefill::ClosedReasoning => {}
+        Prefill::Nothing => {
+            if extract && !start.is_empty() && !end.is_empty() {
+                items.push(Node::optional(Node::seq(vec![Node::Space, Node::lit(start)]), reasoning_block_rest(end)));
+            }
+        }
+    }
+
+    if let Some(schema) = &options.json_schema {
+        items.push(Node::Space);
+        items.push(Node::Json { kind: JsonKind::Content, schema: Some(schema.clone()), python: false });
+        items.push(Node::Space);
+        items.push(Node::End);
+        return Node::seq(items);
+    }
+
+    let tools_active =
+        options.tool_choice != ToolChoice::None && !options.tools.is_empty() && spec.tools.format.mode != ToolFormatMode::None;
+    let tools = tools_of(options);
+    let wrapper = (spec.content.mode != ContentMode::Plain && !spec.content.start.trim().is_empty())
+        .then(|| (spec.content.start.trim().to_string(), spec.content.end.trim().to_string()));
+
+    let mut stops = Vec::new();
+    let mut alts = Vec::new();
+    let mut limits = Vec::new();
+    if tools_active {
+        let (trigger, calls) = tool_section(spec, &tools, options.parallel_tool_calls);
+        stops.push(trigger.clone());
+        alts.push(Alt { guard: Node::lit(trigger), body: calls });
+        limits.push(if options.parallel_tool_calls || tool_calls_in_one_section(spec) { None } else { Some(1) });
+    }
+    if let Some((open, close)) = &wrapper {
+        stops.push(open.clone());
+        let body = if close.is_empty() {
+            Node::rest(TextKind::Content)
+        } else {
+            Node::seq(vec![
+                Node::Until { stops: vec![close.clone()], kind: TextKind::Content, trim_newlines: false },
+                Node::optional(Node::lit(close.clone()), Node::Empty),
+            ])
+        };
+        alts.push(Alt { guard: Node::lit(open.clone()), body });
+        limits.push(None);
+    }
+    let content = Node::Until { stops: stops.clone(), kind: TextKind::Content, trim_newlines: false };
+    items.push(content.clone());
+    if !alts.is_empty() {
+        // Every round ends with the content that follows it.
+        for alt in &mut alts {
+            alt.body = Node::seq(vec![std::mem::replace(&mut alt.body, Node::Empty), content.clone()]);
+        }
+        items.push(Node::Repeat { alts, limits, recover: true });
+    }
+    items.push(Node::End);
+    Node::seq(items)
+}
+
+/// Reasoning text up to the end marker, the marker and the space after it.
+fn reasoning_block_rest(end: &str) -> Node {
+    Node::seq(vec![
+        Node::until(&[end], TextKind::Reasoning),
+        Node::optional(Node::lit(end), Node::Space),
+    ])
+}
+
+/// Whether all calls of a reply sit in one section (then the section limit
+/// is one, and `parallel_tool_calls` limits the calls inside it).
+fn tool_calls_in_one_section(spec: &FormatSpec) -> bool {
+    !spec.tools.format.section_start.trim().is_empty()
+}
+
+/// The trigger that opens tool calls, and what follows it.
+fn tool_section(spec: &FormatSpec, tools: &[Tool], parallel: bool) -> (String, Node) {
+    let f = &spec.tools.format;
+    let more = if parallel { None } else { Some(0) };
+    let section_start = f.section_start.trim();
+    let per_call_start = f.per_call_start.trim();
+    // What one call looks like after its per-call opener.
+    let (call_trigger_in_body, call) = match f.mode {
+        ToolFormatMode::JsonNative => (false, json_call(spec, tools, false)),
+        _ => (false, tagged_call(spec, tools)),
+    };
+    let _ = call_trigger_in_body;
+    let per_call = |first: bool| -> Node {
+        let opener = if first && section_start.is_empty() { Node::Empty } else { marker(per_call_start) };
+        Node::seq(vec![opener, Node::Space, call.clone(), marker(&f.per_call_end)])
+    };
+
+    if !section_start.is_empty() {
+        let calls = if f.tools_array_wrapped {
+            Node::seq(vec![
+                Node::Space,
+                Node::lit("["),
+                Node::Space,
+                per_call(false),
+                Node::Repeat {
+                    alts: vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(",")]), body: per_call(false) }],
+                    limits: vec![more],
+                    recover: false,
+                },
+                Node::Space,
+                Node::lit("]"),
+            ])
+        } else if !per_call_start.is_empty() {
+            Node::seq(vec![
+                per_call(false),
+                Node::Repeat {
+                    alts: vec![Alt {
+                        guard: Node::seq(vec![Node::Space, Node::lit(per_call_start)]),
+                        body: Node::seq(vec![Node::Space, call.clone(), marker(&f.per_call_end)]),
+                    }],
+                    limits: vec![more],
+                    recover: false,
+                },
+            ])
+        } else {
+            per_call(false)
+        };
+        let section = Node::seq(vec![calls, marker(&f.section_end), Node::Space]);
+        return (section_start.to_string(), section);
+    }
+    if !per_call_start.is_empty() {
+        let body = Node::seq(vec![Node::Space, call, marker(&f.per_call_end), Node::Space]);
+        return (per_call_start.to_string(), body);
+    }
+    // No markers at all: the call itself is the trigger.
+    match f.mode {
+        ToolFormatMode::JsonNative => {
+            let first = f.parameter_order.first().cloned().unwrap_or_else(|| f.name_field.clone());
+            let trigger = if f.fun_name_is_key || first.is_empty() { "{\"".to_string() } else { format!("{{\"{first}\"") };
+            (trigger, Node::seq(vec![json_call(spec, tools, true), Node::Space]))
+        }
+        _ => {
+            let prefix = spec.tools.function.name_prefix.trim().to_string();
+            (prefix, Node::seq(vec![tagged_call_after_prefix(spec, tools), Node::Space]))
+        }
+    }
+}
+
+/// The name of the call: a literal choice among the declared tools (each
+/// alternative continuing with `then(tool)`), or free text up to `stop`.
+fn named(tools: &[Tool], before: Node, stop: &str, then: &dyn Fn(Option<&Tool>) -> Node) -> Node {
+    if tools.is_empty() {
+        return Node::seq(vec![
+            before,
+            Node::Until { stops: vec![stop.to_string()], kind: TextKind::ToolName, trim_newlines: false },
+            then(None),
+        ]);
+    }
+    let alts = tools
+        .iter()
+        .map(|t| Alt {
+            guard: Node::seq(vec![before.clone(), Node::lit(t.name.clone())]),
+            body: Node::seq(vec![Node::Mark(Mark::Name(t.name.clone())), then(Some(t))]),
+        })
+        .collect();
+    Node::Choice(alts)
+}
+
+/// A JSON call object: `{"name": "f", "arguments": {...}}` in the template's
+/// field order (or `{"f": {...}}` when the name is the key).
+fn json_call(spec: &FormatSpec, tools: &[Tool], brace_consumed: bool) -> Node {
+    let f = &spec.tools.format;
+    let python = f.python_dict_arguments;
+    let q = if python { "'" } else { "\"" };
+    let open = if brace_consumed { Node::Empty } else { Node::lit("{") };
+    let args = || Node::Json { kind: JsonKind::ToolArgs, schema: None, python };
+    if f.fun_name_is_key {
+        let after = |_: Option<&Tool>| {
+            Node::seq(vec![Node::lit(q), Node::Space, Node::lit(":"), Node::Space, args(), Node::Space, Node::lit("}"), Node::Mark(Mark::ToolClose)])
+        };
+        let before = Node::seq(vec![Node::Space, Node::lit(q)]);
+        return Node::seq(vec![Node::Mark(Mark::ToolOpen), open, named(tools, before, q, &after)]);
+    }
+    // Fields in template order; the name must come before the arguments for
+    // events to be in order, which every template in the corpus does.
+    let mut order: Vec<String> = f.parameter_order.clone();
+    if order.is_empty() {
+        order = vec![f.name_field.clone(), f.args_field.clone()];
+    }
+    // Nested `{"function": {"name":..., "arguments":...}}`: the prefix before the dot.
+    let nested = order.iter().all(|p| p.contains('.')) && !order.is_empty();
+    let key = |path: &str| path.rsplit('.').next().unwrap_or(path).to_string();
+    let name_pos = order.iter().position(|p| *p == f.name_field);
+    let mut before_name = vec![Node::Mark(Mark::ToolOpen), open];
+    if nested {
+        before_name.extend([Node::Space, Node::lit(format!("{q}{}{q}", f.function_field)), Node::Space, Node::lit(":"), Node::Space, Node::lit("{")]);
+    }
+    let field = |i: usize, name: &str| -> Vec<Node> {
+        let mut v = Vec::new();
+        if i > 0 {
+            v.extend([Node::Space, Node::lit(",")]);
+        }
+        v.extend([Node::Space, Node::lit(format!("{q}{}{q}", key(name))), Node::Space, Node::lit(":"), Node::Space]);
+        v
+    };
+    let value_of = |name: &str| -> Node {
+        if name == f.args_field {
+            args()
+        } else if name == f.id_field || name == f.gen_id_field {
+            Node::seq(vec![Node::lit(q), Node::JsonStringContent(TextKind::ToolId), Node::lit(q)])
+        } else {
+            Node::Json { kind: JsonKind::Content, schema: None, python }
+        }
+    };
+    let Some(name_pos) = name_pos else {
+        // No name field found: nothing sensible to parse.
+        return Node::lit("\u{0}");
+    };
+    // Fields before the name (ids) are parsed before the name choice.
+    for (i, p) in order[..name_pos].iter().enumerate() {
+        before_name.extend(field(i, p));
+        before_name.push(value_of(p));
+    }
+    before_name.extend(field(name_pos, &order[name_pos]));
+    before_name.push(Node::lit(q));
+    let rest_fields: Vec<String> = order[name_pos + 1..].to_vec();
+    let close_nested = nested;
+    let after = move |_: Option<&Tool>| {
+        let mut v = vec![Node::lit(q)];
+        for (j, p) in rest_fields.iter().enumerate() {
+            v.extend(field(name_pos + 1 + j, p));
+            v.push(value_of(p));
+        }
+        if close_nested {
+            v.extend([Node::Space, Node::lit("}")]);
+        }
+        v.extend([Node::Space, Node::lit("}"), Node::Mark(Mark::ToolClose)]);
+        Node::seq(v)
+    };
+    // The name's stop is its closing quote.
+    let prefix = Node::seq(before_name);
+    match named(tools, Node::Empty, q, &after) {
+        Node::Choice(alts) => Node::seq(vec![prefix, Node::Choice(alts)]),
+        other => Node::seq(vec![prefix, other]),
+    }
+}
+
+/// A call in a tag format, from the function name prefix on.
+fn tagged_call(spec: &FormatSpec, tools: &[Tool]) -> Node {
+    let prefix = spec.tools.function.name_prefix.trim();
+    if prefix.is_empty() {
+        return tagged_call_after_prefix(spec, tools);
+    }
+    Node::seq(vec![Node::lit(prefix), tagged_call_after_prefix(spec, tools)])
+}
+
+/// Where the function name ends: its suffix, or what comes right after it.
+fn name_stop(spec: &FormatSpec) -> String {
+    let t = &spec.tools;
+    for candidate in [&t.function.name_suffix, &t.call_id.prefix, &t.arguments.name_prefix, &t.function.close, &t.format.per_call_end] {
+        if !candidate.trim().is_empty() {
+            return candidate.trim().to_string();
+        }
+    }
+    if t.format.mode != ToolFormatMode::TagWithTagged {
+        "{".to_string()
+    } else {
+        "\n".to_string()
+    }
+}
+
+fn tagged_call_after_prefix(spec: &FormatSpec, tools: &[Tool]) -> Node {
+    let t = &spec.tools;
+    let stop = name_stop(spec);
+    let suffix = t.function.name_suffix.trim().to_string();
+    let id = match t.call_id.pos {
+        CallIdPosition::BetweenFuncAndArgs if !t.call_id.prefix.trim().is_empty() => Node::seq(vec![
+            marker(&t.call_id.prefix),
+            Node::Until { stops: vec![t.call_id.suffix.trim().to_string()], kind: TextKind::ToolId, trim_newlines: false },
+            marker(&t.call_id.suffix),
+        ]),
+        _ => Node::Empty,
+    };
+    let python = t.format.python_dict_arguments;
+    let after = |tool: Option<&Tool>| -> Node {
+        let args = match t.format.mode {
+            ToolFormatMode::TagWithTagged => tagged_arguments(spec, tool),
+            _ => Node::seq(vec![
+                marker(&t.arguments.start),
+                Node::Space,
+                Node::Json { kind: JsonKind::ToolArgs, schema: None, python },
+                marker(&t.arguments.end),
+            ]),
+        };
+        Node::seq(vec![
+            if suffix.is_empty() { Node::Empty } else { Node::seq(vec![Node::Space, Node::lit(suffix.clone())]) },
+            id.clone(),
+            args,
+            marker(&t.function.close),
+            Node::Mark(Mark::ToolClose),
+        ])
+    };
+    Node::seq(vec![Node::Mark(Mark::ToolOpen), Node::Space, named(tools, Node::Empty, &stop, &after)])
+}
+
+/// `<name-prefix>NAME<name-suffix>[<value-prefix>]VALUE<value-suffix>` per argument.
+fn tagged_arguments(spec: &FormatSpec, tool: Option<&Tool>) -> Node {
+    let a = &spec.tools.arguments;
+    let python = spec.tools.format.python_scalar_arguments || spec.tools.format.python_dict_arguments;
+    let name_prefix = a.name_prefix.trim().to_string();
+    let (name_end, value_prefix) = if a.name_suffix.trim().is_empty() {
+        (a.value_prefix.trim().to_string(), String::new())
+    } else {
+        (a.name_suffix.trim().to_string(), a.value_prefix.trim().to_string())
+    };
+    let value_suffix = a.value_suffix.trim().to_string();
+    if name_prefix.is_empty() || value_suffix.is_empty() {
+        // Not a layout we can read argument by argument.
+        return Node::seq(vec![Node::Mark(Mark::ArgsOpen), Node::Mark(Mark::ArgsClose)]);
+    }
+    let value = |kind: ValueKind| -> Node {
+        let v = match kind {
+            ValueKind::String => Node::Until { stops: vec![value_suffix.clone()], kind: TextKind::ArgString, trim_newlines: true },
+            ValueKind::Auto => Node::Until { stops: vec![value_suffix.clone()], kind: TextKind::ArgAuto, trim_newlines: true },
+            ValueKind::Json => Node::seq(vec![Node::Space, Node::Json { kind: JsonKind::ArgValue, schema: None, python }, Node::Space]),
+        };
+        Node::seq(vec![marker(&value_prefix), v, Node::lit(value_suffix.clone()), Node::Space])
+    };
+    let mut alts = Vec::new();
+    let mut args: Vec<&(String, ValueKind)> = tool.map(|t| t.args.iter().collect()).unwrap_or_default();
+    args.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+    for (name, kind) in args {
+        alts.push(Alt {
+            guard: Node::seq(vec![Node::Space, Node::lit(format!("{name_prefix}{name}{name_end}"))]),
+            body: Node::seq(vec![Node::ArgKey(name.clone()), value(*kind)]),
+        });
+    }
+    // Arguments the schema does not declare (or no schema at all).
+    alts.push(Alt {
+        guard: Node::seq(vec![Node::Space, Node::lit(name_prefix.clone())]),
+        body: Node::seq(vec![
+            Node::Until { stops: vec![name_end.clone()], kind: TextKind::ArgName, trim_newlines: false },
+            Node::lit(name_end.clone()),
+            value(ValueKind::Auto),
+        ]),
+    });
+    let n = alts.len();
+    Node::seq(vec![
+        Node::Mark(Mark::ArgsOpen),
+        Node::Repeat { alts, limits: vec![None; n], recover: false },
+        Node::Mark(Mark::ArgsClose),
+    ])
+}

@@ -1,0 +1,213 @@
+//! The format IR: one description of a model's output grammar that every
+//! backend consumes (the reference parser in [`crate::interp`], generated Rust,
+//! GBNF).
+//!
+//! It is a PEG with *guarded* choices: each alternative of a [`Node::Choice`]
+//! starts with a guard (literals and whitespace) and the choice commits as
+//! soon as a guard matched. That is what lets a parser stream: it never has to
+//! take back text it has already reported, and it needs to look ahead no
+//! further than the longest guard. It also maps onto a CFG (a guard is just
+//! the first symbols of its alternative), except for [`Node::End`] and the
+//! stop sets of [`Node::Until`], which are documented lookaheads.
+//!
+//! Semantic tags say what matched text *is* (reasoning, content, a tool name,
+//! an argument value...). Nodes are plain data (`Vec`, `String`, no maps), so
+//! the IR built from the same spec and options is always identical.
+//!
+//! # Example
+//! ```
+//! use chat_parser_generator::ir::{Node, TextKind};
+//! // "<think>" reasoning "</think>" then content.
+//! let g = Node::seq(vec![
+//!     Node::optional(Node::lit("<think>"), Node::seq(vec![
+//!         Node::until(&["</think>"], TextKind::Reasoning),
+//!         Node::lit("</think>"),
+//!     ])),
+//!     Node::rest(TextKind::Content),
+//! ]);
+//! assert!(g.to_string().contains("\"<think>\""));
+//! ```
+
+pub mod build;
+
+use serde_json::Value;
+
+/// What a run of text is, for the events it produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    Reasoning,
+    Content,
+    /// Consumed but not reported (markup, separators).
+    Discard,
+    /// A tool call id.
+    ToolId,
+    /// A tool name written freely (when no tool list constrains it).
+    ToolName,
+    /// An argument name: reported as a JSON key inside the arguments object.
+    ArgName,
+    /// A raw argument value reported as a JSON string.
+    ArgString,
+    /// A raw argument value that is JSON when it parses as JSON, else a string
+    /// (the rule for arguments without a schema type).
+    ArgAuto,
+}
+
+/// How a JSON value is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonKind {
+    /// The whole arguments object of a call.
+    ToolArgs,
+    /// One argument's value inside an arguments object built from tags.
+    ArgValue,
+    /// Structured output: the reply itself.
+    Content,
+}
+
+/// Structural events a node reports without consuming input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mark {
+    /// A tool call begins (its name follows).
+    ToolOpen,
+    /// The tool call ended.
+    ToolClose,
+    /// The call's tool name (the guard that led here matched it literally).
+    /// Reporting a name commits the call: from here on, broken markup ends
+    /// the call instead of turning back into content.
+    Name(String),
+    /// Arguments built from tags begin: `{`.
+    ArgsOpen,
+    /// Arguments built from tags end: `}`.
+    ArgsClose,
+    /// Text the generation prompt already wrote (the model continues after
+    /// it), reported as this kind.
+    Prefilled(TextKind, String),
+}
+
+/// One alternative of a choice: taken when `guard` matches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alt {
+    pub guard: Node,
+    pub body: Node,
+}
+
+/// A node of the format IR.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    /// Matches nothing.
+    Empty,
+    /// Exactly this text.
+    Literal(String),
+    /// Zero or more whitespace characters.
+    Space,
+    /// At most one newline (markers that end a line: the template wrote one,
+    /// the model may not).
+    OptionalNewline,
+    /// Each in order.
+    Seq(Vec<Node>),
+    /// The first alternative whose guard matches; fails if none does.
+    Choice(Vec<Alt>),
+    /// A loop over guarded alternatives: each round takes the first
+    /// alternative whose guard matches; the loop ends when none does or the
+    /// matching alternative used up its limit (`limits[i]`, `None` = no limit).
+    /// With `recover`, a body that fails before its call is committed turns
+    /// back into content: one character of content is reported and the loop
+    /// goes on (malformed markup degrades to text).
+    Repeat { alts: Vec<Alt>, limits: Vec<Option<u32>>, recover: bool },
+    /// Text up to (not including) the first stop, or to the end of output.
+    /// An empty stop list means "everything".
+    Until { stops: Vec<String>, kind: TextKind, trim_newlines: bool },
+    /// One JSON value (`python` also accepts Python literals: `True`,
+    /// `None`, single-quoted strings), with an optional JSON schema.
+    Json { kind: JsonKind, schema: Option<Value>, python: bool },
+    /// A JSON string's content (between quotes), reported as this kind.
+    JsonStringContent(TextKind),
+    /// An argument name given in the IR (tagged formats with a known schema).
+    ArgKey(String),
+    /// Reports a structural event.
+    Mark(Mark),
+    /// Succeeds only at the end of the output.
+    End,
+}
+
+impl Node {
+    pub fn lit(s: impl Into<String>) -> Node {
+        Node::Literal(s.into())
+    }
+    pub fn seq(nodes: Vec<Node>) -> Node {
+        let mut flat = Vec::new();
+        for n in nodes {
+            match n {
+                Node::Seq(inner) => flat.extend(inner),
+                Node::Empty => {}
+                Node::Literal(s) if s.is_empty() => {}
+                other => flat.push(other),
+            }
+        }
+        match flat.len() {
+            0 => Node::Empty,
+            1 => flat.pop().unwrap_or(Node::Empty),
+            _ => Node::Seq(flat),
+        }
+    }
+    pub fn until(stops: &[&str], kind: TextKind) -> Node {
+        Node::Until { stops: stops.iter().map(|s| s.to_string()).collect(), kind, trim_newlines: false }
+    }
+    pub fn rest(kind: TextKind) -> Node {
+        Node::Until { stops: Vec::new(), kind, trim_newlines: false }
+    }
+    /// `guard body` if the guard matches, else nothing.
+    pub fn optional(guard: Node, body: Node) -> Node {
+        Node::Choice(vec![Alt { guard, body }, Alt { guard: Node::Empty, body: Node::Empty }])
+    }
+}
+
+impl std::fmt::Display for Node {
+    /// A compact PEG-like rendering, for debugging and snapshots.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Node::Empty => write!(f, "ε"),
+            Node::Literal(s) => write!(f, "{s:?}"),
+            Node::Space => write!(f, "space"),
+            Node::OptionalNewline => write!(f, "\"\\n\"?"),
+            Node::Seq(items) => {
+                write!(f, "(")?;
+                for (i, n) in items.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, " ")?;
+                    }
+                    write!(f, "{n}")?;
+                }
+                write!(f, ")")
+            }
+            Node::Choice(alts) => {
+                write!(f, "[")?;
+                for (i, a) in alts.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, " | ")?;
+                    }
+                    write!(f, "{} => {}", a.guard, a.body)?;
+                }
+                write!(f, "]")
+            }
+            Node::Repeat { alts, limits, .. } => {
+                write!(f, "{{")?;
+                for (i, (a, limit)) in alts.iter().zip(limits).enumerate() {
+                    if i > 0 {
+                        write!(f, " | ")?;
+                    }
+                    write!(f, "{} => {}", a.guard, a.body)?;
+                    if let Some(n) = limit {
+                        write!(f, " (max {n})")?;
+                    }
+                }
+                write!(f, "}}*")
+            }
+            Node::Until { stops, kind, .. } => write!(f, "{kind:?}(until {stops:?})"),
+            Node::Json { kind, .. } => write!(f, "json:{kind:?}"),
+            Node::JsonStringContent(kind) => write!(f, "jstr:{kind:?}"),
+            Node::ArgKey(k) => write!(f, "key:{k:?}"),
+            Node::Mark(m) => write!(f, "<{m:?}>"),
+            Node::End => write!(f, "$"),
+        }
+    }
+}

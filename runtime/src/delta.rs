@@ -1,0 +1,322 @@
+//! Streaming a reply as OpenAI `chat.completion.chunk` deltas.
+//!
+//! [`DeltaBuilder`] is a [`Sink`]: feed a parser one chunk of model output
+//! with the builder as sink, then [`take`](DeltaBuilder::take) the merged
+//! [`Delta`] to send to the client. Folding every delta with
+//! [`Message::apply_delta`](crate::message::Message::apply_delta) rebuilds
+//! the message a [`MessageBuilder`](crate::message::MessageBuilder) assembles
+//! from the same events.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::{Event, Sink};
+
+/// The `delta` of one streaming choice: what the reply gained since the
+/// previous delta.
+///
+/// Text fields are `None` rather than `Some("")` when nothing was added.
+/// With the `serde` feature it serializes in OpenAI's shape,
+/// `{"content": .., "reasoning_content": .., "tool_calls": [..]}`, leaving out
+/// `None` fields and an empty `tool_calls`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Delta {
+    /// Answer text added.
+    pub content: Option<String>,
+    /// Reasoning text added.
+    pub reasoning_content: Option<String>,
+    /// Tool-call progress, at most one entry per call, in call order.
+    pub tool_calls: Vec<ToolCallDelta>,
+}
+
+impl Delta {
+    /// True if the delta adds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.content.is_none() && self.reasoning_content.is_none() && self.tool_calls.is_empty()
+    }
+}
+
+/// Progress of one tool call within a [`Delta`].
+///
+/// The first entry for a call (its header) has `kind: Some("function")` and
+/// carries the name and, if known by then, the id. Later entries carry
+/// `arguments` pieces, and `id` if it arrived after the header.
+///
+/// With the `serde` feature it serializes as OpenAI does:
+/// `{"index": 0, "id": "..", "type": "function", "function": {"name": "..",
+/// "arguments": ".."}}`, leaving out `None` fields; `function` is present when
+/// `name` or `arguments` is, and then always has `arguments` (`""` if `None`),
+/// as OpenAI's header chunk does.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolCallDelta {
+    /// Position of the call in the message's `tool_calls`, from 0.
+    pub index: usize,
+    /// The call id, or a piece of it.
+    pub id: Option<String>,
+    /// `Some("function")` on the call's first delta, else `None`.
+    pub kind: Option<&'static str>,
+    /// The function name (on the call's first delta).
+    pub name: Option<String>,
+    /// A piece of the arguments' JSON text.
+    pub arguments: Option<String>,
+}
+
+/// The call a [`DeltaBuilder`] is in the middle of.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct OpenCall {
+    index: usize,
+    /// Whether its header entry has been queued.
+    announced: bool,
+    /// Id text seen before the header, to go into it.
+    held_id: String,
+}
+
+/// A [`Sink`] that turns events into OpenAI streaming [`Delta`]s.
+///
+/// Events queue up until [`take`](Self::take), which returns them merged
+/// into one delta: consecutive content (and reasoning) pieces join into one
+/// string, and each call gets at most one [`ToolCallDelta`] per delta.
+///
+/// Guarantees, for any event sequence (never panics):
+/// - Calls get indexes 0, 1, 2, … in the order they start (the `index` of
+///   `ToolCallStart` is not used; a well-behaved parser's agrees).
+/// - A call's first [`ToolCallDelta`] is its header: `index`, `id` (if it
+///   arrived before or with the name), `kind: Some("function")` and `name`.
+///   It is held back until the name arrives, so the header carries it even if
+///   the parser reports the call start and the name in different chunks. A
+///   call whose argument text or end comes first, or that is still nameless
+///   when the next call starts or at [`finish`](Self::finish), gets its
+///   header then, without a name.
+/// - Later entries for the call carry `index` and `arguments`, plus `id` if
+///   the id came after the header.
+/// - Empty text pieces add nothing: no `Some("")`.
+/// - `ToolName`, `ToolId` or `ToolArgs` with no open call (a parser bug)
+///   start a new implicit call, as [`MessageBuilder`](crate::message::MessageBuilder)
+///   does; `ToolCallEnd` with no open call is ignored.
+/// - Deltas carry no completeness: `ToolCallEnd { complete }` only closes the
+///   call.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::delta::{Delta, DeltaBuilder, ToolCallDelta};
+/// use chat_parser_runtime::{Event, Sink};
+/// let mut builder = DeltaBuilder::new();
+///
+/// // What a parser might report for one chunk of output.
+/// builder.event(Event::Content("Let me "));
+/// builder.event(Event::Content("check."));
+/// builder.event(Event::ToolCallStart { index: 0 });
+/// assert_eq!(builder.take(), Some(Delta { content: Some("Let me check.".into()), ..Delta::default() }));
+///
+/// // The next chunk: the name (and the header with it), then arguments.
+/// builder.event(Event::ToolName("get_weather"));
+/// builder.event(Event::ToolArgs("{\"city\":"));
+/// let header = builder.take().unwrap();
+/// assert_eq!(
+///     header.tool_calls,
+///     [ToolCallDelta {
+///         index: 0,
+///         id: None,
+///         kind: Some("function"),
+///         name: Some("get_weather".into()),
+///         arguments: Some("{\"city\":".into()),
+///     }]
+/// );
+///
+/// builder.event(Event::ToolArgs("\"Paris\"}"));
+/// builder.event(Event::ToolCallEnd { complete: true });
+/// let rest = builder.take().unwrap();
+/// assert_eq!(rest.tool_calls[0].arguments.as_deref(), Some("\"Paris\"}"));
+/// assert_eq!(rest.tool_calls[0].name, None);
+/// assert_eq!(builder.take(), None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeltaBuilder {
+    pending: Delta,
+    /// How many calls have started.
+    calls: usize,
+    open: Option<OpenCall>,
+}
+
+impl DeltaBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The merged delta of the events since the last `take`, or `None` if
+    /// they added nothing. A call whose name has not arrived yet stays held
+    /// back (see the type's guarantees).
+    pub fn take(&mut self) -> Option<Delta> {
+        if self.pending.is_empty() {
+            None
+        } else {
+            Some(core::mem::take(&mut self.pending))
+        }
+    }
+
+    /// Like [`take`](Self::take), for the end of the stream: a call still
+    /// waiting for its name is released with a header that has none. Use it
+    /// for the last delta so that no started call goes missing even if the
+    /// parser never ended it.
+    pub fn finish(&mut self) -> Option<Delta> {
+        self.announce();
+        self.take()
+    }
+
+    /// Starts a new call, after releasing the previous open one.
+    fn start_call(&mut self) {
+        self.announce();
+        self.open = Some(OpenCall {
+            index: self.calls,
+            ..OpenCall::default()
+        });
+        self.calls = self.calls.saturating_add(1);
+    }
+
+    /// The open call, starting an implicit one if none is open.
+    fn open_call(&mut self) -> &mut OpenCall {
+        if self.open.is_none() {
+            self.start_call();
+        }
+        self.open.get_or_insert_with(OpenCall::default)
+    }
+
+    /// Queues the open call's header if it is not queued yet.
+    fn announce(&mut self) {
+        let Some(open) = &mut self.open else { return };
+        if open.announced {
+            return;
+        }
+        open.announced = true;
+        let id = core::mem::take(&mut open.held_id);
+        let index = open.index;
+        self.pending.tool_calls.push(ToolCallDelta {
+            index,
+            id: if id.is_empty() { None } else { Some(id) },
+            kind: Some("function"),
+            ..ToolCallDelta::default()
+        });
+    }
+
+    /// The pending entry of the open call, announcing the call first.
+    fn entry(&mut self) -> &mut ToolCallDelta {
+        if self.open.is_none() {
+            self.start_call();
+        }
+        self.announce();
+        let index = self.open.as_ref().map_or(0, |open| open.index);
+        let calls = &mut self.pending.tool_calls;
+        if calls.last().map_or(true, |last| last.index != index) {
+            calls.push(ToolCallDelta {
+                index,
+                ..ToolCallDelta::default()
+            });
+        }
+        // In bounds: `calls` is non-empty after the push above.
+        let last = calls.len() - 1;
+        &mut calls[last]
+    }
+}
+
+fn append(field: &mut Option<String>, text: &str) {
+    if !text.is_empty() {
+        field.get_or_insert_with(String::new).push_str(text);
+    }
+}
+
+impl Sink for DeltaBuilder {
+    fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Content(text) => append(&mut self.pending.content, text),
+            Event::Reasoning(text) => append(&mut self.pending.reasoning_content, text),
+            Event::ToolCallStart { .. } => self.start_call(),
+            Event::ToolName(name) => {
+                let entry = self.entry();
+                append(&mut entry.name, name);
+            }
+            Event::ToolId(id) => {
+                let open = self.open_call();
+                if open.announced {
+                    append(&mut self.entry().id, id);
+                } else {
+                    open.held_id.push_str(id);
+                }
+            }
+            Event::ToolArgs(arguments) => {
+                if arguments.is_empty() {
+                    // Still make sure a stray piece starts its implicit call.
+                    self.open_call();
+                } else {
+                    append(&mut self.entry().arguments, arguments);
+                }
+            }
+            Event::ToolCallEnd { .. } => {
+                if self.open.is_some() {
+                    self.announce();
+                    self.open = None;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+mod serialize {
+    use super::{Delta, ToolCallDelta};
+    use serde::ser::{Serialize, SerializeMap, Serializer};
+
+    impl Serialize for Delta {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(None)?;
+            if let Some(content) = &self.content {
+                map.serialize_entry("content", content)?;
+            }
+            if let Some(reasoning) = &self.reasoning_content {
+                map.serialize_entry("reasoning_content", reasoning)?;
+            }
+            if !self.tool_calls.is_empty() {
+                map.serialize_entry("tool_calls", &self.tool_calls)?;
+            }
+            map.end()
+        }
+    }
+
+    /// OpenAI's `function` object: `name` if present, `arguments` always.
+    struct Function<'a> {
+        name: Option<&'a str>,
+        arguments: &'a str,
+    }
+
+    impl Serialize for Function<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(None)?;
+            if let Some(name) = self.name {
+                map.serialize_entry("name", name)?;
+            }
+            map.serialize_entry("arguments", self.arguments)?;
+            map.end()
+        }
+    }
+
+    impl Serialize for ToolCallDelta {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(None)?;
+            map.serialize_entry("index", &self.index)?;
+            if let Some(id) = &self.id {
+                map.serialize_entry("id", id)?;
+            }
+            if let Some(kind) = self.kind {
+                map.serialize_entry("type", kind)?;
+            }
+            if self.name.is_some() || self.arguments.is_some() {
+                let function = Function {
+                    name: self.name.as_deref(),
+                    arguments: self.arguments.as_deref().unwrap_or(""),
+                };
+                map.serialize_entry("function", &function)?;
+            }
+            map.end()
+        }
+    }
+}
