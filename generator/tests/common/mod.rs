@@ -2,6 +2,8 @@
 //! `$CHAT_PARSER_SHARED`).
 #![allow(dead_code)]
 
+pub mod vectors;
+
 use std::path::PathBuf;
 
 /// The shared corpus directory, or `None` (after printing a skip line).

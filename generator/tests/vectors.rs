@@ -1,0 +1,75 @@
+//! Every parse vector of a generically analysed template passes (the
+//! comparison rule of `vectors/README.md`), whole and streamed.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use chat_parser_generator::{analyze, interp::StreamParser, ir::build::build, jinja::ChatTemplate, FormatSpec};
+use chat_parser_runtime::{Message, MessageBuilder};
+
+fn parse(spec: &FormatSpec, case: &common::vectors::Case, chunk: usize) -> Message {
+    let grammar = build(spec, &case.options);
+    let mut builder = MessageBuilder::new();
+    let mut parser = StreamParser::new(&grammar);
+    for piece in case.input.as_bytes().chunks(chunk.max(1)) {
+        parser.feed(piece, &mut builder);
+    }
+    if !case.is_partial {
+        parser.finish(&mut builder);
+    }
+    builder.into_message()
+}
+
+#[test]
+fn generic_vectors_pass() {
+    let Some(shared) = common::shared_dir("vectors") else { return };
+    let cases = common::vectors::load(&shared);
+    let mut specs: BTreeMap<String, FormatSpec> = BTreeMap::new();
+    let (mut pass, mut exact, mut total, mut pending) = (0, 0, 0, 0);
+    let mut failures = Vec::new();
+    for case in &cases {
+        if !case.generic {
+            pending += 1;
+            continue;
+        }
+        total += 1;
+        let spec = specs.entry(case.template.clone()).or_insert_with(|| {
+            let source = std::fs::read_to_string(shared.join("templates").join(&case.template)).expect("template");
+            analyze(&ChatTemplate::new(&case.template, &source).expect("compiles")).expect("analyses").spec
+        });
+        let Some(want) = &case.expected else {
+            // `expect_error` cases: the parse must not crash (it cannot here), nothing to compare.
+            pass += 1;
+            continue;
+        };
+        let whole = parse(spec, case, usize::MAX);
+        if std::env::var("VECTOR_DEBUG").is_ok_and(|v| case.id.contains(&v)) {
+            println!("{}: {:?}\n  grammar: {}", case.id, whole, build(spec, &case.options));
+        }
+        let mut result = common::vectors::compare(&whole, want);
+        if result.is_ok() {
+            // Streaming must give the same message.
+            for chunk in [1, 3, 7] {
+                let streamed = parse(spec, case, chunk);
+                if streamed != whole {
+                    result = Err(format!("streamed in {chunk}-byte chunks: {streamed:?} != whole {whole:?}"));
+                    break;
+                }
+            }
+        }
+        match result {
+            Ok(is_exact) => {
+                pass += 1;
+                exact += usize::from(is_exact);
+            }
+            Err(why) => failures.push(format!("{}: {why}\n    input: {:?}", case.id, case.input)),
+        }
+    }
+    for f in &failures {
+        println!("FAIL {f}");
+    }
+    println!("vectors: {pass}/{total} pass ({exact} exact)");
+    println!("vectors: {pending} pending (dedicated formats, a later issue)");
+    assert!(failures.is_empty(), "{} vectors fail", failures.len());
+}
