@@ -2,21 +2,60 @@
 //!
 //! ```text
 //! chat-parser analyze TEMPLATE.jinja [--format spec|reference]
+//! chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json
 //! ```
+//!
+//! `parse` reads one request from stdin: an OpenAI chat-completions body
+//! (`tools`, `tool_choice`, `parallel_tool_calls`, `response_format`; other
+//! fields such as `messages` are accepted and ignored) plus `text`, the model
+//! output right after the generation prompt, and the options `is_partial`,
+//! `reasoning_format`, `enable_thinking` and `json_schema`. It prints the
+//! parsed message as one JSON line; with `--stream N` it first prints each
+//! OpenAI-style delta of feeding `text` in N-byte chunks, one JSON line each.
 
+use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use chat_parser_generator::{analyze, jinja::ChatTemplate, reference::reference_view};
+use chat_parser_generator::{
+    analyze,
+    interp::StreamParser,
+    ir::build::{build, ParseOptions, ReasoningFormat, ToolChoice},
+    jinja::ChatTemplate,
+    reference::reference_view,
+    FormatSpec,
+};
+use chat_parser_runtime::{DeltaBuilder, Event, Message, MessageBuilder, Sink};
+use serde_json::{json, Value};
 
-const USAGE: &str = "usage: chat-parser analyze TEMPLATE.jinja [--format spec|reference]";
+const ANALYZE_USAGE: &str = "usage: chat-parser analyze TEMPLATE.jinja [--format spec|reference]";
+const PARSE_USAGE: &str = "usage: chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json";
+const USAGE: &str = "usage: chat-parser analyze TEMPLATE.jinja [--format spec|reference]
+       chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json";
+
+const HELP: &str = "\
+commands:
+  analyze   print the format spec found in the template (JSON)
+  parse     parse model output; the request (JSON) is read from stdin:
+              text                 the model output, from right after the generation prompt (required)
+              is_partial           true: the output is not complete yet (default false)
+              tools                OpenAI tool objects
+              tool_choice          \"auto\" (default), \"required\", \"none\" or {\"type\": \"function\", ...}
+              parallel_tool_calls  default false
+              reasoning_format     \"auto\" (default), \"deepseek\" or \"none\"
+              enable_thinking      default true (also read from chat_template_kwargs)
+              json_schema          the reply is one JSON value (or response_format: {\"type\": \"json_schema\", ...})
+              messages and other chat-completions fields are accepted and ignored
+            prints the message: {\"content\", \"reasoning_content\", \"tool_calls\": [{\"name\", \"id\", \"arguments\"}]}
+            --stream N: feed the text in N-byte chunks, print each delta (OpenAI chunk `delta`)
+                        as a JSON line, then the message as the last line
+errors print one line `error: ...` on stderr and exit with status 2";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
-        Ok(out) => {
-            println!("{out}");
-            ExitCode::SUCCESS
-        }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match run(&args, &mut out) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
             ExitCode::from(2)
@@ -24,13 +63,35 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &[String]) -> Result<String, String> {
+fn run(args: &[String], out: &mut impl Write) -> Result<(), String> {
     let Some((command, rest)) = args.split_first() else { return Err(USAGE.into()) };
     match command.as_str() {
-        "analyze" => analyze_command(rest),
-        "-h" | "--help" | "help" => Ok(USAGE.into()),
+        "analyze" => {
+            let text = analyze_command(rest)?;
+            write_line(out, &text)
+        }
+        "parse" => parse_command(rest, out),
+        "-h" | "--help" | "help" => write_line(out, &format!("{USAGE}\n\n{HELP}")),
         other => Err(format!("unknown command `{other}`\n{USAGE}")),
     }
+}
+
+/// Writes one line and flushes it, so that streamed deltas appear as they are made.
+fn write_line(out: &mut impl Write, line: &str) -> Result<(), String> {
+    writeln!(out, "{line}").and_then(|()| out.flush()).map_err(|e| format!("cannot write output: {e}"))
+}
+
+/// An error message on one line: diagnostics that span lines are joined.
+fn one_line(message: impl std::fmt::Display) -> String {
+    let text = message.to_string();
+    text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+/// Reads, compiles and analyses a template.
+fn load_spec(path: &str) -> Result<FormatSpec, String> {
+    let source = std::fs::read_to_string(path).map_err(|e| one_line(format!("cannot read {path}: {e}")))?;
+    let template = ChatTemplate::new(path, &source).map_err(one_line)?;
+    Ok(analyze(&template).map_err(one_line)?.spec)
 }
 
 fn analyze_command(args: &[String]) -> Result<String, String> {
@@ -41,19 +102,236 @@ fn analyze_command(args: &[String]) -> Result<String, String> {
         match arg.as_str() {
             "--format" => format = it.next().cloned().ok_or("--format needs a value (spec or reference)")?,
             flag if flag.starts_with("--format=") => format = flag["--format=".len()..].to_string(),
-            flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`\n{USAGE}")),
+            flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`; {ANALYZE_USAGE}")),
             p if path.is_none() => path = Some(p.to_string()),
-            extra => return Err(format!("unexpected argument `{extra}`\n{USAGE}")),
+            extra => return Err(format!("unexpected argument `{extra}`; {ANALYZE_USAGE}")),
         }
     }
-    let path = path.ok_or(USAGE)?;
-    let source = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    let template = ChatTemplate::new(&path, &source).map_err(|e| e.to_string())?;
-    let analysis = analyze(&template).map_err(|e| e.to_string())?;
+    let path = path.ok_or(ANALYZE_USAGE)?;
+    if !matches!(format.as_str(), "spec" | "reference") {
+        return Err(format!("unknown format `{format}` (spec or reference)"));
+    }
+    let spec = load_spec(&path)?;
     let value = match format.as_str() {
-        "spec" => serde_json::to_value(&analysis.spec).map_err(|e| e.to_string())?,
-        "reference" => reference_view(&analysis.spec),
-        other => return Err(format!("unknown format `{other}` (spec or reference)")),
+        "reference" => reference_view(&spec),
+        _ => serde_json::to_value(&spec).map_err(|e| e.to_string())?,
     };
     serde_json::to_string_pretty(&value).map_err(|e| e.to_string())
+}
+
+fn parse_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
+    let mut path = None;
+    let mut stream = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--stream" => stream = Some(chunk_size(it.next().ok_or("--stream needs a chunk size in bytes (N >= 1)")?)?),
+            flag if flag.starts_with("--stream=") => stream = Some(chunk_size(&flag["--stream=".len()..])?),
+            flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`; {PARSE_USAGE}")),
+            p if path.is_none() => path = Some(p.to_string()),
+            extra => return Err(format!("unexpected argument `{extra}`; {PARSE_USAGE}")),
+        }
+    }
+    let path = path.ok_or(PARSE_USAGE)?;
+    let spec = load_spec(&path)?;
+
+    let mut input = Vec::new();
+    std::io::stdin().read_to_end(&mut input).map_err(|e| format!("cannot read the request on stdin: {e}"))?;
+    let body: Value =
+        serde_json::from_slice(&input).map_err(|e| one_line(format!("the request on stdin is not valid JSON: {e}")))?;
+    let request = Request::from_json(&body)?;
+
+    let grammar = build(&spec, &request.options);
+    let mut parser = StreamParser::new(&grammar);
+    let mut message = MessageBuilder::new();
+    match stream {
+        None => {
+            parser.feed(request.text.as_bytes(), &mut message);
+            if !request.is_partial {
+                parser.finish(&mut message);
+            }
+        }
+        Some(size) => {
+            let mut deltas = DeltaBuilder::new();
+            for chunk in request.text.as_bytes().chunks(size) {
+                parser.feed(chunk, &mut Both(&mut message, &mut deltas));
+                if let Some(delta) = deltas.take() {
+                    write_line(out, &to_json(&delta)?)?;
+                }
+            }
+            if !request.is_partial {
+                parser.finish(&mut Both(&mut message, &mut deltas));
+            }
+            // Also when partial: a call still waiting for its name is in the
+            // message, so its header must be in the deltas too.
+            if let Some(delta) = deltas.finish() {
+                write_line(out, &to_json(&delta)?)?;
+            }
+        }
+    }
+    write_line(out, &message_json(&message.into_message()).to_string())
+}
+
+fn chunk_size(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("--stream needs a chunk size in bytes (N >= 1), not `{value}`")),
+    }
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<String, String> {
+    serde_json::to_string(value).map_err(|e| e.to_string())
+}
+
+/// The printed message: `complete` is left out, as in OpenAI's message.
+fn message_json(message: &Message) -> Value {
+    let calls: Vec<Value> = message
+        .tool_calls
+        .iter()
+        .map(|call| json!({"name": call.name, "id": call.id, "arguments": call.arguments}))
+        .collect();
+    json!({
+        "content": message.content,
+        "reasoning_content": message.reasoning_content,
+        "tool_calls": calls,
+    })
+}
+
+/// Sends every event to both sinks.
+struct Both<'a>(&'a mut MessageBuilder, &'a mut DeltaBuilder);
+
+impl Sink for Both<'_> {
+    fn event(&mut self, event: Event<'_>) {
+        self.0.event(event);
+        self.1.event(event);
+    }
+}
+
+/// What `parse` reads from stdin.
+struct Request {
+    options: ParseOptions,
+    text: String,
+    is_partial: bool,
+}
+
+impl Request {
+    fn from_json(body: &Value) -> Result<Request, String> {
+        let Value::Object(fields) = body else { return Err("the request on stdin must be a JSON object".into()) };
+        // A field given as `null` counts as absent.
+        let field = |name: &str| fields.get(name).filter(|v| !v.is_null());
+        let boolean = |name: &str, value: Option<&Value>, default: bool| match value {
+            None => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(format!("`{name}` must be true or false, not {other}")),
+        };
+
+        let text = match field("text") {
+            Some(Value::String(text)) => text.clone(),
+            Some(other) => return Err(format!("`text` must be a string, not {}", kind(other))),
+            None => return Err("the request has no `text` (the model output to parse)".into()),
+        };
+        let is_partial = boolean("is_partial", field("is_partial"), false)?;
+
+        let reasoning_format = match field("reasoning_format") {
+            None => ReasoningFormat::Auto,
+            Some(Value::String(s)) => match s.as_str() {
+                "auto" => ReasoningFormat::Auto,
+                "none" => ReasoningFormat::None,
+                "deepseek" => ReasoningFormat::Deepseek,
+                other => return Err(format!("unknown reasoning_format `{other}` (none, auto or deepseek)")),
+            },
+            Some(other) => return Err(format!("`reasoning_format` must be a string, not {}", kind(other))),
+        };
+
+        // Servers also take it from the template arguments.
+        let kwargs_thinking = fields
+            .get("chat_template_kwargs")
+            .and_then(|k| k.get("enable_thinking"))
+            .filter(|v| !v.is_null());
+        let enable_thinking = match field("enable_thinking") {
+            Some(value) => boolean("enable_thinking", Some(value), true)?,
+            None => boolean("chat_template_kwargs.enable_thinking", kwargs_thinking, true)?,
+        };
+        let parallel_tool_calls = boolean("parallel_tool_calls", field("parallel_tool_calls"), false)?;
+
+        let tools = match field("tools") {
+            None => Vec::new(),
+            Some(Value::Array(tools)) => {
+                for (i, tool) in tools.iter().enumerate() {
+                    let function = tool.get("function").unwrap_or(tool);
+                    if !tool.is_object() || !function.get("name").is_some_and(Value::is_string) {
+                        return Err(format!("tools[{i}] is not a tool: expected {{\"type\": \"function\", \"function\": {{\"name\": ..}}}}"));
+                    }
+                }
+                tools.clone()
+            }
+            Some(other) => return Err(format!("`tools` must be an array of tool objects, not {}", kind(other))),
+        };
+
+        let tool_choice = match field("tool_choice") {
+            None => ToolChoice::Auto,
+            Some(Value::String(s)) => match s.as_str() {
+                "auto" => ToolChoice::Auto,
+                "required" => ToolChoice::Required,
+                "none" => ToolChoice::None,
+                other => return Err(format!("unknown tool_choice `{other}` (auto, required, none or a function object)")),
+            },
+            // A named function: a call is required.
+            Some(Value::Object(choice)) if choice.get("type").and_then(Value::as_str) == Some("function") => {
+                ToolChoice::Required
+            }
+            Some(other) => {
+                return Err(one_line(format!(
+                    "unsupported tool_choice {other} (auto, required, none or {{\"type\": \"function\", ..}})"
+                )))
+            }
+        };
+
+        let json_schema = match (field("json_schema"), field("response_format")) {
+            (Some(_), Some(_)) => return Err("give either `json_schema` or `response_format`, not both".into()),
+            (Some(schema), None) => Some(schema_value("json_schema", schema)?),
+            (None, Some(format)) => response_format_schema(format)?,
+            (None, None) => None,
+        };
+
+        Ok(Request {
+            options: ParseOptions { enable_thinking, reasoning_format, parallel_tool_calls, tools, tool_choice, json_schema },
+            text,
+            is_partial,
+        })
+    }
+}
+
+/// The schema that OpenAI's `response_format` asks for, if any.
+fn response_format_schema(format: &Value) -> Result<Option<Value>, String> {
+    let kind_of = format.get("type").and_then(Value::as_str);
+    match kind_of {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(json!({"type": "object"}))),
+        Some("json_schema") => match format.get("json_schema").and_then(|s| s.get("schema")).filter(|s| !s.is_null()) {
+            Some(schema) => Ok(Some(schema_value("response_format.json_schema.schema", schema)?)),
+            None => Err("response_format of type json_schema needs `json_schema.schema`".into()),
+        },
+        _ => Err(one_line(format!(
+            "unsupported response_format {format} (type text, json_object or json_schema)"
+        ))),
+    }
+}
+
+fn schema_value(name: &str, schema: &Value) -> Result<Value, String> {
+    match schema {
+        Value::Object(_) | Value::Bool(_) => Ok(schema.clone()),
+        other => Err(format!("`{name}` must be a JSON schema (an object), not {}", kind(other))),
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }

@@ -41,16 +41,51 @@ enum Token {
     /// Inside a string: its quote, whether a backslash is pending, how many
     /// hex digits of a `\u` escape remain, and whether it is an object key.
     Str { quote: u8, escape: bool, hex: u8, key: bool },
-    /// Inside a number.
-    Number,
+    /// Inside a number, at this point of its syntax.
+    Number(Num),
     /// Inside a literal word: what it must spell, and how far we are.
     Word { word: &'static str, at: usize },
+}
+
+/// Where a number stands: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Num {
+    Minus,
+    Zero,
+    Int,
+    Dot,
+    Frac,
+    Exp,
+    ExpSign,
+    ExpDigits,
+}
+
+impl Num {
+    fn next(self, b: u8) -> Option<Num> {
+        use Num::*;
+        Some(match (self, b) {
+            (Minus, b'0') => Zero,
+            (Minus, b'1'..=b'9') => Int,
+            (Int, b'0'..=b'9') => Int,
+            (Zero | Int, b'.') => Dot,
+            (Dot | Frac, b'0'..=b'9') => Frac,
+            (Zero | Int | Frac, b'e' | b'E') => Exp,
+            (Exp, b'+' | b'-') => ExpSign,
+            (Exp | ExpSign | ExpDigits, b'0'..=b'9') => ExpDigits,
+            _ => return None,
+        })
+    }
+    fn complete(self) -> bool {
+        matches!(self, Num::Zero | Num::Int | Num::Frac | Num::ExpDigits)
+    }
 }
 
 /// Scans one JSON value incrementally.
 #[derive(Debug, Clone)]
 pub struct JsonScanner {
     python: bool,
+    /// Only an object is acceptable (a call's arguments).
+    object_only: bool,
     stack: Vec<Container>,
     expect: Expect,
     token: Token,
@@ -61,8 +96,8 @@ pub struct JsonScanner {
 impl JsonScanner {
     /// `python` also accepts `True`, `False`, `None` and single-quoted
     /// strings, and reports them as JSON.
-    pub fn new(python: bool) -> JsonScanner {
-        JsonScanner { python, stack: Vec::new(), expect: Expect::Value, token: Token::None, done: false, output: String::new() }
+    pub fn new(python: bool, object_only: bool) -> JsonScanner {
+        JsonScanner { python, object_only, stack: Vec::new(), expect: Expect::Value, token: Token::None, done: false, output: String::new() }
     }
 
     /// The JSON text of what was consumed since the last call.
@@ -93,23 +128,30 @@ impl JsonScanner {
                         self.output.push(c);
                         self.token = Token::Str { quote, escape: false, hex: hex - 1, key };
                     } else if escape {
+                        let lead = if quote == b'"' { "" } else { "\\" };
                         match (c, quote) {
                             ('\'', b'\'') => self.output.push('\''),
                             ('\'', _) => return (i, Scan::Invalid),
                             ('u', _) => {
-                                self.output.push_str("\\u");
+                                self.output.push_str(lead);
+                                self.output.push('u');
                                 self.token = Token::Str { quote, escape: false, hex: 4, key };
                                 i += n;
                                 continue;
                             }
                             ('"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't', _) => {
-                                self.output.push('\\');
+                                self.output.push_str(lead);
                                 self.output.push(c);
                             }
                             _ => return (i, Scan::Invalid),
                         }
                         self.token = Token::Str { quote, escape: false, hex: 0, key };
                     } else if c == '\\' {
+                        // Reported at once (never lost if what follows is bad),
+                        // except in Python strings where `\'` becomes `'`.
+                        if quote == b'"' {
+                            self.output.push('\\');
+                        }
                         self.token = Token::Str { quote, escape: true, hex: 0, key };
                     } else if b == quote {
                         self.output.push('"');
@@ -133,11 +175,15 @@ impl JsonScanner {
                     i += n;
                     continue;
                 }
-                Token::Number => {
-                    if b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-') {
+                Token::Number(state) => {
+                    if let Some(next) = state.next(b) {
                         self.output.push(b as char);
+                        self.token = Token::Number(next);
                         i += 1;
                         continue;
+                    }
+                    if !state.complete() || b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-') {
+                        return (i, Scan::Invalid);
                     }
                     self.token = Token::None;
                     self.after_value(false);
@@ -148,8 +194,10 @@ impl JsonScanner {
                 }
                 Token::Word { word, at } => {
                     if word.as_bytes().get(at) == Some(&b) {
+                        // `None` and `null` have the same length, so a Python
+                        // word maps onto its JSON word letter by letter.
+                        self.output.push(json_word(word).as_bytes()[at] as char);
                         if at + 1 == word.len() {
-                            self.output.push_str(json_word(word));
                             self.token = Token::None;
                             self.after_value(false);
                             if self.done {
@@ -216,7 +264,7 @@ impl JsonScanner {
             }
         }
         // The text ran out.
-        if last && self.token == Token::Number && self.stack.is_empty() {
+        if last && matches!(self.token, Token::Number(n) if n.complete()) && self.stack.is_empty() {
             self.token = Token::None;
             self.done = true;
             return (i, Scan::Done);
@@ -225,6 +273,9 @@ impl JsonScanner {
     }
 
     fn start_value(&mut self, b: u8) -> bool {
+        if self.object_only && self.stack.is_empty() && b != b'{' {
+            return false;
+        }
         match b {
             b'{' => {
                 self.output.push('{');
@@ -244,18 +295,36 @@ impl JsonScanner {
                 self.output.push('"');
                 self.token = Token::Str { quote: b'\'', escape: false, hex: 0, key: false };
             }
-            b'-' | b'0'..=b'9' => {
-                self.output.push(b as char);
-                self.token = Token::Number;
+            b'-' => {
+                self.output.push('-');
+                self.token = Token::Number(Num::Minus);
             }
-            b't' => self.token = Token::Word { word: "true", at: 1 },
-            b'f' => self.token = Token::Word { word: "false", at: 1 },
-            b'n' => self.token = Token::Word { word: "null", at: 1 },
-            b'T' if self.python => self.token = Token::Word { word: "True", at: 1 },
-            b'F' if self.python => self.token = Token::Word { word: "False", at: 1 },
-            b'N' if self.python => self.token = Token::Word { word: "None", at: 1 },
+            b'0' => {
+                self.output.push('0');
+                self.token = Token::Number(Num::Zero);
+            }
+            b'1'..=b'9' => {
+                self.output.push(b as char);
+                self.token = Token::Number(Num::Int);
+            }
+            b't' | b'f' | b'n' => return self.start_word(b, false),
+            b'T' | b'F' | b'N' if self.python => return self.start_word(b, true),
             _ => return false,
         }
+        true
+    }
+
+    fn start_word(&mut self, b: u8, python: bool) -> bool {
+        let word = match (b, python) {
+            (b't', _) => "true",
+            (b'f', _) => "false",
+            (b'n', _) => "null",
+            (b'T', _) => "True",
+            (b'F', _) => "False",
+            _ => "None",
+        };
+        self.output.push(json_word(word).as_bytes()[0] as char);
+        self.token = Token::Word { word, at: 1 };
         true
     }
 
@@ -289,7 +358,7 @@ mod tests {
     use super::*;
 
     fn scan_all(text: &str, chunk: usize, python: bool) -> (String, Scan, usize) {
-        let mut s = JsonScanner::new(python);
+        let mut s = JsonScanner::new(python, false);
         let mut out = String::new();
         let mut pos = 0;
         let mut fed = 0;
@@ -336,7 +405,7 @@ mod tests {
 
     #[test]
     fn rejects_broken_json() {
-        for bad in ["{\"a\" 1}", "{\"a\": tru}", "[1,,2]", "{'a': 1}", "}"] {
+        for bad in ["{\"a\" 1}", "{\"a\": tru}", "[1,,2]", "{'a': 1}", "}", "{\"a\": 1-2}", "{\"a\": 01}", "{\"a\": 1e}", "{\"a\": -}"] {
             let (_, r, _) = scan_all(bad, 100, false);
             assert_eq!(r, Scan::Invalid, "{bad}");
         }

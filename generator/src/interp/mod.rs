@@ -18,8 +18,9 @@
 //!   complete is reported as content (one character at a time is given back
 //!   and parsing goes on after it);
 //! - a call whose name is known but whose rest is broken ends there, with the
-//!   arguments seen so far and `complete: false`; the text from the first byte
-//!   the call could not accept on is content;
+//!   arguments seen so far and `complete: false`; the text after the last
+//!   piece the call reported (its name, id or argument text) is content again,
+//!   and parsing goes on after it (a later well-formed call is still a call);
 //! - a call cut off by the end of the output ends the same way;
 //! - invalid UTF-8 becomes U+FFFD.
 //!
@@ -85,7 +86,8 @@ enum UntilText {
 enum Frame {
     Seq { items: *const [Node], next: usize },
     Choice { alts: *const [Alt], taken: bool },
-    Repeat { alts: *const [Alt], limits: *const [Option<u32>], counts: Vec<u32>, recover: bool, in_body: bool, region: Option<usize> },
+    Repeat { alts: *const [Alt], limits: *const [Option<u32>], counts: Vec<u32>, recover: Option<*const Node>, in_body: bool, region: Option<usize>, failed_at: Option<(usize, usize)> },
+    Peek(*const Node),
     Literal(*const str),
     Space,
     OptionalNewline,
@@ -109,6 +111,8 @@ struct Region {
     /// A call name was reported: the region can no longer be taken back.
     committed: bool,
     call_index_before: usize,
+    /// Which alternative of the loop took the round.
+    alt: usize,
 }
 
 /// Streaming interpreter of one grammar.
@@ -131,6 +135,19 @@ pub struct StreamParser<'g> {
     finished: bool,
     /// The grammar could not continue: everything left is content.
     degraded: bool,
+    /// Whitespace already scanned by guards (so a long run of whitespace at
+    /// the end of the input is not rescanned on every chunk).
+    ws: WsCache,
+    /// Input position of the last reported piece: a broken call's text after
+    /// it goes back to content.
+    emit_pos: usize,
+}
+
+/// `text[from..to]` is known to be whitespace.
+#[derive(Default)]
+struct WsCache {
+    from: usize,
+    to: usize,
 }
 
 // Frames point into the grammar, which the parser borrows for 'g; the raw
@@ -153,6 +170,8 @@ impl<'g> StreamParser<'g> {
             started: false,
             finished: false,
             degraded: false,
+            ws: WsCache::default(),
+            emit_pos: 0,
         }
     }
 
@@ -239,6 +258,7 @@ impl<'g> StreamParser<'g> {
         if text.is_empty() {
             return;
         }
+        self.emit_pos = self.pos;
         match kind {
             TextKind::Content => match self.out.last_mut() {
                 Some(Out::Content(t)) => t.push_str(text),
@@ -259,6 +279,7 @@ impl<'g> StreamParser<'g> {
         if text.is_empty() {
             return;
         }
+        self.emit_pos = self.pos;
         match self.out.last_mut() {
             Some(Out::ToolArgs(t)) => t.push_str(text),
             _ => self.out.push(Out::ToolArgs(text.to_string())),
@@ -266,6 +287,7 @@ impl<'g> StreamParser<'g> {
     }
 
     fn emit_name(&mut self, name: &str) {
+        self.emit_pos = self.pos;
         self.out.push(Out::ToolName(name.to_string()));
         // A named call is real: commit the innermost region.
         if let Some(r) = self.regions.last_mut() {
@@ -355,14 +377,32 @@ impl<'g> StreamParser<'g> {
             return;
         };
         self.stack.truncate(region.depth + 1);
-        if let Some(Frame::Repeat { in_body, region: r, .. }) = self.stack.last_mut() {
+        let mut resume = None;
+        let mut failed_alt = None;
+        if let Some(Frame::Repeat { in_body, region: r, counts, recover, .. }) = self.stack.last_mut() {
             *in_body = false;
             *r = None;
+            if !region.committed {
+                // The round did not happen.
+                if let Some(c) = counts.get_mut(region.alt) {
+                    *c = c.saturating_sub(1);
+                }
+                failed_alt = Some(region.alt);
+            }
+            resume = *recover;
         }
         if region.committed {
             if self.call_open {
                 self.out.push(Out::ToolEnd(false));
                 self.call_open = false;
+            }
+            // Markup consumed after the last reported piece (whitespace, a
+            // partial marker) is content again.
+            if self.emit_pos > region.pos && self.emit_pos < self.pos {
+                self.pos = self.emit_pos;
+            }
+            if let Some(node) = resume {
+                self.stack.push(frame_for(unsafe { &*node }));
             }
             // Make progress: never fail twice at the guard's start.
             if self.pos == region.pos {
@@ -374,6 +414,15 @@ impl<'g> StreamParser<'g> {
             self.call_open = false;
             self.pos = region.pos;
             self.give_back_one_char();
+            // Never retry the same alternative where it just failed (a guard
+            // that matched nothing at the end of the text would loop).
+            if let (Some(alt), Some(Frame::Repeat { failed_at, .. })) = (failed_alt, self.stack.last_mut()) {
+                *failed_at = Some((alt, self.pos));
+            }
+            // Go on with what follows a round (the content after it).
+            if let Some(node) = resume {
+                self.stack.push(frame_for(unsafe { &*node }));
+            }
         }
     }
 
@@ -402,7 +451,7 @@ impl<'g> StreamParser<'g> {
                 }
                 let alts_ref = unsafe { &*alts };
                 for alt in alts_ref {
-                    match guard(&alt.guard, &self.text, self.pos, last) {
+                    match guard(&alt.guard, &self.text, self.pos, last, &mut self.ws) {
                         Guard::Match(end) => {
                             self.pos = end;
                             return (Step::Push(frame_for(&alt.body)), Some(Frame::Choice { alts, taken: true }));
@@ -413,7 +462,7 @@ impl<'g> StreamParser<'g> {
                 }
                 (Step::Fail, None)
             }
-            Frame::Repeat { alts, limits, mut counts, recover, in_body, region } => {
+            Frame::Repeat { alts, limits, mut counts, recover, in_body, region, failed_at } => {
                 if in_body {
                     // The body of the last round finished.
                     if let Some(depth) = region {
@@ -428,35 +477,44 @@ impl<'g> StreamParser<'g> {
                     if limits_ref.get(i).copied().flatten().is_some_and(|max| counts[i] >= max) {
                         continue;
                     }
+                    if failed_at == Some((i, self.pos)) {
+                        continue;
+                    }
                     let start = self.pos;
-                    match guard(&alt.guard, &self.text, self.pos, last) {
+                    match guard(&alt.guard, &self.text, self.pos, last, &mut self.ws) {
                         Guard::Match(end) => {
                             counts[i] += 1;
                             let depth = self.stack.len();
-                            let region = if recover {
+                            let region = if recover.is_some() {
                                 self.regions.push(Region {
                                     pos: start,
                                     out_len: self.out.len(),
                                     depth,
                                     committed: false,
                                     call_index_before: self.calls,
+                                    alt: i,
                                 });
                                 Some(depth)
                             } else {
                                 None
                             };
                             self.pos = end;
-                            let me = Frame::Repeat { alts, limits, counts, recover, in_body: true, region };
+                            let me = Frame::Repeat { alts, limits, counts, recover, in_body: true, region, failed_at };
                             return (Step::Push(frame_for(&alt.body)), Some(me));
                         }
                         Guard::NeedMore => {
-                            return (Step::NeedMore, Some(Frame::Repeat { alts, limits, counts, recover, in_body: false, region: None }))
+                            return (Step::NeedMore, Some(Frame::Repeat { alts, limits, counts, recover, in_body: false, region: None, failed_at }))
                         }
                         Guard::NoMatch => {}
                     }
                 }
                 (Step::Done, None)
             }
+            Frame::Peek(node) => match guard(unsafe { &*node }, &self.text, self.pos, last, &mut self.ws) {
+                Guard::Match(_) => (Step::Done, None),
+                Guard::NeedMore => (Step::NeedMore, Some(Frame::Peek(node))),
+                Guard::NoMatch => (Step::Fail, None),
+            },
             Frame::Literal(lit) => {
                 let lit = unsafe { &*lit };
                 let rest = &self.text[self.pos..];
@@ -568,7 +626,7 @@ impl<'g> StreamParser<'g> {
     ) -> (Step, Option<Frame>) {
         let stops_ref = unsafe { &*stops };
         let rest = &self.text[self.pos..];
-        let found = stops_ref.iter().filter(|s| !s.is_empty()).filter_map(|s| rest.find(s.as_str())).min();
+        let found = find_first_stop(rest, stops_ref);
         let (take, done) = match found {
             Some(i) => (i, true),
             None if last => (rest.len(), true),
@@ -659,10 +717,12 @@ fn frame_for(node: &Node) -> Frame {
             alts: alts.as_slice() as *const [Alt],
             limits: limits.as_slice() as *const [Option<u32>],
             counts: vec![0; alts.len()],
-            recover: *recover,
+            recover: recover.as_deref().map(|n| n as *const Node),
             in_body: false,
             region: None,
+            failed_at: None,
         },
+        Node::Peek(inner) => Frame::Peek(inner.as_ref() as *const Node),
         Node::Until { stops, kind, trim_newlines } => Frame::Until {
             stops: stops.as_slice() as *const [String],
             kind: *kind,
@@ -671,7 +731,7 @@ fn frame_for(node: &Node) -> Frame {
             acc: String::new(),
             held_newline: false,
         },
-        Node::Json { kind, python, .. } => Frame::Json { kind: *kind, scanner: JsonScanner::new(*python), started: false },
+        Node::Json { kind, python, .. } => Frame::Json { kind: *kind, scanner: JsonScanner::new(*python, *kind == JsonKind::ToolArgs), started: false },
         Node::JsonStringContent(kind) => Frame::JsonString { kind: *kind, escaped: false },
         Node::ArgKey(k) => Frame::ArgKey(k.as_str() as *const str),
         Node::Mark(m) => Frame::Mark(m as *const Mark),
@@ -685,8 +745,9 @@ enum Guard {
     NeedMore,
 }
 
-/// Matches a guard (literals and whitespace) without reporting anything.
-fn guard(node: &Node, text: &str, pos: usize, last: bool) -> Guard {
+/// Matches a guard (literals, whitespace, lookaheads, choices of these)
+/// without reporting anything.
+fn guard(node: &Node, text: &str, pos: usize, last: bool, ws: &mut WsCache) -> Guard {
     match node {
         Node::Empty => Guard::Match(pos),
         Node::Literal(s) => {
@@ -700,12 +761,14 @@ fn guard(node: &Node, text: &str, pos: usize, last: bool) -> Guard {
             }
         }
         Node::Space => {
-            let rest = &text[pos..];
-            let n = rest.len() - rest.trim_start_matches([' ', '\t', '\n', '\r']).len();
-            if pos + n == text.len() && !last {
+            let from = if ws.from == pos && ws.to > pos { ws.to } else { pos };
+            let rest = &text[from..];
+            let end = from + rest.len() - rest.trim_start_matches([' ', '\t', '\n', '\r']).len();
+            *ws = WsCache { from: pos, to: end };
+            if end == text.len() && !last {
                 Guard::NeedMore
             } else {
-                Guard::Match(pos + n)
+                Guard::Match(end)
             }
         }
         Node::OptionalNewline => {
@@ -730,16 +793,57 @@ fn guard(node: &Node, text: &str, pos: usize, last: bool) -> Guard {
         Node::Seq(items) => {
             let mut at = pos;
             for item in items {
-                match guard(item, text, at, last) {
+                match guard(item, text, at, last, ws) {
                     Guard::Match(next) => at = next,
                     other => return other,
                 }
             }
             Guard::Match(at)
         }
+        Node::Choice(alts) => {
+            for alt in alts {
+                let mut at = pos;
+                let mut outcome = Guard::Match(pos);
+                for part in [&alt.guard, &alt.body] {
+                    match guard(part, text, at, last, ws) {
+                        Guard::Match(next) => at = next,
+                        other => {
+                            outcome = other;
+                            break;
+                        }
+                    }
+                }
+                match outcome {
+                    Guard::Match(_) => return Guard::Match(at),
+                    Guard::NeedMore => return Guard::NeedMore,
+                    Guard::NoMatch => {}
+                }
+            }
+            Guard::NoMatch
+        }
+        Node::Peek(inner) => match guard(inner, text, pos, last, ws) {
+            Guard::Match(_) => Guard::Match(pos),
+            other => other,
+        },
         // Guards are literal markup only; anything else never matches.
         _ => Guard::NoMatch,
     }
+}
+
+/// Position of the earliest stop in `text`. One pass over the text (a stop
+/// that never occurs must not cost a scan of the whole text per call).
+fn find_first_stop(text: &str, stops: &[String]) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut first_bytes = [false; 256];
+    let mut any = false;
+    for stop in stops.iter().filter(|s| !s.is_empty()) {
+        first_bytes[stop.as_bytes()[0] as usize] = true;
+        any = true;
+    }
+    if !any {
+        return None;
+    }
+    (0..bytes.len()).find(|&i| first_bytes[bytes[i] as usize] && stops.iter().any(|s| !s.is_empty() && bytes[i..].starts_with(s.as_bytes())))
 }
 
 /// Length of the longest suffix of `text` that is a proper prefix of a stop.

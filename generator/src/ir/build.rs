@@ -192,10 +192,12 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     let mut stops = Vec::new();
     let mut alts = Vec::new();
     let mut limits = Vec::new();
-    if tools_active {
-        let (trigger, calls) = tool_section(spec, &tools, options.parallel_tool_calls);
-        stops.push(trigger.clone());
-        alts.push(Alt { guard: Node::lit(trigger), body: calls });
+    // A format without any marker in front of its calls cannot be told from
+    // content: it needs a dedicated parser (Gemma 4's `call:` syntax).
+    let section = tools_active.then(|| tool_section(spec, &tools, options.parallel_tool_calls)).filter(|(t, _, _)| !t.trim().is_empty());
+    if let Some((trigger, guard, calls)) = section {
+        stops.push(trigger);
+        alts.push(Alt { guard, body: calls });
         limits.push(if options.parallel_tool_calls || tool_calls_in_one_section(spec) { None } else { Some(1) });
     }
     if let Some((open, close)) = &wrapper {
@@ -218,7 +220,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         for alt in &mut alts {
             alt.body = Node::seq(vec![std::mem::replace(&mut alt.body, Node::Empty), content.clone()]);
         }
-        items.push(Node::Repeat { alts, limits, recover: true });
+        items.push(Node::Repeat { alts, limits, recover: Some(Box::new(content)) });
     }
     items.push(Node::End);
     Node::seq(items)
@@ -234,25 +236,32 @@ fn reasoning_block_rest(end: &str) -> Node {
 
 /// Whether all calls of a reply sit in one section (then the section limit
 /// is one, and `parallel_tool_calls` limits the calls inside it).
+#[allow(dead_code)]
 fn tool_calls_in_one_section(spec: &FormatSpec) -> bool {
     !spec.tools.format.section_start.trim().is_empty()
 }
 
 /// The trigger that opens tool calls, and what follows it.
-fn tool_section(spec: &FormatSpec, tools: &[Tool], parallel: bool) -> (String, Node) {
+///
+/// A call is reported closed (`ToolClose`) only after its last closing
+/// marker, so output cut off before it leaves the call incomplete.
+fn tool_section(spec: &FormatSpec, tools: &[Tool], parallel: bool) -> (String, Node, Node) {
     let f = &spec.tools.format;
     let more = if parallel { None } else { Some(0) };
     let section_start = f.section_start.trim();
     let per_call_start = f.per_call_start.trim();
-    // What one call looks like after its per-call opener.
-    let (call_trigger_in_body, call) = match f.mode {
-        ToolFormatMode::JsonNative => (false, json_call(spec, tools, false)),
-        _ => (false, tagged_call(spec, tools)),
-    };
-    let _ = call_trigger_in_body;
-    let per_call = |first: bool| -> Node {
-        let opener = if first && section_start.is_empty() { Node::Empty } else { marker(per_call_start) };
-        Node::seq(vec![opener, Node::Space, call.clone(), marker(&f.per_call_end)])
+    let name_prefix = spec.tools.function.name_prefix.trim();
+    let json = f.mode == ToolFormatMode::JsonNative;
+    // One call after its per-call opener (and, for tag formats, with or
+    // without its function-name prefix).
+    let call = if json { json_call(spec, tools, false) } else { tagged_call(spec, tools) };
+    let call_after_prefix = tagged_call_after_prefix(spec, tools);
+    let close = |body: Node| Node::seq(vec![body, marker(&f.per_call_end), Node::Mark(Mark::ToolClose)]);
+    // Later calls in a section: what starts each of them.
+    let next_call = |guard: Node, body: Node| Node::Repeat {
+        alts: vec![Alt { guard, body }],
+        limits: vec![more],
+        recover: Some(Box::new(Node::Empty)),
     };
 
     if !section_start.is_empty() {
@@ -261,65 +270,75 @@ fn tool_section(spec: &FormatSpec, tools: &[Tool], parallel: bool) -> (String, N
                 Node::Space,
                 Node::lit("["),
                 Node::Space,
-                per_call(false),
-                Node::Repeat {
-                    alts: vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(",")]), body: per_call(false) }],
-                    limits: vec![more],
-                    recover: false,
-                },
+                close(Node::seq(vec![marker(per_call_start), Node::Space, call.clone()])),
+                next_call(
+                    Node::seq(vec![Node::Space, Node::lit(",")]),
+                    close(Node::seq(vec![marker(per_call_start), Node::Space, call.clone()])),
+                ),
                 Node::Space,
                 Node::lit("]"),
             ])
         } else if !per_call_start.is_empty() {
             Node::seq(vec![
-                per_call(false),
-                Node::Repeat {
-                    alts: vec![Alt {
-                        guard: Node::seq(vec![Node::Space, Node::lit(per_call_start)]),
-                        body: Node::seq(vec![Node::Space, call.clone(), marker(&f.per_call_end)]),
-                    }],
-                    limits: vec![more],
-                    recover: false,
-                },
+                Node::Space,
+                Node::lit(per_call_start),
+                Node::Space,
+                close(call.clone()),
+                next_call(Node::seq(vec![Node::Space, Node::lit(per_call_start)]), close(Node::seq(vec![Node::Space, call.clone()]))),
+            ])
+        } else if !json && !name_prefix.is_empty() {
+            // Calls follow each other inside the section, each opened by the
+            // function-name prefix (`<invoke name="...">`).
+            Node::seq(vec![
+                Node::Space,
+                close(call.clone()),
+                next_call(Node::seq(vec![Node::Space, Node::lit(name_prefix)]), close(call_after_prefix)),
             ])
         } else {
-            per_call(false)
+            Node::seq(vec![Node::Space, close(call.clone())])
         };
         let section = Node::seq(vec![calls, marker(&f.section_end), Node::Space]);
-        return (section_start.to_string(), section);
+        return (section_start.to_string(), Node::lit(section_start), section);
     }
     if !per_call_start.is_empty() {
-        let body = Node::seq(vec![Node::Space, call, marker(&f.per_call_end), Node::Space]);
-        return (per_call_start.to_string(), body);
+        return (per_call_start.to_string(), Node::lit(per_call_start), Node::seq(vec![Node::Space, close(call), Node::Space]));
     }
     // No markers at all: the call itself is the trigger.
-    match f.mode {
-        ToolFormatMode::JsonNative => {
-            let first = f.parameter_order.first().cloned().unwrap_or_else(|| f.name_field.clone());
-            let trigger = if f.fun_name_is_key || first.is_empty() { "{\"".to_string() } else { format!("{{\"{first}\"") };
-            (trigger, Node::seq(vec![json_call(spec, tools, true), Node::Space]))
-        }
-        _ => {
-            let prefix = spec.tools.function.name_prefix.trim().to_string();
-            (prefix, Node::seq(vec![tagged_call_after_prefix(spec, tools), Node::Space]))
-        }
+    if json {
+        let first = f.parameter_order.first().cloned().unwrap_or_else(|| f.name_field.clone());
+        let trigger = if f.fun_name_is_key || first.is_empty() { "{\"".to_string() } else { format!("{{\"{first}\"") };
+        // The trigger is the start of the call object itself: look, don't take.
+        let guard = Node::Peek(Box::new(Node::lit(trigger.clone())));
+        (trigger, guard, Node::seq(vec![close(json_call(spec, tools, false)), Node::Space]))
+    } else {
+        (name_prefix.to_string(), Node::lit(name_prefix), Node::seq(vec![close(call_after_prefix), Node::Space]))
     }
 }
 
 /// The name of the call: a literal choice among the declared tools (each
-/// alternative continuing with `then(tool)`), or free text up to `stop`.
-fn named(tools: &[Tool], before: Node, stop: &str, then: &dyn Fn(Option<&Tool>) -> Node) -> Node {
+/// alternative continuing with `then(tool)`), or free text up to a stop.
+///
+/// A declared name only counts when one of `stops` follows it (checked by
+/// lookahead), so `get_weather` is not taken from `get_weatherX`, and the call
+/// is not committed on a name the output has not finished writing.
+fn named(tools: &[Tool], before: Node, stops: &[String], then: &dyn Fn(Option<&Tool>) -> Node) -> Node {
     if tools.is_empty() {
         return Node::seq(vec![
             before,
-            Node::Until { stops: vec![stop.to_string()], kind: TextKind::ToolName, trim_newlines: false },
+            Node::Until { stops: stops.to_vec(), kind: TextKind::ToolName, trim_newlines: false },
             then(None),
         ]);
     }
+    let follow = Node::Peek(Box::new(Node::Choice(
+        stops
+            .iter()
+            .map(|s| Alt { guard: if s.trim().is_empty() { Node::lit(s.clone()) } else { Node::seq(vec![Node::Space, Node::lit(s.trim())]) }, body: Node::Empty })
+            .collect(),
+    )));
     let alts = tools
         .iter()
         .map(|t| Alt {
-            guard: Node::seq(vec![before.clone(), Node::lit(t.name.clone())]),
+            guard: Node::seq(vec![before.clone(), Node::lit(t.name.clone()), follow.clone()]),
             body: Node::seq(vec![Node::Mark(Mark::Name(t.name.clone())), then(Some(t))]),
         })
         .collect();
@@ -336,10 +355,10 @@ fn json_call(spec: &FormatSpec, tools: &[Tool], brace_consumed: bool) -> Node {
     let args = || Node::Json { kind: JsonKind::ToolArgs, schema: None, python };
     if f.fun_name_is_key {
         let after = |_: Option<&Tool>| {
-            Node::seq(vec![Node::lit(q), Node::Space, Node::lit(":"), Node::Space, args(), Node::Space, Node::lit("}"), Node::Mark(Mark::ToolClose)])
+            Node::seq(vec![Node::lit(q), Node::Space, Node::lit(":"), Node::Space, args(), Node::Space, Node::lit("}")])
         };
         let before = Node::seq(vec![Node::Space, Node::lit(q)]);
-        return Node::seq(vec![Node::Mark(Mark::ToolOpen), open, named(tools, before, q, &after)]);
+        return Node::seq(vec![Node::Mark(Mark::ToolOpen), open, named(tools, before, &[q.to_string()], &after)]);
     }
     // Fields in template order; the name must come before the arguments for
     // events to be in order, which every template in the corpus does.
@@ -394,12 +413,12 @@ fn json_call(spec: &FormatSpec, tools: &[Tool], brace_consumed: bool) -> Node {
         if close_nested {
             v.extend([Node::Space, Node::lit("}")]);
         }
-        v.extend([Node::Space, Node::lit("}"), Node::Mark(Mark::ToolClose)]);
+        v.extend([Node::Space, Node::lit("}")]);
         Node::seq(v)
     };
     // The name's stop is its closing quote.
     let prefix = Node::seq(before_name);
-    match named(tools, Node::Empty, q, &after) {
+    match named(tools, Node::Empty, &[q.to_string()], &after) {
         Node::Choice(alts) => Node::seq(vec![prefix, Node::Choice(alts)]),
         other => Node::seq(vec![prefix, other]),
     }
@@ -414,24 +433,33 @@ fn tagged_call(spec: &FormatSpec, tools: &[Tool]) -> Node {
     Node::seq(vec![Node::lit(prefix), tagged_call_after_prefix(spec, tools)])
 }
 
-/// Where the function name ends: its suffix, or what comes right after it.
-fn name_stop(spec: &FormatSpec) -> String {
+/// What may follow the function name: its suffix when the template writes
+/// one, else whatever comes next (a call id, the first argument, the call's
+/// closers).
+fn name_stops(spec: &FormatSpec) -> Vec<String> {
     let t = &spec.tools;
-    for candidate in [&t.function.name_suffix, &t.call_id.prefix, &t.arguments.name_prefix, &t.function.close, &t.format.per_call_end] {
-        if !candidate.trim().is_empty() {
-            return candidate.trim().to_string();
+    if !t.function.name_suffix.trim().is_empty() {
+        return vec![t.function.name_suffix.trim().to_string()];
+    }
+    let mut stops: Vec<String> = Vec::new();
+    for candidate in [&t.call_id.prefix, &t.arguments.start, &t.arguments.name_prefix, &t.function.close, &t.format.per_call_end, &t.format.section_end] {
+        let c = candidate.trim();
+        if !c.is_empty() && !stops.iter().any(|s| s == c) {
+            stops.push(c.to_string());
         }
     }
-    if t.format.mode != ToolFormatMode::TagWithTagged {
-        "{".to_string()
-    } else {
-        "\n".to_string()
+    if t.format.mode == ToolFormatMode::TagWithJson {
+        stops.push("{".to_string());
     }
+    if stops.is_empty() {
+        stops.push("\n".to_string());
+    }
+    stops
 }
 
 fn tagged_call_after_prefix(spec: &FormatSpec, tools: &[Tool]) -> Node {
     let t = &spec.tools;
-    let stop = name_stop(spec);
+    let stops = name_stops(spec);
     let suffix = t.function.name_suffix.trim().to_string();
     let id = match t.call_id.pos {
         CallIdPosition::BetweenFuncAndArgs if !t.call_id.prefix.trim().is_empty() => Node::seq(vec![
@@ -457,10 +485,9 @@ fn tagged_call_after_prefix(spec: &FormatSpec, tools: &[Tool]) -> Node {
             id.clone(),
             args,
             marker(&t.function.close),
-            Node::Mark(Mark::ToolClose),
         ])
     };
-    Node::seq(vec![Node::Mark(Mark::ToolOpen), Node::Space, named(tools, Node::Empty, &stop, &after)])
+    Node::seq(vec![Node::Mark(Mark::ToolOpen), Node::Space, named(tools, Node::Empty, &stops, &after)])
 }
 
 /// `<name-prefix>NAME<name-suffix>[<value-prefix>]VALUE<value-suffix>` per argument.
@@ -507,7 +534,7 @@ fn tagged_arguments(spec: &FormatSpec, tool: Option<&Tool>) -> Node {
     let n = alts.len();
     Node::seq(vec![
         Node::Mark(Mark::ArgsOpen),
-        Node::Repeat { alts, limits: vec![None; n], recover: false },
+        Node::Repeat { alts, limits: vec![None; n], recover: None },
         Node::Mark(Mark::ArgsClose),
     ])
 }

@@ -109,10 +109,14 @@ pub enum Node {
     /// A loop over guarded alternatives: each round takes the first
     /// alternative whose guard matches; the loop ends when none does or the
     /// matching alternative used up its limit (`limits[i]`, `None` = no limit).
-    /// With `recover`, a body that fails before its call is committed turns
-    /// back into content: one character of content is reported and the loop
-    /// goes on (malformed markup degrades to text).
-    Repeat { alts: Vec<Alt>, limits: Vec<Option<u32>>, recover: bool },
+    /// With `recover: Some(resume)`, a body that fails before its call is
+    /// committed turns back into content: one character of content is
+    /// reported, `resume` runs (the content that follows) and the loop goes on
+    /// (malformed markup degrades to text).
+    Repeat { alts: Vec<Alt>, limits: Vec<Option<u32>>, recover: Option<Box<Node>> },
+    /// Succeeds if the inner node would match here, consuming nothing (a
+    /// documented lookahead; guards only).
+    Peek(Box<Node>),
     /// Text up to (not including) the first stop, or to the end of output.
     /// An empty stop list means "everything".
     Until { stops: Vec<String>, kind: TextKind, trim_newlines: bool },
@@ -205,6 +209,7 @@ impl std::fmt::Display for Node {
             Node::Until { stops, kind, .. } => write!(f, "{kind:?}(until {stops:?})"),
             Node::Json { kind, .. } => write!(f, "json:{kind:?}"),
             Node::JsonStringContent(kind) => write!(f, "jstr:{kind:?}"),
+            Node::Peek(n) => write!(f, "&{n}"),
             Node::ArgKey(k) => write!(f, "key:{k:?}"),
             Node::Mark(m) => write!(f, "<{m:?}>"),
             Node::End => write!(f, "$"),
