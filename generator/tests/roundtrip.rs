@@ -93,8 +93,9 @@ fn generate(rng: &mut Rng, spec: &FormatSpec, case: usize) -> Generated {
         let mut props = serde_json::Map::new();
         let mut args = serde_json::Map::new();
         for a in 0..(1 + rng.below(3)) {
-            let (v, schema) = value(rng, 0);
+            let (v, mut schema) = value(rng, 0);
             let key = format!("arg_{a}");
+            schema["description"] = json!(format!("argument {a}"));
             props.insert(key.clone(), schema);
             args.insert(key, v);
         }
@@ -117,9 +118,14 @@ fn generate(rng: &mut Rng, spec: &FormatSpec, case: usize) -> Generated {
 }
 
 fn render(t: &ChatTemplate, messages: Value, tools: &[Value], add_generation_prompt: bool) -> Result<String, String> {
+    // The variables serving stacks pass (as the analysis does): firefunction
+    // reads the tools as JSON text from `functions`, others print the date.
     let ctx = json!({
         "messages": messages,
         "tools": tools,
+        "functions": Value::Array(tools.to_vec()).to_string(),
+        "datetime": "Jan 01 2026",
+        "date_string": "01 Jan 2026",
         "add_generation_prompt": add_generation_prompt,
         "enable_thinking": true,
         "bos_token": "",
@@ -166,33 +172,50 @@ fn assistant_text(t: &ChatTemplate, spec: &FormatSpec, g: &Generated) -> Result<
     // of its own).
     let probe = render(t, json!([user, {"role": "assistant", "content": "END_PROBE_7"}]), &g.tools, false)?;
     if let Some(pos) = probe.rfind("END_PROBE_7") {
-        // The turn's last marker is the end-of-turn token the model stops at.
+        // The markers after a content turn's text end the turn: the model
+        // stops at the first of them it writes.
         let after = &probe[pos + "END_PROBE_7".len()..];
-        let last_marker = chat_parser_generator::diff::segments(after)
+        let mut markers: Vec<String> = chat_parser_generator::diff::segments(after)
             .into_iter()
             .filter(|s| s.kind == chat_parser_generator::diff::SegmentKind::Marker)
-            .last()
             .map(|s| s.text.to_string())
-            .unwrap_or_else(|| after.trim().to_string());
-        if !last_marker.is_empty() {
-            if let Some(cut) = turn.find(&last_marker) {
-                turn.truncate(cut);
-            }
+            .collect();
+        if markers.is_empty() && !after.trim().is_empty() {
+            // Not bracketed (MiniMax ends turns with `[e~[`).
+            markers.push(after.trim().to_string());
+        }
+        let cut = markers.iter().filter_map(|m| turn.find(m.as_str())).min();
+        if let Some(cut) = cut {
+            turn.truncate(cut);
+        }
+    }
+    // A special token closing the turn that is not part of the call format
+    // (Llama 3's `<|eom_id|>` after calls) is an end-of-message token: the
+    // server stops there.
+    let t = &spec.tools;
+    let format_markers = [&t.format.per_call_end, &t.format.section_end, &t.function.close, &t.arguments.end, &t.arguments.value_suffix];
+    let trimmed = turn.trim_end();
+    if let Some(last) = chat_parser_generator::diff::segments(trimmed).last() {
+        if last.kind == chat_parser_generator::diff::SegmentKind::Marker
+            && last.text.starts_with("<|")
+            && !format_markers.iter().any(|m| m.trim().ends_with(last.text))
+        {
+            let keep = trimmed.len() - last.text.len();
+            turn.truncate(keep);
         }
     }
     Ok(turn)
 }
 
 /// Whether the template writes an assistant turn's content next to its tool
-/// calls (many drop it).
-fn renders_content(t: &ChatTemplate, g: &Generated) -> Result<bool, String> {
+/// calls, in the part the model writes (many drop it or move it elsewhere).
+fn renders_content(t: &ChatTemplate, spec: &FormatSpec, g: &Generated, text: &str) -> Result<bool, String> {
     if g.expected.content.is_empty() {
         return Ok(true);
     }
-    let user = json!({"role": "user", "content": "Please help."});
-    let mut without = g.message.clone();
-    without["content"] = json!("");
-    Ok(render(t, json!([user, g.message]), &g.tools, false)? != render(t, json!([user, without]), &g.tools, false)?)
+    let mut without = Generated { message: g.message.clone(), tools: g.tools.clone(), expected: g.expected.clone() };
+    without.message["content"] = json!("");
+    Ok(assistant_text(t, spec, &without)? != text)
 }
 
 /// Text the generation prompt writes after opening the reasoning block.
@@ -207,6 +230,10 @@ fn prefilled_reasoning(spec: &FormatSpec) -> Option<String> {
 }
 
 fn parse(spec: &FormatSpec, tools: &[Value], text: &str) -> Message {
+    parse_chunked(spec, tools, text, usize::MAX)
+}
+
+fn parse_chunked(spec: &FormatSpec, tools: &[Value], text: &str, chunk: usize) -> Message {
     let options = ParseOptions {
         enable_thinking: true,
         reasoning_format: ReasoningFormat::Auto,
@@ -217,7 +244,9 @@ fn parse(spec: &FormatSpec, tools: &[Value], text: &str) -> Message {
     let grammar = build(spec, &options);
     let mut builder = MessageBuilder::new();
     let mut parser = StreamParser::new(&grammar);
-    parser.feed(text.as_bytes(), &mut builder);
+    for piece in text.as_bytes().chunks(chunk) {
+        parser.feed(piece, &mut builder);
+    }
     parser.finish(&mut builder);
     builder.into_message()
 }
@@ -282,13 +311,23 @@ fn rendered_messages_parse_back() {
         let mut first_failure = None;
         for case in 0..CASES {
             let g = generate(&mut rng, &spec, case);
+            let chunk = 1 + rng.below(16);
             let outcome = assistant_text(&template, &spec, &g).and_then(|text| {
                 let got = parse(&spec, &g.tools, &text);
+                // Streaming in random chunks must give the same message.
+                let streamed = parse_chunked(&spec, &g.tools, &text, chunk);
+                if streamed != got {
+                    return Err(format!("{chunk}-byte chunks give {streamed:?}, whole input {got:?}\n      text: {text:?}"));
+                }
                 // Templates that do not render content (or reasoning) next to
                 // tool calls never teach the model to write it.
                 let mut want = g.expected.clone();
-                if !renders_content(&template, &g)? {
+                if !renders_content(&template, &spec, &g, &text)? {
                     want.content.clear();
+                }
+                // Templates that drop calls next to content never teach it.
+                if want.tool_calls.iter().any(|c| !text.contains(c.name.as_str())) {
+                    want.tool_calls.clear();
                 }
                 if !text.contains(want.reasoning_content.trim()) {
                     want.reasoning_content.clear();

@@ -317,6 +317,11 @@ impl<'g> StreamParser<'g> {
                 }
             }
             Mark::Name(n) => self.emit_name(n),
+            Mark::Commit => {
+                if let Some(r) = self.regions.last_mut() {
+                    r.committed = true;
+                }
+            }
             Mark::ArgsOpen => {
                 self.args_written = 0;
                 self.emit_args("{");

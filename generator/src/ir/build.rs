@@ -210,7 +210,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
                 Node::optional(Node::lit(close.clone()), Node::Empty),
             ])
         };
-        alts.push(Alt { guard: Node::lit(open.clone()), body });
+        alts.push(Alt { guard: Node::lit(open.clone()), body: Node::seq(vec![Node::Mark(Mark::Commit), body]) });
         limits.push(None);
     }
     let content = Node::Until { stops: stops.clone(), kind: TextKind::Content, trim_newlines: false };

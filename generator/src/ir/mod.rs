@@ -78,6 +78,9 @@ pub enum Mark {
     ArgsOpen,
     /// Arguments built from tags end: `}`.
     ArgsClose,
+    /// The round of a recoverable loop is certain from here (its events need
+    /// not be held back in case it breaks).
+    Commit,
     /// Text the generation prompt already wrote (the model continues after
     /// it), reported as this kind.
     Prefilled(TextKind, String),
