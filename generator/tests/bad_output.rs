@@ -1790,8 +1790,11 @@ fn very_long_inputs_finish_quickly() {
                 // SMOKE CHECK (loose): one parse of ~1 MB well under a second.
                 // KNOWN VIOLATION (reported): whitespace where a repeat's guard
                 // starts with `space` is rescanned on every chunk (quadratic).
-                if dt > Duration::from_secs(1) {
-                    f.add(R_TIME, &fx.label, &text, &c.describe(), format!("{what}: took {dt:?} (smoke bound: 1 s for one parse)"));
+                // Not a speed target (benches/ measure speed): a bound loose
+                // enough for a loaded CI machine that still catches quadratic
+                // blow-ups, which take minutes on a megabyte.
+                if dt > Duration::from_secs(10) {
+                    f.add(R_TIME, &fx.label, &text, &c.describe(), format!("{what}: took {dt:?} (smoke bound: 10 s for one parse)"));
                 }
             }
         }
@@ -1810,8 +1813,8 @@ fn very_long_inputs_finish_quickly() {
     let total = started.elapsed();
     println!("very_long_inputs_finish_quickly: {} parses in {total:?}", timings.len());
     // SMOKE CHECK (loose): the whole test in well under a few seconds.
-    if total > Duration::from_secs(5) {
-        f.add(R_TIME, "(all fixtures)", b"", "(see the slowest parses above)", format!("the test took {total:?}; smoke bound 5 s"));
+    if total > Duration::from_secs(120) {
+        f.add(R_TIME, "(all fixtures)", b"", "(see the slowest parses above)", format!("the test took {total:?}; smoke bound 120 s"));
     }
     f.finish();
 }

@@ -171,6 +171,12 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         Prefill::Nothing => {
             if extract && !start.is_empty() && !end.is_empty() {
                 items.push(Node::optional(Node::seq(vec![Node::Space, Node::lit(start)]), reasoning_block_rest(end)));
+            } else if extract && start.is_empty() && !end.is_empty() {
+                // Delimiter style: no start marker, the reply begins with its
+                // reasoning and only the end marker closes it. A streaming
+                // parser cannot wait for a marker that may never come, so a
+                // reply without the end marker is all reasoning.
+                items.push(reasoning_block_rest(end));
             }
         }
     }
@@ -211,6 +217,13 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
             ])
         };
         alts.push(Alt { guard: Node::lit(open.clone()), body: Node::seq(vec![Node::Mark(Mark::Commit), body]) });
+        limits.push(None);
+    }
+    if spec.content.mode == ContentMode::EndDelimited && !spec.content.end.trim().is_empty() {
+        // Content ends at a marker (which is not content); text may follow.
+        let end = spec.content.end.trim().to_string();
+        stops.push(end.clone());
+        alts.push(Alt { guard: Node::lit(end), body: Node::seq(vec![Node::Mark(Mark::Commit), Node::Space]) });
         limits.push(None);
     }
     let content = Node::Until { stops: stops.clone(), kind: TextKind::Content, trim_newlines: false };
@@ -461,13 +474,22 @@ fn tagged_call_after_prefix(spec: &FormatSpec, tools: &[Tool]) -> Node {
     let t = &spec.tools;
     let stops = name_stops(spec);
     let suffix = t.function.name_suffix.trim().to_string();
-    let id = match t.call_id.pos {
-        CallIdPosition::BetweenFuncAndArgs if !t.call_id.prefix.trim().is_empty() => Node::seq(vec![
+    // The call id, where the template writes it.
+    let id_node = || {
+        if t.call_id.prefix.trim().is_empty() || t.call_id.suffix.trim().is_empty() {
+            return Node::Empty;
+        }
+        Node::seq(vec![
             marker(&t.call_id.prefix),
             Node::Until { stops: vec![t.call_id.suffix.trim().to_string()], kind: TextKind::ToolId, trim_newlines: false },
             marker(&t.call_id.suffix),
-        ]),
-        _ => Node::Empty,
+        ])
+    };
+    let (pre_name_id, id, post_args_id) = match t.call_id.pos {
+        CallIdPosition::PreFuncName => (id_node(), Node::Empty, Node::Empty),
+        CallIdPosition::BetweenFuncAndArgs => (Node::Empty, id_node(), Node::Empty),
+        CallIdPosition::PostArgs => (Node::Empty, Node::Empty, id_node()),
+        CallIdPosition::None => (Node::Empty, Node::Empty, Node::Empty),
     };
     let python = t.format.python_dict_arguments;
     let after = |tool: Option<&Tool>| -> Node {
@@ -484,10 +506,11 @@ fn tagged_call_after_prefix(spec: &FormatSpec, tools: &[Tool]) -> Node {
             if suffix.is_empty() { Node::Empty } else { Node::seq(vec![Node::Space, Node::lit(suffix.clone())]) },
             id.clone(),
             args,
+            post_args_id.clone(),
             marker(&t.function.close),
         ])
     };
-    Node::seq(vec![Node::Mark(Mark::ToolOpen), Node::Space, named(tools, Node::Empty, &stops, &after)])
+    Node::seq(vec![Node::Mark(Mark::ToolOpen), pre_name_id, Node::Space, named(tools, Node::Empty, &stops, &after)])
 }
 
 /// `<name-prefix>NAME<name-suffix>[<value-prefix>]VALUE<value-suffix>` per argument.
