@@ -67,11 +67,11 @@ enum Out {
     ToolEnd(bool),
 }
 
-enum Step {
+enum Step<'g> {
     /// The frame finished; pop it.
     Done,
     /// Run this node next (on top of the frame).
-    Push(Frame),
+    Push(Frame<'g>),
     /// The frame needs more input.
     NeedMore,
     Fail,
@@ -83,19 +83,19 @@ enum UntilText {
     Started,
 }
 
-enum Frame {
-    Seq { items: *const [Node], next: usize },
-    Choice { alts: *const [Alt], taken: bool },
-    Repeat { alts: *const [Alt], limits: *const [Option<u32>], counts: Vec<u32>, recover: Option<*const Node>, in_body: bool, region: Option<usize>, failed_at: Option<(usize, usize)> },
-    Peek(*const Node),
-    Literal(*const str),
+enum Frame<'g> {
+    Seq { items: &'g [Node], next: usize },
+    Choice { alts: &'g [Alt], taken: bool },
+    Repeat { alts: &'g [Alt], limits: &'g [Option<u32>], counts: Vec<u32>, recover: Option<&'g Node>, in_body: bool, region: Option<usize>, failed_at: Option<(usize, usize)> },
+    Peek(&'g Node),
+    Literal(&'g str),
     Space,
     OptionalNewline,
-    Until { stops: *const [String], kind: TextKind, trim_newlines: bool, state: UntilText, acc: String, held_newline: bool },
-    Json { kind: JsonKind, scanner: JsonScanner, started: bool },
+    Until { stops: &'g [String], kind: TextKind, trim_newlines: bool, state: UntilText, acc: String, held_newline: bool },
+    Json { kind: JsonKind, scanner: JsonScanner },
     JsonString { kind: TextKind, escaped: bool },
-    Mark(*const Mark),
-    ArgKey(*const str),
+    Mark(&'g Mark),
+    ArgKey(&'g str),
     End,
 }
 
@@ -125,7 +125,7 @@ pub struct StreamParser<'g> {
     /// Bytes of an incomplete UTF-8 sequence at the end of the input.
     utf8_tail: Vec<u8>,
     pos: usize,
-    stack: Vec<Frame>,
+    stack: Vec<Frame<'g>>,
     regions: Vec<Region>,
     out: Vec<Out>,
     calls: usize,
@@ -149,10 +149,6 @@ struct WsCache {
     from: usize,
     to: usize,
 }
-
-// Frames point into the grammar, which the parser borrows for 'g; the raw
-// pointers only avoid a self-referential lifetime on `Frame`.
-unsafe impl Send for StreamParser<'_> {}
 
 impl<'g> StreamParser<'g> {
     pub fn new(root: &'g Node) -> StreamParser<'g> {
@@ -407,7 +403,7 @@ impl<'g> StreamParser<'g> {
                 self.pos = self.emit_pos;
             }
             if let Some(node) = resume {
-                self.stack.push(frame_for(unsafe { &*node }));
+                self.stack.push(frame_for(node));
             }
             // Make progress: never fail twice at the guard's start.
             if self.pos == region.pos {
@@ -426,7 +422,7 @@ impl<'g> StreamParser<'g> {
             }
             // Go on with what follows a round (the content after it).
             if let Some(node) = resume {
-                self.stack.push(frame_for(unsafe { &*node }));
+                self.stack.push(frame_for(node));
             }
         }
     }
@@ -440,11 +436,10 @@ impl<'g> StreamParser<'g> {
     }
 
     /// Runs one frame; returns what to do and the frame to keep (if any).
-    fn step(&mut self, frame: Frame, last: bool) -> (Step, Option<Frame>) {
+    fn step(&mut self, frame: Frame<'g>, last: bool) -> (Step<'g>, Option<Frame<'g>>) {
         match frame {
             Frame::Seq { items, next } => {
-                // Safe: `items` points into the grammar borrowed for 'g.
-                let items_ref = unsafe { &*items };
+                let items_ref = items;
                 if next >= items_ref.len() {
                     return (Step::Done, None);
                 }
@@ -454,7 +449,7 @@ impl<'g> StreamParser<'g> {
                 if taken {
                     return (Step::Done, None);
                 }
-                let alts_ref = unsafe { &*alts };
+                let alts_ref = alts;
                 for alt in alts_ref {
                     match guard(&alt.guard, &self.text, self.pos, last, &mut self.ws) {
                         Guard::Match(end) => {
@@ -476,8 +471,8 @@ impl<'g> StreamParser<'g> {
                         }
                     }
                 }
-                let alts_ref = unsafe { &*alts };
-                let limits_ref = unsafe { &*limits };
+                let alts_ref = alts;
+                let limits_ref = limits;
                 for (i, alt) in alts_ref.iter().enumerate() {
                     if limits_ref.get(i).copied().flatten().is_some_and(|max| counts[i] >= max) {
                         continue;
@@ -515,13 +510,12 @@ impl<'g> StreamParser<'g> {
                 }
                 (Step::Done, None)
             }
-            Frame::Peek(node) => match guard(unsafe { &*node }, &self.text, self.pos, last, &mut self.ws) {
+            Frame::Peek(node) => match guard(node, &self.text, self.pos, last, &mut self.ws) {
                 Guard::Match(_) => (Step::Done, None),
                 Guard::NeedMore => (Step::NeedMore, Some(Frame::Peek(node))),
                 Guard::NoMatch => (Step::Fail, None),
             },
             Frame::Literal(lit) => {
-                let lit = unsafe { &*lit };
                 let rest = &self.text[self.pos..];
                 if rest.starts_with(lit) {
                     self.pos += lit.len();
@@ -553,12 +547,10 @@ impl<'g> StreamParser<'g> {
                 (Step::Done, None)
             }
             Frame::Mark(m) => {
-                let m = unsafe { &*m };
                 self.mark(m);
                 (Step::Done, None)
             }
             Frame::ArgKey(k) => {
-                let k = unsafe { &*k };
                 self.open_key(k);
                 (Step::Done, None)
             }
@@ -574,10 +566,7 @@ impl<'g> StreamParser<'g> {
             Frame::Until { stops, kind, trim_newlines, state, acc, held_newline } => {
                 self.step_until(stops, kind, trim_newlines, state, acc, held_newline, last)
             }
-            Frame::Json { kind, mut scanner, started } => {
-                if !started && kind == JsonKind::ArgValue {
-                    // The key was written by the argument's name.
-                }
+            Frame::Json { kind, mut scanner } => {
                 let rest = &self.text[self.pos..];
                 let (consumed, result) = scanner.scan(rest, last);
                 let piece = scanner.take_output();
@@ -588,7 +577,7 @@ impl<'g> StreamParser<'g> {
                 }
                 match result {
                     Scan::Done => (Step::Done, None),
-                    Scan::NeedMore => (Step::NeedMore, Some(Frame::Json { kind, scanner, started: true })),
+                    Scan::NeedMore => (Step::NeedMore, Some(Frame::Json { kind, scanner })),
                     Scan::Invalid => (Step::Fail, None),
                 }
             }
@@ -621,15 +610,15 @@ impl<'g> StreamParser<'g> {
     #[allow(clippy::too_many_arguments)]
     fn step_until(
         &mut self,
-        stops: *const [String],
+        stops: &'g [String],
         kind: TextKind,
         trim_newlines: bool,
         mut state: UntilText,
         mut acc: String,
         mut held_newline: bool,
         last: bool,
-    ) -> (Step, Option<Frame>) {
-        let stops_ref = unsafe { &*stops };
+    ) -> (Step<'g>, Option<Frame<'g>>) {
+        let stops_ref = stops;
         let rest = &self.text[self.pos..];
         let found = find_first_stop(rest, stops_ref);
         let (take, done) = match found {
@@ -710,36 +699,36 @@ impl<'g> StreamParser<'g> {
 }
 
 /// Frames that report marks or keys do it when entered.
-fn frame_for(node: &Node) -> Frame {
+fn frame_for(node: &Node) -> Frame<'_> {
     match node {
-        Node::Empty => Frame::Seq { items: &[] as &[Node] as *const [Node], next: 0 },
-        Node::Literal(s) => Frame::Literal(s.as_str() as *const str),
+        Node::Empty => Frame::Seq { items: &[], next: 0 },
+        Node::Literal(s) => Frame::Literal(s.as_str()),
         Node::Space => Frame::Space,
         Node::OptionalNewline => Frame::OptionalNewline,
-        Node::Seq(items) => Frame::Seq { items: items.as_slice() as *const [Node], next: 0 },
-        Node::Choice(alts) => Frame::Choice { alts: alts.as_slice() as *const [Alt], taken: false },
+        Node::Seq(items) => Frame::Seq { items: items.as_slice(), next: 0 },
+        Node::Choice(alts) => Frame::Choice { alts: alts.as_slice(), taken: false },
         Node::Repeat { alts, limits, recover } => Frame::Repeat {
-            alts: alts.as_slice() as *const [Alt],
-            limits: limits.as_slice() as *const [Option<u32>],
+            alts: alts.as_slice(),
+            limits: limits.as_slice(),
             counts: vec![0; alts.len()],
-            recover: recover.as_deref().map(|n| n as *const Node),
+            recover: recover.as_deref(),
             in_body: false,
             region: None,
             failed_at: None,
         },
-        Node::Peek(inner) => Frame::Peek(inner.as_ref() as *const Node),
+        Node::Peek(inner) => Frame::Peek(inner.as_ref()),
         Node::Until { stops, kind, trim_newlines } => Frame::Until {
-            stops: stops.as_slice() as *const [String],
+            stops: stops.as_slice(),
             kind: *kind,
             trim_newlines: *trim_newlines,
             state: UntilText::Fresh,
             acc: String::new(),
             held_newline: false,
         },
-        Node::Json { kind, python, .. } => Frame::Json { kind: *kind, scanner: JsonScanner::new(*python, *kind == JsonKind::ToolArgs), started: false },
+        Node::Json { kind, python, .. } => Frame::Json { kind: *kind, scanner: JsonScanner::new(*python, *kind == JsonKind::ToolArgs) },
         Node::JsonStringContent(kind) => Frame::JsonString { kind: *kind, escaped: false },
-        Node::ArgKey(k) => Frame::ArgKey(k.as_str() as *const str),
-        Node::Mark(m) => Frame::Mark(m as *const Mark),
+        Node::ArgKey(k) => Frame::ArgKey(k.as_str()),
+        Node::Mark(m) => Frame::Mark(m),
         Node::End => Frame::End,
     }
 }

@@ -249,7 +249,6 @@ fn reasoning_block_rest(end: &str) -> Node {
 
 /// Whether all calls of a reply sit in one section (then the section limit
 /// is one, and `parallel_tool_calls` limits the calls inside it).
-#[allow(dead_code)]
 fn tool_calls_in_one_section(spec: &FormatSpec) -> bool {
     !spec.tools.format.section_start.trim().is_empty()
 }
@@ -404,10 +403,9 @@ fn json_call(spec: &FormatSpec, tools: &[Tool], brace_consumed: bool) -> Node {
             Node::Json { kind: JsonKind::Content, schema: None, python }
         }
     };
-    let Some(name_pos) = name_pos else {
-        // No name field found: nothing sensible to parse.
-        return Node::lit("\u{0}");
-    };
+    // Without a name field the analysis found no call object to read: the
+    // name is then taken as the object's first string field.
+    let name_pos = name_pos.unwrap_or(0);
     // Fields before the name (ids) are parsed before the name choice.
     for (i, p) in order[..name_pos].iter().enumerate() {
         before_name.extend(field(i, p));
