@@ -204,7 +204,8 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     if let Some((trigger, guard, calls)) = section {
         stops.push(trigger);
         alts.push(Alt { guard, body: calls });
-        limits.push(if options.parallel_tool_calls || tool_calls_in_one_section(spec) { None } else { Some(1) });
+        // One call (or one section of calls) unless parallel calls are on.
+        limits.push((!options.parallel_tool_calls).then_some(1));
     }
     if let Some((open, close)) = &wrapper {
         stops.push(open.clone());
@@ -245,12 +246,6 @@ fn reasoning_block_rest(end: &str) -> Node {
         Node::until(&[end], TextKind::Reasoning),
         Node::optional(Node::lit(end), Node::Space),
     ])
-}
-
-/// Whether all calls of a reply sit in one section (then the section limit
-/// is one, and `parallel_tool_calls` limits the calls inside it).
-fn tool_calls_in_one_section(spec: &FormatSpec) -> bool {
-    !spec.tools.format.section_start.trim().is_empty()
 }
 
 /// The trigger that opens tool calls, and what follows it.
