@@ -179,6 +179,29 @@ impl<'g> StreamParser<'g> {
         self.push_bytes(bytes);
         self.run(false);
         self.flush(sink);
+        self.compact();
+    }
+
+    /// Drops the text no frame or region can come back to, so memory stays
+    /// bounded by what is held back (a partial marker, an uncommitted call's
+    /// markup) instead of growing with the output.
+    fn compact(&mut self) {
+        let keep = self.regions.iter().map(|r| r.pos).min().unwrap_or(self.pos).min(self.pos);
+        if keep == 0 || keep < self.text.len() / 2 && keep < 4096 {
+            return;
+        }
+        self.text.drain(..keep);
+        self.pos -= keep;
+        self.emit_pos = self.emit_pos.saturating_sub(keep);
+        self.ws = WsCache::default();
+        for r in &mut self.regions {
+            r.pos -= keep;
+        }
+        for frame in &mut self.stack {
+            if let Frame::Repeat { failed_at, .. } = frame {
+                *failed_at = failed_at.and_then(|(alt, at)| at.checked_sub(keep).map(|at| (alt, at)));
+            }
+        }
     }
 
     /// Ends the output: reports everything held back, and closes a call the

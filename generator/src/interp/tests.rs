@@ -70,3 +70,20 @@ fn a_call_cut_off_keeps_its_arguments_and_is_incomplete() {
     assert!(!m.tool_calls[0].complete);
     assert!(m.tool_calls[0].arguments.starts_with("{\"s\": \"hel"));
 }
+
+#[test]
+fn memory_stays_bounded_by_what_is_held_back() {
+    let opts = ParseOptions { tools: vec![tool("f", serde_json::json!({"s": {"type": "string"}}))], ..ParseOptions::default() };
+    let g = build(&qwen_coder_spec(), &opts);
+    let mut sink = |_: chat_parser_runtime::Event<'_>| {};
+    let mut p = StreamParser::new(&g);
+    let chunk = "plain content without markers, ".repeat(8);
+    let mut peak = 0;
+    for _ in 0..4096 {
+        p.feed(chunk.as_bytes(), &mut sink);
+        peak = peak.max(p.text.len());
+    }
+    p.finish(&mut sink);
+    // About 1 MB went through; the parser never kept more than a few KB of it.
+    assert!(peak < 16 * 1024, "peak retained text {peak} bytes");
+}

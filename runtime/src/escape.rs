@@ -1,0 +1,110 @@
+//! JSON string escaping without allocation.
+//!
+//! Generated parsers turn raw text (a tool argument written as plain text
+//! between markers) into the inside of a JSON string literal. The escaped
+//! form is written to a callback as borrowed slices of the input, with short
+//! static strings in place of the characters JSON does not allow raw.
+
+/// The escape of each control character `U+0000..=U+001F`: `\n`, `\r` and
+/// `\t` in their short forms, the others as `\u00XX` (lower-case hex).
+const CONTROL: [&str; 32] = [
+    "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007",
+    "\\u0008", "\\t", "\\n", "\\u000b", "\\u000c", "\\r", "\\u000e", "\\u000f", "\\u0010",
+    "\\u0011", "\\u0012", "\\u0013", "\\u0014", "\\u0015", "\\u0016", "\\u0017", "\\u0018",
+    "\\u0019", "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f",
+];
+
+/// The JSON escape of an ASCII byte that cannot appear raw in a JSON
+/// string, or `None` for a byte that can.
+#[inline]
+pub(crate) fn escape_of(b: u8) -> Option<&'static str> {
+    match b {
+        b'"' => Some("\\\""),
+        b'\\' => Some("\\\\"),
+        0..=0x1f => Some(CONTROL[b as usize]),
+        _ => None,
+    }
+}
+
+/// Writes `text` escaped for the inside of a JSON string literal (without
+/// the surrounding quotes).
+///
+/// `"` becomes `\"`, `\` becomes `\\`, newline, carriage return and tab
+/// become `\n`, `\r` and `\t`, other control characters below U+0020 become
+/// `\u00XX` (lower-case hex); everything else, including non-ASCII
+/// characters and U+007F, is passed through unchanged.
+///
+/// Guarantees: never allocates and never panics. `out` receives non-empty
+/// pieces only; each is either a slice of `text` (runs needing no escape are
+/// passed through whole) or a static escape string. The concatenated pieces,
+/// put between double quotes, are a JSON string that decodes to `text`.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::escape::json_escape;
+/// let mut json = String::new();
+/// json_escape("say \"hi\"\n\u{1}", &mut |piece: &str| json.push_str(piece));
+/// assert_eq!(json, r#"say \"hi\"\n\u0001"#);
+/// ```
+pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if let Some(escape) = escape_of(b) {
+            // Escaped bytes are ASCII, so `start` and `i` are char boundaries.
+            if start < i {
+                out(&text[start..i]);
+            }
+            out(escape);
+            start = i + 1;
+        }
+    }
+    if start < bytes.len() {
+        out(&text[start..]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::string::String;
+    use std::vec::Vec;
+
+    fn escaped(text: &str) -> (String, Vec<String>) {
+        let mut all = String::new();
+        let mut pieces = Vec::new();
+        json_escape(text, &mut |p: &str| {
+            all.push_str(p);
+            pieces.push(p.into());
+        });
+        (all, pieces)
+    }
+
+    #[test]
+    fn escapes_quotes_backslashes_and_controls() {
+        assert_eq!(escaped("a\"b\\c").0, r#"a\"b\\c"#);
+        assert_eq!(escaped("\n\r\t").0, r"\n\r\t");
+        assert_eq!(escaped("\u{0}\u{8}\u{c}\u{1f}").0, r"\u0000\u0008\u000c\u001f");
+        assert_eq!(escaped("\u{7f} é 😀 /").0, "\u{7f} é 😀 /");
+        assert_eq!(escaped("").0, "");
+    }
+
+    #[test]
+    fn every_control_character_round_trips_through_serde_json() {
+        for c in (0u8..0x80).map(char::from) {
+            let mut text = String::from("x");
+            text.push(c);
+            let json = std::format!("\"{}\"", escaped(&text).0);
+            assert_eq!(serde_json::from_str::<String>(&json).unwrap(), text, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn plain_runs_are_passed_whole() {
+        let (_, pieces) = escaped("hello wörld\nnext line");
+        assert_eq!(pieces, ["hello wörld", "\\n", "next line"]);
+        let (_, pieces) = escaped("\"\"");
+        assert_eq!(pieces, ["\\\"", "\\\""]);
+    }
+}

@@ -1,0 +1,679 @@
+//! An incremental JSON value scanner with fixed-size state.
+//!
+//! Tool-call arguments arrive as JSON text, chunk by chunk. [`JsonScanner`]
+//! finds where one JSON value ends, checks its syntax as it goes, and passes
+//! its text on, converting Python literals (`True`, `False`, `None`,
+//! `'single-quoted'` strings) to JSON when asked. It has the semantics of the
+//! generator's reference scanner (`chat_parser_generator`'s `interp::json`),
+//! but allocates nothing: the container stack is a 64-bit bit stack, and the
+//! output is slices of the input plus short static strings.
+
+use crate::escape;
+
+/// Where the scanned value stands after a call to [`JsonScanner::scan`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scan {
+    /// The value is complete; the consumed length ends right after it.
+    Done,
+    /// The text ended inside the value (all of it was consumed).
+    NeedMore,
+    /// Not JSON: the byte at the consumed position is the first bad one (or,
+    /// when `last` was set, the text ended too early).
+    Invalid,
+}
+
+/// The deepest nesting of objects and arrays accepted.
+pub const MAX_DEPTH: u8 = 64;
+
+/// What may come next between tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// A value (the top level, after `:`, after `,` in an array).
+    Value,
+    /// A value or `]` (right after `[`).
+    ValueOrClose,
+    /// A key or `}` (right after `{`).
+    KeyOrClose,
+    /// A key (after `,` in an object).
+    Key,
+    /// `:` after a key.
+    Colon,
+    /// `,` or the container's close.
+    CommaOrClose,
+}
+
+/// The token being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    /// Between tokens.
+    None,
+    Str(Str),
+    /// Inside a number, at this point of its syntax.
+    Number(Num),
+    /// Inside a literal word, `at` letters in.
+    Word { word: Word, at: u8 },
+}
+
+/// Inside a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Str {
+    /// `"`, or `'` for a Python string.
+    quote: u8,
+    /// A backslash was read.
+    escape: bool,
+    /// Hex digits of a `\u` escape still to come.
+    hex: u8,
+    /// The string is an object key.
+    key: bool,
+}
+
+impl Str {
+    fn new(quote: u8, key: bool) -> Str {
+        Str { quote, escape: false, hex: 0, key }
+    }
+
+    /// Bytes that end a run of characters copied unchanged.
+    #[inline]
+    fn is_special(&self, b: u8) -> bool {
+        b == self.quote || b == b'\\' || b < 0x20 || (b == b'"' && self.quote == b'\'')
+    }
+}
+
+/// Where a number stands: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Num {
+    Minus,
+    Zero,
+    Int,
+    Dot,
+    Frac,
+    Exp,
+    ExpSign,
+    ExpDigits,
+}
+
+impl Num {
+    #[inline]
+    fn next(self, b: u8) -> Option<Num> {
+        use Num::*;
+        Some(match (self, b) {
+            (Minus, b'0') => Zero,
+            (Minus, b'1'..=b'9') => Int,
+            (Int, b'0'..=b'9') => Int,
+            (Zero | Int, b'.') => Dot,
+            (Dot | Frac, b'0'..=b'9') => Frac,
+            (Zero | Int | Frac, b'e' | b'E') => Exp,
+            (Exp, b'+' | b'-') => ExpSign,
+            (Exp | ExpSign | ExpDigits, b'0'..=b'9') => ExpDigits,
+            _ => return None,
+        })
+    }
+
+    fn complete(self) -> bool {
+        matches!(self, Num::Zero | Num::Int | Num::Frac | Num::ExpDigits)
+    }
+}
+
+/// A literal word: JSON's, or Python's (reported as JSON's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Word {
+    True,
+    False,
+    Null,
+    PyTrue,
+    PyFalse,
+    PyNone,
+}
+
+impl Word {
+    /// How the word is spelled in the input.
+    fn spelling(self) -> &'static [u8] {
+        match self {
+            Word::True => b"true",
+            Word::False => b"false",
+            Word::Null => b"null",
+            Word::PyTrue => b"True",
+            Word::PyFalse => b"False",
+            Word::PyNone => b"None",
+        }
+    }
+
+    /// The JSON word, or `None` when the input spelling is it. A Python word
+    /// has the length of its JSON word, so it maps letter by letter.
+    fn json(self) -> Option<&'static str> {
+        match self {
+            Word::PyTrue => Some("true"),
+            Word::PyFalse => Some("false"),
+            Word::PyNone => Some("null"),
+            _ => None,
+        }
+    }
+}
+
+/// Scans one JSON value incrementally, with fixed-size state.
+///
+/// Syntax is strict JSON (RFC 8259 numbers, escapes, no trailing commas);
+/// whitespace is space, tab, newline and carriage return. In Python mode it
+/// also accepts `True`, `False`, `None` and single-quoted strings (with `\'`
+/// for a quote), and reports them as JSON: `true`, `false`, `null`, and a
+/// double-quoted string with `"` and control characters escaped.
+///
+/// Guarantees: never allocates, never panics; at most [`MAX_DEPTH`] nested
+/// containers (deeper input is [`Scan::Invalid`] at the opening bracket
+/// that is one too many). The output of each call is the JSON text of what
+/// that call consumed: the input itself as borrowed slices (as long as
+/// possible), except where Python literals are converted, which is written
+/// as short static strings. Output stops at an invalid byte; a number is
+/// only known to be complete at the byte after it, which is not consumed.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::json::{JsonScanner, Scan};
+/// let mut scanner = JsonScanner::new(true, true);
+/// let mut json = String::new();
+/// let mut out = |piece: &str| json.push_str(piece);
+/// assert_eq!(scanner.scan("{'ok': Tr", false, &mut out), (9, Scan::NeedMore));
+/// assert_eq!(scanner.scan("ue, 'n': 1}</tool>", false, &mut out), (11, Scan::Done));
+/// assert_eq!(json, r#"{"ok": true, "n": 1}"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonScanner {
+    python: bool,
+    /// Only an object is acceptable (a call's arguments).
+    object_only: bool,
+    /// Bit `i` is set when the container at depth `i` is an object.
+    objects: u64,
+    depth: u8,
+    expect: Expect,
+    token: Token,
+    done: bool,
+}
+
+/// Writes output: a run of input copied unchanged is reported in one piece
+/// when it is interrupted (by a conversion) or when the call ends.
+struct Writer<'t, F> {
+    text: &'t str,
+    /// Start of the run not reported yet.
+    start: usize,
+    out: &'t mut F,
+}
+
+impl<F: FnMut(&str)> Writer<'_, F> {
+    /// Reports the run up to `end`, a character boundary.
+    #[inline]
+    fn flush(&mut self, end: usize) {
+        if self.start < end {
+            if let Some(run) = self.text.get(self.start..end) {
+                (self.out)(run);
+            }
+        }
+        self.start = end;
+    }
+
+    /// Reports `with` in place of the `len` bytes at `at`.
+    fn replace(&mut self, at: usize, len: usize, with: &str) {
+        self.flush(at);
+        (self.out)(with);
+        self.start = at + len;
+    }
+}
+
+impl JsonScanner {
+    /// A scanner at the start of a value. `python` also accepts Python
+    /// literals; `object_only` accepts only an object (a call's arguments).
+    pub const fn new(python: bool, object_only: bool) -> JsonScanner {
+        JsonScanner {
+            python,
+            object_only,
+            objects: 0,
+            depth: 0,
+            expect: Expect::Value,
+            token: Token::None,
+            done: false,
+        }
+    }
+
+    /// Whether the value is complete.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Consumes as much of `text` as belongs to the value, writing its JSON
+    /// text to `out`. Returns the number of bytes consumed and where the
+    /// value stands. `last` says no more text will come (a number at the end
+    /// is then complete). After [`Scan::Done`] further calls consume nothing
+    /// and return `Done`; after [`Scan::Invalid`] the scanner should not be
+    /// used again.
+    ///
+    /// # Example
+    /// ```
+    /// use chat_parser_runtime::json::{JsonScanner, Scan};
+    /// let mut scanner = JsonScanner::new(false, false);
+    /// let mut pieces = Vec::new();
+    /// assert_eq!(scanner.scan("[1, 2", false, &mut |p: &str| pieces.push(p.to_string())), (5, Scan::NeedMore));
+    /// assert_eq!(scanner.scan("", true, &mut |p: &str| pieces.push(p.to_string())), (0, Scan::Invalid));
+    /// assert_eq!(pieces, ["[1, 2"]);
+    /// ```
+    pub fn scan(&mut self, text: &str, last: bool, out: &mut impl FnMut(&str)) -> (usize, Scan) {
+        if self.done {
+            return (0, Scan::Done);
+        }
+        let mut w = Writer { text, start: 0, out };
+        let (consumed, scan) = self.run(&mut w, last);
+        w.flush(consumed);
+        (consumed, scan)
+    }
+
+    fn run<F: FnMut(&str)>(&mut self, w: &mut Writer<'_, F>, last: bool) -> (usize, Scan) {
+        let bytes = w.text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            match self.token {
+                Token::Str(mut s) => {
+                    if s.hex > 0 {
+                        if !b.is_ascii_hexdigit() {
+                            return (i, Scan::Invalid);
+                        }
+                        s.hex -= 1;
+                    } else if s.escape {
+                        // A Python string's backslash was held back: `\'`
+                        // becomes `'`, other escapes are the same in JSON.
+                        let python = s.quote == b'\'';
+                        match b {
+                            b'\'' if python => {}
+                            b'u' | b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                                if python {
+                                    w.replace(i, 0, "\\");
+                                }
+                                if b == b'u' {
+                                    s.hex = 4;
+                                }
+                            }
+                            _ => return (i, Scan::Invalid),
+                        }
+                        s.escape = false;
+                    } else {
+                        // Copy the run of ordinary characters (non-ASCII
+                        // bytes included) at once.
+                        while i < bytes.len() && !s.is_special(bytes[i]) {
+                            i += 1;
+                        }
+                        let Some(&b) = bytes.get(i) else { break };
+                        if b == b'\\' {
+                            // Reported at once (never lost if what follows is
+                            // bad), except in Python strings where `\'`
+                            // becomes `'`.
+                            if s.quote == b'\'' {
+                                w.replace(i, 1, "");
+                            }
+                            s.escape = true;
+                        } else if b == s.quote {
+                            if s.quote == b'\'' {
+                                w.replace(i, 1, "\"");
+                            }
+                            self.token = Token::None;
+                            self.after_value(s.key);
+                            i += 1;
+                            if self.done {
+                                return (i, Scan::Done);
+                            }
+                            continue;
+                        } else if b == b'"' {
+                            // A double quote inside a single-quoted string.
+                            w.replace(i, 1, "\\\"");
+                        } else if s.quote == b'\'' {
+                            // A raw control character: Python allows it.
+                            w.replace(i, 1, escape::escape_of(b).unwrap_or(""));
+                        } else {
+                            return (i, Scan::Invalid);
+                        }
+                    }
+                    self.token = Token::Str(s);
+                    i += 1;
+                    continue;
+                }
+                Token::Number(state) => {
+                    if let Some(next) = state.next(b) {
+                        self.token = Token::Number(next);
+                        i += 1;
+                        continue;
+                    }
+                    if !state.complete() || b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-') {
+                        return (i, Scan::Invalid);
+                    }
+                    self.token = Token::None;
+                    self.after_value(false);
+                    if self.done {
+                        return (i, Scan::Done);
+                    }
+                    continue;
+                }
+                Token::Word { word, at } => {
+                    let spelling = word.spelling();
+                    if spelling.get(at as usize) != Some(&b) {
+                        return (i, Scan::Invalid);
+                    }
+                    if let Some(json) = word.json() {
+                        let at = at as usize;
+                        w.replace(i, 1, json.get(at..at + 1).unwrap_or(""));
+                    }
+                    i += 1;
+                    if at as usize + 1 == spelling.len() {
+                        self.token = Token::None;
+                        self.after_value(false);
+                        if self.done {
+                            return (i, Scan::Done);
+                        }
+                    } else {
+                        self.token = Token::Word { word, at: at + 1 };
+                    }
+                    continue;
+                }
+                Token::None => {}
+            }
+            // Between tokens.
+            if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                i += 1;
+                continue;
+            }
+            match self.expect {
+                Expect::Value | Expect::ValueOrClose => {
+                    if b == b']' && self.expect == Expect::ValueOrClose {
+                        self.close();
+                    } else if !self.start_value(b, i, w) {
+                        return (i, Scan::Invalid);
+                    }
+                }
+                Expect::KeyOrClose | Expect::Key => {
+                    if b == b'}' && self.expect == Expect::KeyOrClose {
+                        self.close();
+                    } else if b == b'"' || (self.python && b == b'\'') {
+                        if b == b'\'' {
+                            w.replace(i, 1, "\"");
+                        }
+                        self.token = Token::Str(Str::new(b, true));
+                    } else {
+                        return (i, Scan::Invalid);
+                    }
+                }
+                Expect::Colon => {
+                    if b != b':' {
+                        return (i, Scan::Invalid);
+                    }
+                    self.expect = Expect::Value;
+                }
+                Expect::CommaOrClose => match (b, self.top_is_object()) {
+                    (b',', Some(true)) => self.expect = Expect::Key,
+                    (b',', Some(false)) => self.expect = Expect::Value,
+                    (b'}', Some(true)) | (b']', Some(false)) => self.close(),
+                    _ => return (i, Scan::Invalid),
+                },
+            }
+            i += 1;
+            if self.done {
+                return (i, Scan::Done);
+            }
+        }
+        // The text ran out.
+        if last && matches!(self.token, Token::Number(n) if n.complete()) && self.depth == 0 {
+            self.token = Token::None;
+            self.done = true;
+            return (i, Scan::Done);
+        }
+        (i, if last { Scan::Invalid } else { Scan::NeedMore })
+    }
+
+    /// Starts the value whose first byte `b` is at `at`; false if no value
+    /// starts so (or it would nest too deep).
+    fn start_value<F: FnMut(&str)>(&mut self, b: u8, at: usize, w: &mut Writer<'_, F>) -> bool {
+        if self.object_only && self.depth == 0 && b != b'{' {
+            return false;
+        }
+        let word = match b {
+            b'{' | b'[' => {
+                if self.depth == MAX_DEPTH {
+                    return false;
+                }
+                let object = b == b'{';
+                self.objects = (self.objects & !(1 << self.depth)) | ((object as u64) << self.depth);
+                self.depth += 1;
+                self.expect = if object { Expect::KeyOrClose } else { Expect::ValueOrClose };
+                return true;
+            }
+            b'"' => {
+                self.token = Token::Str(Str::new(b'"', false));
+                return true;
+            }
+            b'\'' if self.python => {
+                w.replace(at, 1, "\"");
+                self.token = Token::Str(Str::new(b'\'', false));
+                return true;
+            }
+            b'-' => {
+                self.token = Token::Number(Num::Minus);
+                return true;
+            }
+            b'0' => {
+                self.token = Token::Number(Num::Zero);
+                return true;
+            }
+            b'1'..=b'9' => {
+                self.token = Token::Number(Num::Int);
+                return true;
+            }
+            b't' => Word::True,
+            b'f' => Word::False,
+            b'n' => Word::Null,
+            b'T' if self.python => Word::PyTrue,
+            b'F' if self.python => Word::PyFalse,
+            b'N' if self.python => Word::PyNone,
+            _ => return false,
+        };
+        if let Some(json) = word.json() {
+            w.replace(at, 1, json.get(..1).unwrap_or(""));
+        }
+        self.token = Token::Word { word, at: 1 };
+        true
+    }
+
+    /// Whether the innermost container is an object (`None` at the top).
+    fn top_is_object(&self) -> Option<bool> {
+        let top = self.depth.checked_sub(1)?;
+        Some(self.objects >> top & 1 == 1)
+    }
+
+    fn close(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+        self.after_value(false);
+    }
+
+    fn after_value(&mut self, was_key: bool) {
+        if was_key {
+            self.expect = Expect::Colon;
+        } else if self.depth == 0 {
+            self.done = true;
+        } else {
+            self.expect = Expect::CommaOrClose;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::string::String;
+    use std::vec::Vec;
+    use std::{format, vec};
+
+    /// Scans `text` in chunks of `chunk` bytes (moved to character
+    /// boundaries): output, result, consumed length.
+    fn scan_all(text: &str, chunk: usize, python: bool) -> (String, Scan, usize) {
+        let mut s = JsonScanner::new(python, false);
+        let mut out = String::new();
+        let mut pos = 0;
+        let mut fed = 0;
+        loop {
+            fed = (fed + chunk).min(text.len());
+            while !text.is_char_boundary(fed) {
+                fed += 1;
+            }
+            let last = fed == text.len();
+            let (n, r) = s.scan(&text[pos..fed], last, &mut |p: &str| {
+                assert!(!p.is_empty());
+                out.push_str(p);
+            });
+            pos += n;
+            if r != Scan::NeedMore || last {
+                return (out, r, pos);
+            }
+            assert_eq!(pos, fed, "NeedMore consumes everything");
+        }
+    }
+
+    fn for_chunkings(text: &str, python: bool, check: impl Fn(&str, Scan, usize)) {
+        for chunk in [1, 2, 3, 4, 7, 1000] {
+            let (out, r, n) = scan_all(text, chunk, python);
+            check(&out, r, n);
+        }
+    }
+
+    #[test]
+    fn finds_the_end_of_values_in_any_chunking() {
+        let text = "{\"a\": [1, 2.5e3, \"x\\\"y\"], \"b\": {\"c\": null}} trailing";
+        for_chunkings(text, false, |out, r, n| {
+            assert_eq!(r, Scan::Done);
+            assert_eq!(out, "{\"a\": [1, 2.5e3, \"x\\\"y\"], \"b\": {\"c\": null}}");
+            assert_eq!(n, out.len());
+        });
+    }
+
+    #[test]
+    fn passes_valid_json_through_unchanged() {
+        for text in [
+            "0",
+            "-0.5e-10",
+            "1E+2",
+            "true",
+            "false",
+            "null",
+            "\"\"",
+            "\"\\u00e9\\/\\b\\f\\n\\r\\t é😀\"",
+            "[]",
+            "{}",
+            " [ { } , [ ] , \"x\" ] ",
+            "{\"k\":{\"k\":[1,{\"z\":false}]}}",
+        ] {
+            for_chunkings(text, false, |out, r, n| {
+                assert_eq!((out, r), (text.trim_end(), Scan::Done), "{text}");
+                assert!(n == text.trim_end().len() || n == text.len());
+            });
+        }
+    }
+
+    #[test]
+    fn numbers_end_at_the_first_other_byte() {
+        let (out, r, n) = scan_all("42\n</p>", 1, false);
+        assert_eq!((out.as_str(), r, n), ("42", Scan::Done, 2));
+        let (out, r, _) = scan_all("-3.14", 2, false);
+        assert_eq!((out.as_str(), r), ("-3.14", Scan::Done));
+        let mut s = JsonScanner::new(false, false);
+        assert_eq!(s.scan("12", false, &mut |_: &str| {}), (2, Scan::NeedMore));
+        assert_eq!(s.scan("", true, &mut |_: &str| {}), (0, Scan::Done));
+        assert_eq!(s.scan("more", true, &mut |_: &str| {}), (0, Scan::Done));
+    }
+
+    #[test]
+    fn python_literals_become_json() {
+        let text = "{'a': True, 'b': None, 'c': 'it\\'s \"q\"', 'd': False, 'e': '\\u00e9\\n\t'}";
+        for_chunkings(text, true, |out, r, _| {
+            assert_eq!(r, Scan::Done);
+            assert_eq!(
+                out,
+                "{\"a\": true, \"b\": null, \"c\": \"it's \\\"q\\\"\", \"d\": false, \"e\": \"\\u00e9\\n\\t\"}"
+            );
+            let value: serde_json::Value = serde_json::from_str(out).unwrap();
+            assert_eq!(value["c"], "it's \"q\"");
+            assert_eq!(value["e"], "é\n\t");
+        });
+        // JSON spellings are still accepted in Python mode.
+        let (out, r, _) = scan_all("[true, \"x\", 'y']", 1, true);
+        assert_eq!((out.as_str(), r), ("[true, \"x\", \"y\"]", Scan::Done));
+    }
+
+    #[test]
+    fn rejects_broken_json() {
+        for bad in [
+            "{\"a\" 1}",
+            "{\"a\": tru}",
+            "[1,,2]",
+            "{'a': 1}",
+            "}",
+            "{\"a\": 1-2}",
+            "{\"a\": 01}",
+            "{\"a\": 1e}",
+            "{\"a\": -}",
+            "[1.]",
+            "[.5]",
+            "[\"\\x\"]",
+            "[\"\\u12g4\"]",
+            "[\"a\nb\"]",
+            "[\"\\'\"]",
+            "True",
+            "[1,]",
+            "{\"a\":1,}",
+            "{1: 2}",
+            "[1 2]",
+            "{\"a\": 1]",
+            "[1}",
+            "nul",
+            "é",
+        ] {
+            for_chunkings(bad, false, |_, r, _| assert_eq!(r, Scan::Invalid, "{bad}"));
+        }
+        for_chunkings("{\"a\": 1", false, |_, r, n| assert_eq!((r, n), (Scan::Invalid, 7), "cut off"));
+    }
+
+    #[test]
+    fn invalid_stops_output_at_the_bad_byte() {
+        let (out, r, n) = scan_all("{\"a\": [1, x]}", 1000, false);
+        assert_eq!((out.as_str(), r, n), ("{\"a\": [1, ", Scan::Invalid, 10));
+        // A Python string's backslash is not reported before what follows it.
+        let (out, r, n) = scan_all("['a\\x']", 1000, true);
+        assert_eq!((out.as_str(), r, n), ("[\"a", Scan::Invalid, 5));
+        let (out, r, n) = scan_all("[\"a\\x\"]", 1000, false);
+        assert_eq!((out.as_str(), r, n), ("[\"a\\", Scan::Invalid, 4));
+    }
+
+    #[test]
+    fn object_only_accepts_only_an_object() {
+        for (text, ok) in [("{}", true), ("[]", false), ("1", false), ("\"s\"", false), (" {\"a\": [1]}", true)] {
+            let mut s = JsonScanner::new(false, true);
+            let (_, r) = s.scan(text, true, &mut |_: &str| {});
+            assert_eq!(r == Scan::Done, ok, "{text}");
+        }
+    }
+
+    #[test]
+    fn nesting_is_limited_to_max_depth() {
+        let depth = MAX_DEPTH as usize;
+        let deepest = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        for_chunkings(&deepest, false, |out, r, _| assert_eq!((out, r), (deepest.as_str(), Scan::Done)));
+        let mixed: String = (0..depth).map(|i| if i % 2 == 0 { "{\"k\":" } else { "[" }).collect();
+        let closed: String = (0..depth).rev().map(|i| if i % 2 == 0 { "}" } else { "]" }).collect();
+        let text = format!("{mixed}1{closed}");
+        for_chunkings(&text, false, |_, r, _| assert_eq!(r, Scan::Done));
+        let too_deep = format!("{}{}", "[".repeat(depth + 1), "]".repeat(depth + 1));
+        for_chunkings(&too_deep, false, |out, r, n| assert_eq!((out.len(), r, n), (depth, Scan::Invalid, depth)));
+    }
+
+    #[test]
+    fn output_is_slices_of_the_input() {
+        let text = "{\"long string é\": [1234, true, null]}";
+        let mut pieces = Vec::new();
+        let mut s = JsonScanner::new(false, true);
+        assert_eq!(s.scan(text, false, &mut |p: &str| pieces.push(String::from(p))), (text.len(), Scan::Done));
+        assert_eq!(pieces, vec![text]);
+    }
+}

@@ -1,0 +1,391 @@
+//! Decoding UTF-8 that arrives in chunks, without allocation.
+//!
+//! A chunk of model output may end inside a multi-byte character. A
+//! [`Utf8Carry`] keeps those bytes (at most 3) until the next chunk completes
+//! them; the text of each chunk is then handed out as `&str` pieces. Invalid
+//! UTF-8 becomes U+FFFD, one per maximal invalid subpart, exactly as
+//! [`String::from_utf8_lossy`] would decode the whole stream.
+//!
+//! [`String::from_utf8_lossy`]: https://doc.rust-lang.org/std/string/struct.String.html#method.from_utf8_lossy
+
+use core::str;
+
+/// The replacement character that stands for invalid UTF-8.
+pub const REPLACEMENT: &str = "\u{FFFD}";
+
+/// The incomplete UTF-8 sequence at the end of the last chunk.
+///
+/// Guarantees: fixed size (a few bytes), never allocates, never panics. Feeding
+/// a stream in chunks of any size, then calling [`finish`](Self::finish),
+/// yields the same text as decoding the whole stream with
+/// `String::from_utf8_lossy`.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::utf8::Utf8Carry;
+/// let mut carry = Utf8Carry::new();
+/// let mut text = String::new();
+/// // "é" is two bytes; the first chunk ends between them.
+/// for chunk in [&b"caf\xc3"[..], b"\xa9!", b"\xff"] {
+///     let split = carry.split(chunk);
+///     text.push_str(split.head());
+///     split.rest().for_each(|piece| text.push_str(piece));
+/// }
+/// text.push_str(carry.finish());
+/// assert_eq!(text, "café!\u{FFFD}");
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Utf8Carry {
+    bytes: [u8; 4],
+    len: u8,
+}
+
+impl Utf8Carry {
+    /// Nothing carried.
+    pub const fn new() -> Utf8Carry {
+        Utf8Carry { bytes: [0; 4], len: 0 }
+    }
+
+    /// The carried bytes: empty, or the start (1 to 3 bytes) of a character
+    /// that can still be completed.
+    pub fn pending(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    /// Whether no bytes are carried.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Splits the next chunk into text: the character completed from the
+    /// carried bytes (the split's [`head`](Utf8Split::head)), then the rest
+    /// of the chunk as pieces of `chunk` (its [`rest`](Utf8Split::rest)),
+    /// keeping an incomplete character at the end of the chunk for the next
+    /// call.
+    ///
+    /// The split borrows only `chunk`, so the caller may use `self` again
+    /// (and mutate whatever holds it) while it hands the pieces on.
+    ///
+    /// # Example
+    /// ```
+    /// use chat_parser_runtime::utf8::Utf8Carry;
+    /// let mut carry = Utf8Carry::new();
+    /// let split = carry.split("ab€".as_bytes().split_at(4).0);
+    /// assert_eq!((split.head(), split.rest().collect::<Vec<_>>()), ("", vec!["ab"]));
+    /// assert_eq!(carry.pending(), b"\xe2\x82");
+    /// let split = carry.split(b"\xacc");
+    /// assert_eq!((split.head(), split.rest().collect::<Vec<_>>()), ("€", vec!["c"]));
+    /// ```
+    pub fn split<'c>(&mut self, chunk: &'c [u8]) -> Utf8Split<'c> {
+        let mut head = Head::EMPTY;
+        let mut rest = chunk;
+        if self.len > 0 {
+            let carried = self.len as usize;
+            let need = sequence_len(self.bytes[0]).saturating_sub(carried);
+            let take = need.min(chunk.len());
+            let mut buf = self.bytes;
+            buf[carried..carried + take].copy_from_slice(&chunk[..take]);
+            match str::from_utf8(&buf[..carried + take]) {
+                Ok(c) => {
+                    head = Head::of(c);
+                    rest = &chunk[take..];
+                    self.len = 0;
+                }
+                // Still incomplete: the whole (short) chunk is carried.
+                Err(e) if e.error_len().is_none() => {
+                    self.bytes = buf;
+                    self.len = (carried + take) as u8;
+                    return Utf8Split { head, rest: &[] };
+                }
+                // The carried bytes are a maximal invalid subpart: the bad
+                // byte is the chunk's first, which starts the rest.
+                Err(_) => {
+                    head = Head::of(REPLACEMENT);
+                    self.len = 0;
+                }
+            }
+        }
+        let tail = incomplete_tail(rest);
+        let (body, tail) = rest.split_at(rest.len() - tail);
+        self.bytes[..tail.len()].copy_from_slice(tail);
+        self.len = tail.len() as u8;
+        Utf8Split { head, rest: body }
+    }
+
+    /// Ends the stream: a carried incomplete character becomes U+FFFD.
+    /// Returns `""` when nothing was carried. The carry is empty afterwards.
+    ///
+    /// # Example
+    /// ```
+    /// use chat_parser_runtime::utf8::Utf8Carry;
+    /// let mut carry = Utf8Carry::new();
+    /// assert_eq!(carry.split(b"ok\xe2\x82").head(), "");
+    /// assert_eq!(carry.finish(), "\u{FFFD}");
+    /// assert_eq!(carry.finish(), "");
+    /// ```
+    pub fn finish(&mut self) -> &'static str {
+        if core::mem::take(&mut self.len) > 0 {
+            REPLACEMENT
+        } else {
+            ""
+        }
+    }
+}
+
+/// The text of one chunk, from [`Utf8Carry::split`].
+#[derive(Debug, Clone, Copy)]
+pub struct Utf8Split<'c> {
+    head: Head,
+    rest: &'c [u8],
+}
+
+impl<'c> Utf8Split<'c> {
+    /// The character completed from the carried bytes, `"\u{FFFD}"` when
+    /// they could not be completed, or `""`. At most 4 bytes; it comes
+    /// before [`rest`](Self::rest).
+    pub fn head(&self) -> &str {
+        self.head.as_str()
+    }
+
+    /// The rest of the chunk, up to the carried incomplete tail, as pieces:
+    /// valid runs borrowed from the chunk and `"\u{FFFD}"` for invalid bytes.
+    pub fn rest(&self) -> Lossy<'c> {
+        Lossy::new(self.rest)
+    }
+
+    /// Calls `out` with each non-empty piece of text in order: the head,
+    /// then the pieces of the rest.
+    ///
+    /// # Example
+    /// ```
+    /// use chat_parser_runtime::utf8::Utf8Carry;
+    /// let mut carry = Utf8Carry::new();
+    /// let mut text = String::new();
+    /// carry.split(b"\xf0\x9f").for_each(|p| text.push_str(p));
+    /// carry.split(b"\x98\x80 hi").for_each(|p| text.push_str(p));
+    /// assert_eq!(text, "😀 hi");
+    /// ```
+    pub fn for_each(&self, mut out: impl FnMut(&str)) {
+        if self.head.len > 0 {
+            out(self.head());
+        }
+        self.rest().for_each(out);
+    }
+}
+
+/// One decoded character, stored by value so that a split borrows nothing
+/// but the chunk.
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    bytes: [u8; 4],
+    len: u8,
+}
+
+impl Head {
+    const EMPTY: Head = Head { bytes: [0; 4], len: 0 };
+
+    /// `c` is one character (at most 4 bytes).
+    fn of(c: &str) -> Head {
+        let mut head = Head::EMPTY;
+        let n = c.len().min(4);
+        head.bytes[..n].copy_from_slice(&c.as_bytes()[..n]);
+        head.len = n as u8;
+        head
+    }
+
+    fn as_str(&self) -> &str {
+        // Always valid: filled from a `&str`.
+        str::from_utf8(&self.bytes[..self.len as usize]).unwrap_or(REPLACEMENT)
+    }
+}
+
+/// Iterator over the text of bytes decoded lossily: valid runs as borrowed
+/// `&str` (as long as possible), and `"\u{FFFD}"` for each maximal invalid
+/// subpart, including an incomplete character at the end.
+///
+/// Guarantees: never allocates, never panics; only non-empty pieces are
+/// yielded; the concatenation equals `String::from_utf8_lossy(bytes)`.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::utf8::Lossy;
+/// let pieces: Vec<&str> = Lossy::new(b"ab\xffcd\xe2\x82").collect();
+/// assert_eq!(pieces, ["ab", "\u{FFFD}", "cd", "\u{FFFD}"]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Lossy<'a> {
+    bytes: &'a [u8],
+    /// Bytes of an invalid sequence at the front, still to be reported.
+    invalid: usize,
+}
+
+impl<'a> Lossy<'a> {
+    /// Decodes `bytes`.
+    pub fn new(bytes: &'a [u8]) -> Lossy<'a> {
+        Lossy { bytes, invalid: 0 }
+    }
+}
+
+impl<'a> Iterator for Lossy<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        if self.invalid > 0 {
+            self.bytes = &self.bytes[self.invalid..];
+            self.invalid = 0;
+            return Some(REPLACEMENT);
+        }
+        if self.bytes.is_empty() {
+            return None;
+        }
+        match str::from_utf8(self.bytes) {
+            Ok(text) => {
+                self.bytes = &[];
+                Some(text)
+            }
+            Err(e) => {
+                let (valid, after) = self.bytes.split_at(e.valid_up_to());
+                self.invalid = e.error_len().unwrap_or(after.len());
+                self.bytes = after;
+                match str::from_utf8(valid) {
+                    Ok(text) if !text.is_empty() => Some(text),
+                    _ => self.next(),
+                }
+            }
+        }
+    }
+}
+
+/// The length a UTF-8 sequence starting with `lead` has (1 for bytes that
+/// cannot start one).
+#[inline]
+fn sequence_len(lead: u8) -> usize {
+    match lead {
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => 1,
+    }
+}
+
+/// Length of the incomplete character at the end of `bytes`: the last 1 to
+/// 3 bytes when they are a proper prefix of a valid encoding, else 0.
+fn incomplete_tail(bytes: &[u8]) -> usize {
+    let from = bytes.len().saturating_sub(3);
+    let Some(lead) = bytes[from..].iter().rposition(|&b| !is_continuation(b)) else {
+        return 0;
+    };
+    let tail = &bytes[from + lead..];
+    match str::from_utf8(tail) {
+        Err(e) if e.valid_up_to() == 0 && e.error_len().is_none() => tail.len(),
+        _ => 0,
+    }
+}
+
+#[inline]
+fn is_continuation(b: u8) -> bool {
+    b & 0xc0 == 0x80
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::string::String;
+    use std::vec::Vec;
+
+    /// Decodes `chunks` in order, as one stream.
+    fn decode(chunks: &[&[u8]]) -> String {
+        let mut carry = Utf8Carry::new();
+        let mut text = String::new();
+        for chunk in chunks {
+            let split = carry.split(chunk);
+            assert!(split.head().len() <= 4);
+            split.for_each(|piece| {
+                assert!(!piece.is_empty());
+                text.push_str(piece);
+            });
+            assert!(carry.pending().len() <= 3);
+        }
+        text.push_str(carry.finish());
+        text
+    }
+
+    /// Every way of cutting `bytes` into two and three chunks decodes like
+    /// the whole.
+    fn check_all_splits(bytes: &[u8]) {
+        let expected = String::from_utf8_lossy(bytes);
+        assert_eq!(decode(&[bytes]), expected, "{bytes:x?}");
+        for i in 0..=bytes.len() {
+            for j in i..=bytes.len() {
+                let chunks = [&bytes[..i], &bytes[i..j], &bytes[j..]];
+                assert_eq!(decode(&chunks), expected, "{bytes:x?} cut at {i}, {j}");
+            }
+        }
+        let ones: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(decode(&ones), expected, "{bytes:x?} byte by byte");
+    }
+
+    #[test]
+    fn every_split_of_multibyte_characters() {
+        check_all_splits("aé€😀z".as_bytes());
+        check_all_splits("😀😀".as_bytes());
+        check_all_splits("\u{10FFFF}\u{800}\u{80}\u{7f}".as_bytes());
+    }
+
+    #[test]
+    fn invalid_bytes_become_replacement_characters() {
+        let cases: &[&[u8]] = &[
+            b"\xff",
+            b"a\xffb",
+            b"\xc3",
+            b"\xc3(",
+            b"\xe2\x82(",
+            b"\xe2\x82",
+            b"\xf0\x9f\x98",
+            b"\xf0\x9f\x98(",
+            b"\x80\x80",
+            b"\xe0\x80\x80",     // overlong
+            b"\xed\xa0\x80",     // surrogate
+            b"\xf4\x90\x80\x80", // above U+10FFFF
+            b"\xf8\x88\x80\x80\x80",
+            b"\xc0\xaf",
+            b"\xe2\x82\xe2\x82\xac",
+            b"\xf0\x9f\xe2\x82\xac\x98",
+        ];
+        for bytes in cases {
+            check_all_splits(bytes);
+        }
+    }
+
+    #[test]
+    fn the_carried_prefix_that_cannot_complete_is_one_replacement() {
+        let mut carry = Utf8Carry::new();
+        assert_eq!(carry.split(b"\xf0\x9f").rest().count(), 0);
+        let split = carry.split(b"x");
+        assert_eq!(split.head(), REPLACEMENT);
+        assert_eq!(split.rest().collect::<Vec<_>>(), ["x"]);
+        assert!(carry.is_empty());
+    }
+
+    #[test]
+    fn short_chunks_keep_accumulating() {
+        let mut carry = Utf8Carry::new();
+        for b in [0xf0u8, 0x9f, 0x98] {
+            let split = carry.split(&[b]);
+            assert_eq!((split.head(), split.rest().count()), ("", 0));
+        }
+        assert_eq!(carry.pending(), b"\xf0\x9f\x98");
+        assert_eq!(carry.split(b"\x80").head(), "😀");
+        assert!(carry.is_empty());
+        assert_eq!(carry.split(b"").head(), "");
+    }
+
+    #[test]
+    fn lossy_pieces_are_maximal() {
+        let pieces: Vec<&str> = Lossy::new(b"\xff\xfeab").collect();
+        assert_eq!(pieces, [REPLACEMENT, REPLACEMENT, "ab"]);
+        assert_eq!(Lossy::new(b"").count(), 0);
+        assert_eq!(Lossy::new("plain €".as_bytes()).collect::<Vec<_>>(), ["plain €"]);
+    }
+}
