@@ -97,10 +97,13 @@ impl Utf8Carry {
                     self.len = (carried + take) as u8;
                     return Utf8Split { head, rest: &[] };
                 }
-                // The carried bytes are a maximal invalid subpart: the bad
-                // byte is the chunk's first, which starts the rest.
-                Err(_) => {
+                // The carried bytes and the first bytes of the chunk are a
+                // maximal invalid subpart; the bad byte after it starts the
+                // rest.
+                Err(e) => {
                     head = Head::of(REPLACEMENT);
+                    let bad = e.error_len().unwrap_or(carried);
+                    rest = &chunk[bad.saturating_sub(carried).min(take)..];
                     self.len = 0;
                 }
             }
@@ -372,7 +375,8 @@ mod tests {
     fn short_chunks_keep_accumulating() {
         let mut carry = Utf8Carry::new();
         for b in [0xf0u8, 0x9f, 0x98] {
-            let split = carry.split(&[b]);
+            let byte = [b];
+            let split = carry.split(&byte);
             assert_eq!((split.head(), split.rest().count()), ("", 0));
         }
         assert_eq!(carry.pending(), b"\xf0\x9f\x98");
