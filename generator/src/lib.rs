@@ -1,10 +1,27 @@
-//! chat-parser's generator: analyses an LLM chat template and describes how
-//! the model writes reasoning, content and tool calls.
+//! chat-parser's generator: analyses an LLM chat template and builds the
+//! parser for the model's output.
 //!
 //! Pipeline: [`jinja`] renders templates as Python's jinja2 does under HF
 //! transformers; [`analysis`] diffs probe renders ([`diff`]) into a
-//! [`spec::FormatSpec`]; [`reference`] shows a spec in the reference
-//! auto-parser's vocabulary for comparison.
+//! [`spec::FormatSpec`]; [`ir::build`] turns a spec and a request's options
+//! into the format IR ([`ir`]); [`interp`] is the streaming reference parser
+//! that runs it (also the dynamic mode for templates known only at run time);
+//! [`reference`] shows a spec in the reference auto-parser's vocabulary.
+//!
+//! # Example
+//! ```
+//! use chat_parser_generator::{analyze, interp::StreamParser, ir::build::{build, ParseOptions}, jinja::ChatTemplate};
+//! use chat_parser_runtime::MessageBuilder;
+//! let source = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+//! let spec = analyze(&ChatTemplate::new("t.jinja", source).unwrap()).unwrap().spec;
+//! let grammar = build(&spec, &ParseOptions::default());
+//! let mut message = MessageBuilder::new();
+//! let mut parser = StreamParser::new(&grammar);
+//! parser.feed(b"Hello", &mut message);
+//! parser.feed(b", world", &mut message);
+//! parser.finish(&mut message);
+//! assert_eq!(message.message().content, "Hello, world");
+//! ```
 
 pub mod analysis;
 pub mod build;
