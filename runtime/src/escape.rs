@@ -85,7 +85,10 @@ mod tests {
     fn escapes_quotes_backslashes_and_controls() {
         assert_eq!(escaped("a\"b\\c").0, r#"a\"b\\c"#);
         assert_eq!(escaped("\n\r\t").0, r"\n\r\t");
-        assert_eq!(escaped("\u{0}\u{8}\u{c}\u{1f}").0, r"\u0000\u0008\u000c\u001f");
+        assert_eq!(
+            escaped("\u{0}\u{8}\u{c}\u{1f}").0,
+            r"\u0000\u0008\u000c\u001f"
+        );
         assert_eq!(escaped("\u{7f} é 😀 /").0, "\u{7f} é 😀 /");
         assert_eq!(escaped("").0, "");
     }
@@ -96,7 +99,11 @@ mod tests {
             let mut text = String::from("x");
             text.push(c);
             let json = std::format!("\"{}\"", escaped(&text).0);
-            assert_eq!(serde_json::from_str::<String>(&json).unwrap(), text, "{c:?}");
+            assert_eq!(
+                serde_json::from_str::<String>(&json).unwrap(),
+                text,
+                "{c:?}"
+            );
         }
     }
 

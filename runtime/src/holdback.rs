@@ -27,6 +27,7 @@ use core::str;
 /// assert_eq!(find_first(b"hmm</think>x</tool_call>", stops), Some((3, 1)));
 /// assert_eq!(find_first(b"<think", stops), None);
 /// ```
+#[must_use]
 pub fn find_first(text: &[u8], stops: &[&[u8]]) -> Option<(usize, usize)> {
     let mut first_bytes = [false; 256];
     let mut distinct = 0;
@@ -42,12 +43,19 @@ pub fn find_first(text: &[u8], stops: &[&[u8]]) -> Option<(usize, usize)> {
     }
     let matching = |at: usize| {
         let rest = &text[at..];
-        stops.iter().position(|s| !s.is_empty() && rest.starts_with(s)).map(|stop| (at, stop))
+        stops
+            .iter()
+            .position(|s| !s.is_empty() && rest.starts_with(s))
+            .map(|stop| (at, stop))
     };
     match distinct {
         0 => None,
         // Common case (`<...>` markers): a plain byte comparison per byte.
-        1 => text.iter().enumerate().filter(|&(_, &b)| b == one).find_map(|(at, _)| matching(at)),
+        1 => text
+            .iter()
+            .enumerate()
+            .filter(|&(_, &b)| b == one)
+            .find_map(|(at, _)| matching(at)),
         _ => text
             .iter()
             .enumerate()
@@ -75,6 +83,7 @@ pub fn find_first(text: &[u8], stops: &[&[u8]]) -> Option<(usize, usize)> {
 /// assert_eq!(partial_suffix_len(b"x <", stops), 1);
 /// assert_eq!(partial_suffix_len(b"x </think>", stops), 0);
 /// ```
+#[must_use]
 pub fn partial_suffix_len(text: &[u8], stops: &[&[u8]]) -> usize {
     let mut best = 0;
     for stop in stops {
@@ -130,7 +139,10 @@ impl<const N: usize> HoldBuf<N> {
 
     /// An empty buffer.
     pub const fn new() -> HoldBuf<N> {
-        HoldBuf { bytes: [0; N], len: 0 }
+        HoldBuf {
+            bytes: [0; N],
+            len: 0,
+        }
     }
 
     /// Appends `text` if it fits whole; returns `false` (and appends
@@ -208,13 +220,20 @@ mod tests {
     /// The obvious quadratic search.
     fn naive_find(text: &[u8], stops: &[&[u8]]) -> Option<(usize, usize)> {
         (0..=text.len()).find_map(|at| {
-            stops.iter().position(|s| !s.is_empty() && text[at..].starts_with(s)).map(|i| (at, i))
+            stops
+                .iter()
+                .position(|s| !s.is_empty() && text[at..].starts_with(s))
+                .map(|i| (at, i))
         })
     }
 
     fn naive_partial(text: &[u8], stops: &[&[u8]]) -> usize {
         (0..=text.len())
-            .filter(|&n| stops.iter().any(|s| n < s.len() && s.starts_with(&text[text.len() - n..])))
+            .filter(|&n| {
+                stops
+                    .iter()
+                    .any(|s| n < s.len() && s.starts_with(&text[text.len() - n..]))
+            })
             .max()
             .unwrap_or(0)
     }
@@ -246,8 +265,16 @@ mod tests {
         ];
         for stops in stop_sets {
             for text in TEXTS {
-                assert_eq!(find_first(text, stops), naive_find(text, stops), "{text:?} {stops:?}");
-                assert_eq!(partial_suffix_len(text, stops), naive_partial(text, stops), "{text:?} {stops:?}");
+                assert_eq!(
+                    find_first(text, stops),
+                    naive_find(text, stops),
+                    "{text:?} {stops:?}"
+                );
+                assert_eq!(
+                    partial_suffix_len(text, stops),
+                    naive_partial(text, stops),
+                    "{text:?} {stops:?}"
+                );
             }
         }
     }

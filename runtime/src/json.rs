@@ -51,7 +51,10 @@ enum Token {
     /// Inside a number, at this point of its syntax.
     Number(Num),
     /// Inside a literal word, `at` letters in.
-    Word { word: Word, at: u8 },
+    Word {
+        word: Word,
+        at: u8,
+    },
 }
 
 /// Inside a string.
@@ -69,7 +72,12 @@ struct Str {
 
 impl Str {
     fn new(quote: u8, key: bool) -> Str {
-        Str { quote, escape: false, hex: 0, key }
+        Str {
+            quote,
+            escape: false,
+            hex: 0,
+            key,
+        }
     }
 
     /// Bytes that end a run of characters copied unchanged.
@@ -264,7 +272,11 @@ impl JsonScanner {
         if self.done {
             return (0, Scan::Done);
         }
-        let mut w = Writer { text, start: 0, out };
+        let mut w = Writer {
+            text,
+            start: 0,
+            out,
+        };
         let (consumed, scan) = self.run(&mut w, last);
         w.flush(consumed);
         (consumed, scan)
@@ -345,7 +357,10 @@ impl JsonScanner {
                         i += 1;
                         continue;
                     }
-                    if !state.complete() || b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-') {
+                    if !state.complete()
+                        || b.is_ascii_digit()
+                        || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-')
+                    {
                         return (i, Scan::Invalid);
                     }
                     self.token = Token::None;
@@ -442,9 +457,14 @@ impl JsonScanner {
                     return false;
                 }
                 let object = b == b'{';
-                self.objects = (self.objects & !(1 << self.depth)) | ((object as u64) << self.depth);
+                self.objects =
+                    (self.objects & !(1 << self.depth)) | ((object as u64) << self.depth);
                 self.depth += 1;
-                self.expect = if object { Expect::KeyOrClose } else { Expect::ValueOrClose };
+                self.expect = if object {
+                    Expect::KeyOrClose
+                } else {
+                    Expect::ValueOrClose
+                };
                 return true;
             }
             b'"' => {
@@ -638,7 +658,9 @@ mod tests {
         ] {
             for_chunkings(bad, false, |_, r, _| assert_eq!(r, Scan::Invalid, "{bad}"));
         }
-        for_chunkings("{\"a\": 1", false, |_, r, n| assert_eq!((r, n), (Scan::Invalid, 7), "cut off"));
+        for_chunkings("{\"a\": 1", false, |_, r, n| {
+            assert_eq!((r, n), (Scan::Invalid, 7), "cut off")
+        });
     }
 
     #[test]
@@ -654,7 +676,13 @@ mod tests {
 
     #[test]
     fn object_only_accepts_only_an_object() {
-        for (text, ok) in [("{}", true), ("[]", false), ("1", false), ("\"s\"", false), (" {\"a\": [1]}", true)] {
+        for (text, ok) in [
+            ("{}", true),
+            ("[]", false),
+            ("1", false),
+            ("\"s\"", false),
+            (" {\"a\": [1]}", true),
+        ] {
             let mut s = JsonScanner::new(false, true);
             let (_, r) = s.scan(text, true, &mut |_: &str| {});
             assert_eq!(r == Scan::Done, ok, "{text}");
@@ -665,13 +693,22 @@ mod tests {
     fn nesting_is_limited_to_max_depth() {
         let depth = MAX_DEPTH as usize;
         let deepest = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
-        for_chunkings(&deepest, false, |out, r, _| assert_eq!((out, r), (deepest.as_str(), Scan::Done)));
-        let mixed: String = (0..depth).map(|i| if i % 2 == 0 { "{\"k\":" } else { "[" }).collect();
-        let closed: String = (0..depth).rev().map(|i| if i % 2 == 0 { "}" } else { "]" }).collect();
+        for_chunkings(&deepest, false, |out, r, _| {
+            assert_eq!((out, r), (deepest.as_str(), Scan::Done))
+        });
+        let mixed: String = (0..depth)
+            .map(|i| if i % 2 == 0 { "{\"k\":" } else { "[" })
+            .collect();
+        let closed: String = (0..depth)
+            .rev()
+            .map(|i| if i % 2 == 0 { "}" } else { "]" })
+            .collect();
         let text = format!("{mixed}1{closed}");
         for_chunkings(&text, false, |_, r, _| assert_eq!(r, Scan::Done));
         let too_deep = format!("{}{}", "[".repeat(depth + 1), "]".repeat(depth + 1));
-        for_chunkings(&too_deep, false, |out, r, n| assert_eq!((out.len(), r, n), (depth, Scan::Invalid, depth)));
+        for_chunkings(&too_deep, false, |out, r, n| {
+            assert_eq!((out.len(), r, n), (depth, Scan::Invalid, depth))
+        });
     }
 
     #[test]
@@ -679,7 +716,10 @@ mod tests {
         let text = "{\"long string é\": [1234, true, null]}";
         let mut pieces = Vec::new();
         let mut s = JsonScanner::new(false, true);
-        assert_eq!(s.scan(text, false, &mut |p: &str| pieces.push(String::from(p))), (text.len(), Scan::Done));
+        assert_eq!(
+            s.scan(text, false, &mut |p: &str| pieces.push(String::from(p))),
+            (text.len(), Scan::Done)
+        );
         assert_eq!(pieces, vec![text]);
     }
 }

@@ -43,7 +43,10 @@ pub struct Utf8Carry {
 impl Utf8Carry {
     /// Nothing carried.
     pub const fn new() -> Utf8Carry {
-        Utf8Carry { bytes: [0; 4], len: 0 }
+        Utf8Carry {
+            bytes: [0; 4],
+            len: 0,
+        }
     }
 
     /// The carried bytes: empty, or the start (1 to 3 bytes) of a character
@@ -137,6 +140,7 @@ impl Utf8Carry {
 
 /// The text of one chunk, from [`Utf8Carry::split`].
 #[derive(Debug, Clone, Copy)]
+#[must_use = "the split holds the chunk's text"]
 pub struct Utf8Split<'c> {
     head: Head,
     rest: &'c [u8],
@@ -185,7 +189,10 @@ struct Head {
 }
 
 impl Head {
-    const EMPTY: Head = Head { bytes: [0; 4], len: 0 };
+    const EMPTY: Head = Head {
+        bytes: [0; 4],
+        len: 0,
+    };
 
     /// `c` is one character (at most 4 bytes).
     fn of(c: &str) -> Head {
@@ -390,6 +397,9 @@ mod tests {
         let pieces: Vec<&str> = Lossy::new(b"\xff\xfeab").collect();
         assert_eq!(pieces, [REPLACEMENT, REPLACEMENT, "ab"]);
         assert_eq!(Lossy::new(b"").count(), 0);
-        assert_eq!(Lossy::new("plain €".as_bytes()).collect::<Vec<_>>(), ["plain €"]);
+        assert_eq!(
+            Lossy::new("plain €".as_bytes()).collect::<Vec<_>>(),
+            ["plain €"]
+        );
     }
 }

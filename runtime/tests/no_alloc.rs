@@ -53,7 +53,11 @@ fn allocations(f: impl FnOnce()) -> usize {
 /// A JSON document of at least 16 KB with every kind of token, in Python
 /// syntax when `python` is set.
 fn document(python: bool) -> String {
-    let (t, f, n, q) = if python { ("True", "False", "None", '\'') } else { ("true", "false", "null", '"') };
+    let (t, f, n, q) = if python {
+        ("True", "False", "None", '\'')
+    } else {
+        ("true", "false", "null", '"')
+    };
     let mut doc = String::from("{");
     let mut i = 0;
     while doc.len() < 16 * 1024 {
@@ -74,12 +78,16 @@ fn primitives_do_not_allocate() {
     // Everything that allocates is prepared first.
     let json = document(false);
     let python = document(true);
-    let text: String = "plain text, \"quoted\", a\\b, tab\t, newline\n, ctrl\u{1}, é€😀. ".repeat(300);
+    let text: String =
+        "plain text, \"quoted\", a\\b, tab\t, newline\n, ctrl\u{1}, é€😀. ".repeat(300);
     assert!(json.len() >= 16 * 1024 && text.len() >= 16 * 1024);
     let utf8 = text.as_bytes();
     let stops: &[&[u8]] = &[b"</tool_call>", b"</think>", b"<tool_call>"];
     // The counter works (and lazily initialized thread state is warm).
-    assert_eq!(allocations(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(8)))), 1);
+    assert_eq!(
+        allocations(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(8)))),
+        1
+    );
 
     let mut json_out = 0;
     let mut python_out = 0;

@@ -123,7 +123,7 @@ fn tools_of(options: &ParseOptions) -> Vec<Tool> {
         })
         .collect();
     // A name that is a prefix of another must be tried after it.
-    tools.sort_by(|a, b| b.name.len().cmp(&a.name.len()));
+    tools.sort_by_key(|t| std::cmp::Reverse(t.name.len()));
     tools
 }
 
@@ -531,7 +531,7 @@ fn tagged_arguments(spec: &FormatSpec, tool: Option<&Tool>) -> Node {
     };
     let mut alts = Vec::new();
     let mut args: Vec<&(String, ValueKind)> = tool.map(|t| t.args.iter().collect()).unwrap_or_default();
-    args.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+    args.sort_by_key(|a| std::cmp::Reverse(a.0.len()));
     for (name, kind) in args {
         alts.push(Alt {
             guard: Node::seq(vec![Node::Space, Node::lit(format!("{name_prefix}{name}{name_end}"))]),
