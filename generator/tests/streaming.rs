@@ -120,3 +120,47 @@ proptest! {
         }
     }
 }
+
+/// Every corpus template, including those without vectors or tool calls:
+/// texts built from its own reasoning and content markers, parsed whole, in
+/// 1-byte chunks and in 5-byte chunks.
+#[test]
+fn every_corpus_template_streams_like_whole_input() {
+    let Some(shared) = common::shared_dir("streaming (corpus)") else { return };
+    let mut templates = 0;
+    for (name, path) in common::corpus_templates(&shared) {
+        let Ok(source) = std::fs::read_to_string(&path) else { continue };
+        let Ok(template) = ChatTemplate::new(&name, &source) else { continue };
+        let Ok(analysis) = analyze(&template) else { continue };
+        let spec = analysis.spec;
+        templates += 1;
+        let (start, end) = (spec.reasoning.start.as_str(), spec.reasoning.end.as_str());
+        let (open, close) = (spec.content.start.as_str(), spec.content.end.as_str());
+        let texts = [
+            "Plain answer, naïve 日本 text.".to_string(),
+            format!("{start}Thinking <b>hard</b>{end}{open}The answer.{close}"),
+            format!("Thinking{end}Answer{close} trailing"),
+            format!("{start}cut off in reaso"),
+        ];
+        for options in [
+            chat_parser_generator::ir::build::ParseOptions::default(),
+            chat_parser_generator::ir::build::ParseOptions {
+                reasoning_format: chat_parser_generator::ir::build::ReasoningFormat::None,
+                enable_thinking: false,
+                ..Default::default()
+            },
+        ] {
+            let grammar = build(&spec, &options);
+            for text in &texts {
+                let p = Prepared { id: name.clone(), grammar: grammar.clone(), input: text.clone().into_bytes(), partial: false };
+                let (want, _) = whole(&p);
+                for chunks in [[1usize], [5]] {
+                    let (got, folded, _) = run(&p, &chunks);
+                    assert_eq!(got, want, "{name}: {text:?} in {chunks:?}-byte chunks");
+                    assert_eq!(folded, want, "{name}: {text:?} folded deltas");
+                }
+            }
+        }
+    }
+    println!("streaming: {templates} corpus templates, own-marker texts stream like whole input");
+}
