@@ -299,9 +299,10 @@ fn function_markers(r: &mut Renderer<'_>, t: &mut ToolsSpec) {
     let suffix_marker = if !t.format.per_call_end.is_empty() { t.format.per_call_end.clone() } else { t.format.section_end.clone() };
     let closer_region = if suffix_marker.is_empty() {
         let no_call = Scenario::with_tools(convo(assistant_text()));
-        r.compare("T3 closer", &first, &no_call)
-            .and_then(|c| c.diff.left.find("YYYY").map(|pos| c.diff.left[pos + 4..].to_string()))
-            .unwrap_or_default()
+        // The whole call (the closer search below skips to the last value
+        // itself; the reference cuts after it first and then finds nothing,
+        // which loses closers such as `</function>`).
+        r.compare("T3 closer", &first, &no_call).map(|c| c.diff.left).filter(|left| left.contains("YYYY")).unwrap_or_default()
     } else {
         match d.suffix.find(suffix_marker.as_str()) {
             Some(pos) => d.suffix[..pos].to_string(),
