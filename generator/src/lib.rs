@@ -6,7 +6,7 @@
 //! [`spec::FormatSpec`]; [`ir::build`] turns a spec and a request's options
 //! into the format IR ([`ir`]); [`interp`] is the streaming reference parser
 //! that runs it (also the dynamic mode for templates known only at run time);
-//! [`reference`] shows a spec in the reference auto-parser's vocabulary.
+//! [`reference`](mod@reference) shows a spec in the reference auto-parser's vocabulary.
 //!
 //! # Example
 //! ```
