@@ -141,6 +141,8 @@ pub struct StreamParser<'g> {
     /// Input position of the last reported piece: a broken call's text after
     /// it goes back to content.
     emit_pos: usize,
+    /// Reused for text that must be copied out of `text` before reporting.
+    scratch: String,
 }
 
 /// `text[from..to]` is known to be whitespace.
@@ -168,6 +170,7 @@ impl<'g> StreamParser<'g> {
             degraded: false,
             ws: WsCache::default(),
             emit_pos: 0,
+            scratch: String::new(),
         }
     }
 
@@ -225,6 +228,13 @@ impl<'g> StreamParser<'g> {
     }
 
     fn push_bytes(&mut self, bytes: &[u8]) {
+        // Common case: nothing carried over and the chunk is valid UTF-8.
+        if self.utf8_tail.is_empty() {
+            if let Ok(s) = std::str::from_utf8(bytes) {
+                self.text.push_str(s);
+                return;
+            }
+        }
         let mut data = std::mem::take(&mut self.utf8_tail);
         data.extend_from_slice(bytes);
         let mut rest: &[u8] = &data;
@@ -649,12 +659,16 @@ impl<'g> StreamParser<'g> {
             None if last => (rest.len(), true),
             None => (rest.len() - partial_stop_len(rest, stops_ref), false),
         };
-        let owned = rest[..take].to_string();
+        // A reused buffer: the piece must outlive the borrow of `self.text`.
+        let mut owned = std::mem::take(&mut self.scratch);
+        owned.clear();
+        owned.push_str(&rest[..take]);
         let mut piece = owned.as_str();
         self.pos += take;
         if trim_newlines {
             if matches!(state, UntilText::Fresh) {
                 if piece.is_empty() && !done {
+                    self.scratch = owned;
                     return (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline }));
                 }
                 if let Some(p) = piece.strip_prefix('\n') {
@@ -679,6 +693,7 @@ impl<'g> StreamParser<'g> {
             held_newline = !done;
         }
         self.value_text(kind, &text, &mut acc);
+        self.scratch = owned;
         if done {
             self.end_value(kind, &acc);
             (Step::Done, None)
