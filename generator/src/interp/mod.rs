@@ -189,13 +189,14 @@ impl<'g> StreamParser<'g> {
     /// bounded by what is held back (a partial marker, an uncommitted call's
     /// markup) instead of growing with the output.
     fn compact(&mut self) {
-        let keep = self.regions.iter().map(|r| r.pos).min().unwrap_or(self.pos).min(self.pos);
+        // Text after the last reported piece may still be given back as content.
+        let keep = self.regions.iter().map(|r| r.pos).min().unwrap_or(self.pos).min(self.pos).min(self.emit_pos);
         if keep == 0 || keep < self.text.len() / 2 && keep < 4096 {
             return;
         }
         self.text.drain(..keep);
         self.pos -= keep;
-        self.emit_pos = self.emit_pos.saturating_sub(keep);
+        self.emit_pos -= keep;
         self.ws = WsCache::default();
         for r in &mut self.regions {
             r.pos -= keep;
@@ -344,6 +345,8 @@ impl<'g> StreamParser<'g> {
                     self.out.push(Out::ToolEnd(true));
                     self.call_open = false;
                 }
+                // The call's markup up to here is accounted for.
+                self.emit_pos = self.pos;
             }
             Mark::Name(n) => self.emit_name(n),
             Mark::Commit => {
@@ -406,6 +409,11 @@ impl<'g> StreamParser<'g> {
     /// content (uncommitted) or ends the broken call (committed).
     fn fail(&mut self) {
         let Some(region) = self.regions.pop() else {
+            // Nothing to fall back to: everything after the last reported
+            // piece is content (whitespace or markup consumed since included).
+            if self.emit_pos < self.pos {
+                self.pos = self.emit_pos;
+            }
             self.stack.clear();
             self.degraded = true;
             return;

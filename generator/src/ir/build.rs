@@ -150,6 +150,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     };
     let start = spec.reasoning.start.trim();
     let end = spec.reasoning.end.trim();
+    let layout = spec.reasoning.start.ends_with('\n') || spec.reasoning.end.starts_with('\n');
     let mut items = Vec::new();
 
     match prefill {
@@ -161,7 +162,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
                 if !boilerplate.is_empty() {
                     items.push(Node::Mark(Mark::Prefilled(TextKind::Reasoning, format!("{boilerplate}\n"))));
                 }
-                items.push(reasoning_block_rest(end));
+                items.push(reasoning_block_rest(end, layout));
             } else if !from_start.is_empty() {
                 // Reasoning stays content, so the content starts with what the prompt opened.
                 items.push(Node::Mark(Mark::Prefilled(TextKind::Content, from_start.to_string())));
@@ -170,13 +171,13 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         Prefill::ClosedReasoning => {}
         Prefill::Nothing => {
             if extract && !start.is_empty() && !end.is_empty() {
-                items.push(Node::optional(Node::seq(vec![Node::Space, Node::lit(start)]), reasoning_block_rest(end)));
+                items.push(Node::optional(Node::seq(vec![Node::Space, Node::lit(start)]), reasoning_block_rest(end, layout)));
             } else if extract && start.is_empty() && !end.is_empty() {
                 // Delimiter style: no start marker, the reply begins with its
                 // reasoning and only the end marker closes it. A streaming
                 // parser cannot wait for a marker that may never come, so a
                 // reply without the end marker is all reasoning.
-                items.push(reasoning_block_rest(end));
+                items.push(reasoning_block_rest(end, layout));
             }
         }
     }
@@ -241,9 +242,11 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
 }
 
 /// Reasoning text up to the end marker, the marker and the space after it.
-fn reasoning_block_rest(end: &str) -> Node {
+/// When the template's markers carry newlines (`<think>\n`, `\n</think>`),
+/// one newline at each side of the text is layout, not reasoning.
+fn reasoning_block_rest(end: &str, layout_newlines: bool) -> Node {
     Node::seq(vec![
-        Node::until(&[end], TextKind::Reasoning),
+        Node::Until { stops: vec![end.to_string()], kind: TextKind::Reasoning, trim_newlines: layout_newlines },
         Node::optional(Node::lit(end), Node::Space),
     ])
 }
@@ -401,19 +404,35 @@ fn json_call(spec: &FormatSpec, tools: &[Tool], brace_consumed: bool) -> Node {
     // Without a name field the analysis found no call object to read: the
     // name is then taken as the object's first string field.
     let name_pos = name_pos.unwrap_or(0);
+    // Id fields may be missing (the model may leave ids to the server).
+    let is_id = |name: &str| name == f.id_field || name == f.gen_id_field;
+    let quoted = |name: &str| Node::lit(format!("{q}{}{q}", key(name)));
     // Fields before the name (ids) are parsed before the name choice.
-    for (i, p) in order[..name_pos].iter().enumerate() {
-        before_name.extend(field(i, p));
-        before_name.push(value_of(p));
+    let mut required_before = 0;
+    for p in &order[..name_pos] {
+        if is_id(p) {
+            let body = Node::seq(vec![Node::Space, Node::lit(":"), Node::Space, value_of(p), Node::Space, Node::lit(",")]);
+            before_name.push(Node::optional(Node::seq(vec![Node::Space, quoted(p)]), body));
+        } else {
+            before_name.extend(field(required_before, p));
+            before_name.push(value_of(p));
+            required_before += 1;
+        }
     }
-    before_name.extend(field(name_pos, &order[name_pos]));
+    before_name.extend(field(required_before, &order[name_pos]));
     before_name.push(Node::lit(q));
     let rest_fields: Vec<String> = order[name_pos + 1..].to_vec();
     let close_nested = nested;
+    let optional_after: Vec<bool> = rest_fields.iter().map(|p| is_id(p)).collect();
     let after = move |_: Option<&Tool>| {
         let mut v = vec![Node::lit(q)];
         for (j, p) in rest_fields.iter().enumerate() {
-            v.extend(field(name_pos + 1 + j, p));
+            if optional_after[j] {
+                let guard = Node::seq(vec![Node::Space, Node::lit(","), Node::Space, Node::lit(format!("{q}{}{q}", key(p)))]);
+                v.push(Node::optional(guard, Node::seq(vec![Node::Space, Node::lit(":"), Node::Space, value_of(p)])));
+                continue;
+            }
+            v.extend(field(1, p));
             v.push(value_of(p));
         }
         if close_nested {
@@ -448,7 +467,7 @@ fn name_stops(spec: &FormatSpec) -> Vec<String> {
         return vec![t.function.name_suffix.trim().to_string()];
     }
     let mut stops: Vec<String> = Vec::new();
-    for candidate in [&t.call_id.prefix, &t.arguments.start, &t.arguments.name_prefix, &t.function.close, &t.format.per_call_end, &t.format.section_end] {
+    for candidate in [&t.call_id.prefix, &t.call_id.suffix, &t.arguments.start, &t.arguments.name_prefix, &t.function.close, &t.format.per_call_end, &t.format.section_end] {
         let c = candidate.trim();
         if !c.is_empty() && !stops.iter().any(|s| s == c) {
             stops.push(c.to_string());
@@ -472,9 +491,13 @@ fn tagged_call_after_prefix(spec: &FormatSpec, tools: &[Tool]) -> Node {
         if t.call_id.prefix.trim().is_empty() || t.call_id.suffix.trim().is_empty() {
             return Node::Empty;
         }
+        // The id is optional (the server may assign ids); the marker after
+        // it is not, as it also opens what follows.
         Node::seq(vec![
-            marker(&t.call_id.prefix),
-            Node::Until { stops: vec![t.call_id.suffix.trim().to_string()], kind: TextKind::ToolId, trim_newlines: false },
+            Node::optional(
+                Node::seq(vec![Node::Space, Node::lit(t.call_id.prefix.trim())]),
+                Node::Until { stops: vec![t.call_id.suffix.trim().to_string()], kind: TextKind::ToolId, trim_newlines: false },
+            ),
             marker(&t.call_id.suffix),
         ])
     };
