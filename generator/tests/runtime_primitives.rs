@@ -21,7 +21,7 @@ mod interp {
 /// The reference scanner: the interpreter's private `json` module, compiled
 /// here from its source so that the comparison follows it as it changes.
 /// (`rustfmt::skip`: formatting this file must not reformat that one.)
-#[path = "../src/interp/json.rs"]
+#[path = "support/reference_json_scanner.rs"]
 #[rustfmt::skip]
 mod reference;
 

@@ -47,12 +47,10 @@
 //! assert_eq!((reasoning.as_str(), content.as_str()), ("hmm", "Hi"));
 //! ```
 
-mod json;
-
 use chat_parser_runtime::{Event, Sink};
 
 use crate::ir::{Alt, JsonKind, Mark, Node, TextKind};
-use json::{JsonScanner, Scan};
+use chat_parser_runtime::json::{JsonScanner, Scan};
 
 /// An event waiting to be delivered (owned, because it may be taken back
 /// while its call is not committed yet).
@@ -609,13 +607,15 @@ impl<'g> StreamParser<'g> {
             }
             Frame::Json { kind, mut scanner } => {
                 let rest = &self.text[self.pos..];
-                let (consumed, result) = scanner.scan(rest, last);
-                let piece = scanner.take_output();
+                let mut piece = std::mem::take(&mut self.scratch);
+                piece.clear();
+                let (consumed, result) = scanner.scan(rest, last, &mut |s: &str| piece.push_str(s));
                 self.pos += consumed;
                 match kind {
                     JsonKind::ToolArgs | JsonKind::ArgValue => self.emit_args(&piece),
                     JsonKind::Content => self.emit_text(TextKind::Content, &piece),
                 }
+                self.scratch = piece;
                 match result {
                     Scan::Done => (Step::Done, None),
                     Scan::NeedMore => (Step::NeedMore, Some(Frame::Json { kind, scanner })),
@@ -906,20 +906,11 @@ pub fn json_quote(s: &str) -> String {
     format!("\"{}\"", json_escape(s))
 }
 
-/// `s` escaped for the inside of a JSON string.
+/// `s` escaped for the inside of a JSON string (the runtime's escaping,
+/// collected into a `String`).
 pub fn json_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
+    let mut out = String::with_capacity(s.len() + 2);
+    chat_parser_runtime::escape::json_escape(s, &mut |piece: &str| out.push_str(piece));
     out
 }
 

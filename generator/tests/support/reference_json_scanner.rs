@@ -1,6 +1,7 @@
-//! An incremental JSON scanner: finds where one JSON value ends, checks it,
-//! and passes its text through (converting Python literals to JSON when
-//! asked), chunk by chunk.
+//! The naive model of the runtime's JSON scanner: same semantics, written
+//! for clarity (owned output, a `Vec` stack). Property tests in
+//! `runtime_primitives.rs` check the allocation-free scanner the parsers use
+//! against it.
 
 /// Result of scanning the available text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
