@@ -67,6 +67,19 @@ fn corpus_regressions() {
     );
     assert_eq!((m.content.as_str(), m.tool_calls.len()), ("", 1));
 
+    // Ids are JSON string content: reported unescaped.
+    let m = parse(
+        &t("mistralai-Mistral-Nemo-Instruct-2407"),
+        &opts,
+        "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"city\": \"X\"}, \"id\": \"12\\\"3\"}]",
+    );
+    assert_eq!(m.tool_calls[0].id, "12\"3");
+
+    // An argument name cut off by the end of the output is not a key.
+    let m = parse(&t("Qwen3-Coder"), &opts, "<tool_call>\n<function=get_time>\n<parameter=ci");
+    assert_eq!((m.tool_calls.len(), m.tool_calls[0].complete), (1, false));
+    assert!(!m.tool_calls[0].arguments.contains("\"ci\""), "{:?}", m.tool_calls[0].arguments);
+
     // Layout newlines around reasoning are not reasoning.
     let m = parse(&t("Qwen3.5-4B"), &ParseOptions::default(), "hm\n</think>\n\nHi");
     assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), ("hm", "Hi"));

@@ -636,7 +636,10 @@ impl<'g> StreamParser<'g> {
                     }
                 }
                 let n = end.unwrap_or(rest.len());
-                let piece = rest[..n].to_string();
+                // A trailing backslash waits for its escaped character.
+                let n = if end.is_none() && escaped { n - 1 } else { n };
+                let piece = json_unescape(&rest[..n]);
+                escaped = false;
                 self.pos += n;
                 self.emit_text(kind, &piece);
                 match end {
@@ -664,6 +667,8 @@ impl<'g> StreamParser<'g> {
         let found = find_first_stop(rest, stops_ref);
         let (take, done) = match found {
             Some(i) => (i, true),
+            // A name the output cut off is not a name.
+            None if last && matches!(kind, TextKind::ToolName | TextKind::ArgName) => return (Step::Fail, None),
             None if last => (rest.len(), true),
             None => (rest.len() - partial_stop_len(rest, stops_ref), false),
         };
@@ -904,6 +909,45 @@ fn partial_stop_len(text: &str, stops: &[String]) -> usize {
 /// `s` as a JSON string literal.
 pub fn json_quote(s: &str) -> String {
     format!("\"{}\"", json_escape(s))
+}
+
+/// The text of JSON string content (`a\"b` → `a"b`). Escapes are complete
+/// here (the caller holds back a trailing backslash); `\u` escapes of
+/// surrogate pairs and invalid escapes are kept as written.
+fn json_unescape(s: &str) -> String {
+    if !s.contains('\\') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some('u') => {
+                let hex: String = chars.clone().take(4).collect();
+                match u32::from_str_radix(&hex, 16).ok().filter(|_| hex.len() == 4).and_then(char::from_u32) {
+                    Some(ch) => {
+                        out.push(ch);
+                        for _ in 0..4 {
+                            chars.next();
+                        }
+                    }
+                    None => out.push_str("\\u"),
+                }
+            }
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 /// `s` escaped for the inside of a JSON string (the runtime's escaping,
