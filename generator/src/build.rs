@@ -14,7 +14,6 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::jinja::ChatTemplate;
 use crate::spec::Family;
 
 /// Analyses every `*.jinja` file of a directory.
@@ -59,14 +58,13 @@ impl Builder {
             }
             let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
             let source = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let template = ChatTemplate::new(&path.display().to_string(), &source).map_err(|e| e.to_string())?;
-            let spec = crate::analyze(&template).map_err(|e| e.to_string())?.spec;
+            let spec = crate::spec_from_source(&path.display().to_string(), &source)?;
             let name = const_name(&file);
             let handler = match &spec.family {
                 Family::Generic => "autoparser".to_string(),
                 Family::Dedicated(n) => n.clone(),
             };
-            let spec_json = serde_json::to_string(&spec).map_err(|e| e.to_string())?;
+            let spec_json = crate::spec_to_json(&spec)?;
             let tokens: Vec<String> = spec.preserved_tokens.iter().map(|t| format!("{t:?}")).collect();
             let _ = writeln!(
                 code,

@@ -35,6 +35,17 @@ pub mod spec;
 pub use analysis::{analyze, Analysis, AnalysisError};
 pub use spec::FormatSpec;
 
+/// The one entry point from template source to format spec: compiles the
+/// template (named `name` in diagnostics) and analyses it. The CLI, the
+/// build.rs API and the `chat_parser!` macro all go through it.
+///
+/// Errors are one-line diagnostics naming the file and, for Jinja problems,
+/// the line.
+pub fn spec_from_source(name: &str, source: &str) -> Result<FormatSpec, String> {
+    let template = jinja::ChatTemplate::new(name, source).map_err(|e| e.to_string())?;
+    analyze(&template).map(|a| a.spec).map_err(|e| e.to_string())
+}
+
 /// The spec as compact JSON (the form embedded in generated code).
 pub fn spec_to_json(spec: &FormatSpec) -> Result<String, String> {
     serde_json::to_string(spec).map_err(|e| e.to_string())

@@ -17,10 +17,8 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use chat_parser_generator::{
-    analyze,
     interp::StreamParser,
     ir::build::{build, ParseOptions, ReasoningFormat, ToolChoice},
-    jinja::ChatTemplate,
     reference::reference_view,
     FormatSpec,
 };
@@ -90,8 +88,7 @@ fn one_line(message: impl std::fmt::Display) -> String {
 /// Reads, compiles and analyses a template.
 fn load_spec(path: &str) -> Result<FormatSpec, String> {
     let source = std::fs::read_to_string(path).map_err(|e| one_line(format!("cannot read {path}: {e}")))?;
-    let template = ChatTemplate::new(path, &source).map_err(one_line)?;
-    Ok(analyze(&template).map_err(one_line)?.spec)
+    chat_parser_generator::spec_from_source(path, &source).map_err(one_line)
 }
 
 fn analyze_command(args: &[String]) -> Result<String, String> {

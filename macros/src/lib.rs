@@ -97,8 +97,7 @@ fn analyse(path: &str) -> Result<Constants, String> {
     let root = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| "chat_parser!: CARGO_MANIFEST_DIR is not set")?;
     let full = std::path::Path::new(&root).join(path);
     let source = std::fs::read_to_string(&full).map_err(|e| format!("{path}: cannot read template: {e}"))?;
-    let template = chat_parser_generator::jinja::ChatTemplate::new(path, &source).map_err(|e| e.to_string())?;
-    let spec = chat_parser_generator::analyze(&template).map_err(|e| e.to_string())?.spec;
+    let spec = chat_parser_generator::spec_from_source(path, &source)?;
     Ok(Constants {
         full_path: Some(full.display().to_string()),
         generation_prompt: spec.generation_prompt.thinking.clone(),
