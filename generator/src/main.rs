@@ -139,7 +139,7 @@ fn parse_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
     let request = Request::from_json(&body)?;
 
     let grammar = build(&spec, &request.options);
-    let mut parser = StreamParser::new(&grammar);
+    let mut parser = StreamParser::new(&grammar).with_tools(chat_parser_generator::ir::build::tool_signatures(&request.options));
     let mut message = MessageBuilder::new();
     match stream {
         None => {

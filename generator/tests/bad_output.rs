@@ -169,10 +169,10 @@ impl Chunking {
 
 /// Feeds `input` in the given chunks (then `finish` if asked). A panic is
 /// returned as `Err(message)`.
-fn run(grammar: &Node, input: &[u8], chunking: &Chunking, finish: bool) -> Result<Outcome, String> {
+fn run(grammar: &Grammar, input: &[u8], chunking: &Chunking, finish: bool) -> Result<Outcome, String> {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let mut rec = Recorder { events: Vec::new(), builder: MessageBuilder::new() };
-        let mut parser = StreamParser::new(grammar);
+        let mut parser = StreamParser::new(&grammar.node).with_tools(grammar.tools.clone());
         for piece in chunking.pieces(input) {
             parser.feed(piece, &mut rec);
         }
@@ -590,11 +590,17 @@ struct Sample {
     expect: Option<Vec<Call>>,
 }
 
+/// A grammar and the tools its parser checks names against.
+struct Grammar {
+    node: Node,
+    tools: Vec<chat_parser_generator::ir::build::ToolSignature>,
+}
+
 struct Fixture {
     template: String,
     label: String,
     family: Family,
-    grammar: Node,
+    grammar: Grammar,
     /// Declared tool names.
     tools: Vec<String>,
     /// Text that ends a reasoning block the output starts in (or opens and
@@ -622,6 +628,7 @@ fn collect_literals(n: &Node, out: &mut Vec<String>) {
         Node::Until { stops, .. } => out.extend(stops.iter().cloned()),
         Node::Mark(Mark::Name(name)) => out.push(name.clone()),
         Node::ArgKey(k) => out.push(k.clone()),
+        Node::ByArgType { string, json, auto } => [string, json, auto].iter().for_each(|n| collect_literals(n, out)),
         _ => {}
     }
 }
@@ -649,9 +656,9 @@ fn describe_options(o: &ParseOptions) -> String {
 
 fn make_fixture(template: &str, path: &Path, options: ParseOptions, samples: Vec<Sample>, rprefix: String) -> Fixture {
     let spec = spec_of(path);
-    let grammar = build(&spec, &options);
+    let grammar = Grammar { node: build(&spec, &options), tools: chat_parser_generator::ir::build::tool_signatures(&options) };
     let mut literals = Vec::new();
-    collect_literals(&grammar, &mut literals);
+    collect_literals(&grammar.node, &mut literals);
     literals.sort();
     literals.dedup();
     let base = run(&grammar, rprefix.as_bytes(), &Chunking::Whole, true).map(|o| o.message.content).unwrap_or_default();

@@ -15,7 +15,7 @@ fn parse(spec: &FormatSpec, options: &ParseOptions, text: &str) -> Message {
     let grammar = build(spec, options);
     for chunk in [usize::MAX, 1] {
         let mut b = MessageBuilder::new();
-        let mut p = StreamParser::new(&grammar);
+        let mut p = StreamParser::new(&grammar).with_tools(tool_signatures(options));
         for piece in text.as_bytes().chunks(chunk) {
             p.feed(piece, &mut b);
         }

@@ -243,7 +243,7 @@ fn parse_chunked(spec: &FormatSpec, tools: &[Value], text: &str, chunk: usize) -
     };
     let grammar = build(spec, &options);
     let mut builder = MessageBuilder::new();
-    let mut parser = StreamParser::new(&grammar);
+    let mut parser = StreamParser::new(&grammar).with_tools(chat_parser_generator::ir::build::tool_signatures(&options));
     for piece in text.as_bytes().chunks(chunk) {
         parser.feed(piece, &mut builder);
     }

@@ -17,6 +17,7 @@ use proptest::prelude::*;
 struct Prepared {
     id: String,
     grammar: Node,
+    tools: Vec<chat_parser_generator::ir::build::ToolSignature>,
     input: Vec<u8>,
     partial: bool,
 }
@@ -36,7 +37,7 @@ fn prepared() -> &'static [Prepared] {
                         analyze(&ChatTemplate::new(&case.template, &source).ok()?).ok().map(|a| a.spec)
                     })
                     .clone()?;
-                Some(Prepared { id: case.id.clone(), grammar: build(&spec, &case.options), input: case.input.into_bytes(), partial: case.is_partial })
+                Some(Prepared { id: case.id.clone(), grammar: build(&spec, &case.options), tools: chat_parser_generator::ir::build::tool_signatures(&case.options), input: case.input.into_bytes(), partial: case.is_partial })
             })
             .collect()
     })
@@ -55,7 +56,7 @@ fn run(p: &Prepared, chunks: &[usize]) -> (Message, Message, Vec<String>) {
     }
     let (mut m, mut d, mut events) = (MessageBuilder::new(), DeltaBuilder::new(), Vec::new());
     let mut folded = Message::default();
-    let mut parser = StreamParser::new(&p.grammar);
+    let mut parser = StreamParser::new(&p.grammar).with_tools(p.tools.clone());
     let mut at = 0;
     let mut i = 0;
     while at < p.input.len() {
@@ -152,7 +153,7 @@ fn every_corpus_template_streams_like_whole_input() {
         ] {
             let grammar = build(&spec, &options);
             for text in &texts {
-                let p = Prepared { id: name.clone(), grammar: grammar.clone(), input: text.clone().into_bytes(), partial: false };
+                let p = Prepared { id: name.clone(), grammar: grammar.clone(), tools: chat_parser_generator::ir::build::tool_signatures(&options), input: text.clone().into_bytes(), partial: false };
                 let (want, _) = whole(&p);
                 for chunks in [[1usize], [5]] {
                     let (got, folded, _) = run(&p, &chunks);

@@ -5,13 +5,13 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use chat_parser_generator::{analyze, interp::StreamParser, ir::build::build, jinja::ChatTemplate, FormatSpec};
+use chat_parser_generator::{analyze, interp::StreamParser, ir::build::{build, tool_signatures}, jinja::ChatTemplate, FormatSpec};
 use chat_parser_runtime::{Message, MessageBuilder};
 
 fn parse(spec: &FormatSpec, case: &common::vectors::Case, chunk: usize) -> Message {
     let grammar = build(spec, &case.options);
     let mut builder = MessageBuilder::new();
-    let mut parser = StreamParser::new(&grammar);
+    let mut parser = StreamParser::new(&grammar).with_tools(tool_signatures(&case.options));
     for piece in case.input.as_bytes().chunks(chunk.max(1)) {
         parser.feed(piece, &mut builder);
     }

@@ -10,6 +10,22 @@
 
 use crate::escape;
 
+/// Whether `text` is exactly one JSON value, with optional whitespace
+/// around it (strict JSON, no Python literals).
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::json::is_json_value;
+/// assert!(is_json_value(" [1, {\"a\": null}]\n"));
+/// assert!(!is_json_value("Paris"));
+/// assert!(!is_json_value("1 2"));
+/// ```
+pub fn is_json_value(text: &str) -> bool {
+    let mut scanner = JsonScanner::new(false, false);
+    let (n, scan) = scanner.scan(text, true, &mut |_: &str| {});
+    scan == Scan::Done && text.as_bytes()[n..].iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}
+
 /// Where the scanned value stands after a call to [`JsonScanner::scan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scan {

@@ -84,6 +84,41 @@ pub enum Event<'a> {
     ToolCallEnd { complete: bool },
 }
 
+/// How a tool's argument value is typed, from its JSON schema: generated
+/// parsers of tagged-argument formats (`<parameter=k>v</parameter>`) read a
+/// `String` value raw, a `Json` value as JSON, and an `Auto` value by the rule
+/// for arguments without a schema type (JSON when the whole value is a short
+/// JSON text, otherwise a string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgType {
+    String,
+    Json,
+    Auto,
+}
+
+/// A declared tool, as a generated parser needs it: its name (calls to other
+/// names are not calls) and the types of its arguments.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::{ArgType, Tool};
+/// const TOOLS: &[Tool] = &[Tool { name: "get_weather", args: &[("city", ArgType::String), ("days", ArgType::Json)] }];
+/// assert_eq!(TOOLS[0].arg_type("days"), ArgType::Json);
+/// assert_eq!(TOOLS[0].arg_type("other"), ArgType::Auto);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tool<'a> {
+    pub name: &'a str,
+    pub args: &'a [(&'a str, ArgType)],
+}
+
+impl Tool<'_> {
+    /// The declared type of an argument (`Auto` when it is not declared).
+    pub fn arg_type(&self, arg: &str) -> ArgType {
+        self.args.iter().find(|(name, _)| *name == arg).map(|(_, t)| *t).unwrap_or(ArgType::Auto)
+    }
+}
+
 /// Receives events from a parser.
 pub trait Sink {
     fn event(&mut self, event: Event<'_>);

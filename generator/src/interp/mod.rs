@@ -49,7 +49,8 @@
 
 use chat_parser_runtime::{Event, Sink};
 
-use crate::ir::{Alt, JsonKind, Mark, Node, TextKind};
+use crate::ir::build::{ToolSignature, ValueKind};
+use crate::ir::{Alt, JsonKind, Mark, Node, TextKind, AUTO_JSON_MAX, MAX_NAME_LEN};
 use chat_parser_runtime::json::{JsonScanner, Scan};
 
 /// An event waiting to be delivered (owned, because it may be taken back
@@ -89,11 +90,12 @@ enum Frame<'g> {
     Literal(&'g str),
     Space,
     OptionalNewline,
-    Until { stops: &'g [String], kind: TextKind, trim_newlines: bool, state: UntilText, acc: String, held_newline: bool },
+    Until { stops: &'g [String], kind: TextKind, trim_newlines: bool, state: UntilText, acc: String, held_newline: bool, as_string: bool },
     Json { kind: JsonKind, scanner: JsonScanner },
     JsonString { kind: TextKind, escaped: bool },
     Mark(&'g Mark),
     ArgKey(&'g str),
+    ByArgType { string: &'g Node, json: &'g Node, auto: &'g Node },
     End,
 }
 
@@ -141,6 +143,13 @@ pub struct StreamParser<'g> {
     emit_pos: usize,
     /// Reused for text that must be copied out of `text` before reporting.
     scratch: String,
+    /// The request's tools: call names are checked against them and
+    /// argument values typed by them. Empty: any name, untyped arguments.
+    tools: Vec<ToolSignature>,
+    /// The declared tool of the current call.
+    tool: Option<usize>,
+    /// The declared type of the argument just named.
+    arg_type: ValueKind,
 }
 
 /// `text[from..to]` is known to be whitespace.
@@ -169,7 +178,17 @@ impl<'g> StreamParser<'g> {
             ws: WsCache::default(),
             emit_pos: 0,
             scratch: String::new(),
+            tools: Vec::new(),
+            tool: None,
+            arg_type: ValueKind::Auto,
         }
+    }
+
+    /// Checks call names against these tools and types arguments by them
+    /// (see [`crate::ir::build::tool_signatures`]).
+    pub fn with_tools(mut self, tools: Vec<ToolSignature>) -> StreamParser<'g> {
+        self.tools = tools;
+        self
     }
 
     /// Parses a chunk of output and reports what is certain so far.
@@ -324,6 +343,7 @@ impl<'g> StreamParser<'g> {
     }
 
     fn open_key(&mut self, key: &str) {
+        self.arg_type = self.tool.and_then(|t| self.tools.get(t)).map(|t| t.arg_type(key)).unwrap_or(ValueKind::Auto);
         let sep = if self.args_written > 0 { ", " } else { "" };
         self.args_written += 1;
         let text = format!("{sep}{}: ", json_quote(key));
@@ -593,6 +613,14 @@ impl<'g> StreamParser<'g> {
                 self.open_key(k);
                 (Step::Done, None)
             }
+            Frame::ByArgType { string, json, auto } => {
+                let node = match self.arg_type {
+                    ValueKind::String => string,
+                    ValueKind::Json => json,
+                    ValueKind::Auto => auto,
+                };
+                (Step::Push(frame_for(node)), None)
+            }
             Frame::End => {
                 if self.pos < self.text.len() {
                     (Step::Fail, None)
@@ -602,8 +630,8 @@ impl<'g> StreamParser<'g> {
                     (Step::NeedMore, Some(Frame::End))
                 }
             }
-            Frame::Until { stops, kind, trim_newlines, state, acc, held_newline } => {
-                self.step_until(stops, kind, trim_newlines, state, acc, held_newline, last)
+            Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string } => {
+                self.step_until(stops, kind, trim_newlines, state, acc, held_newline, as_string, last)
             }
             Frame::Json { kind, mut scanner } => {
                 let rest = &self.text[self.pos..];
@@ -660,10 +688,28 @@ impl<'g> StreamParser<'g> {
         mut state: UntilText,
         mut acc: String,
         mut held_newline: bool,
+        mut as_string: bool,
         last: bool,
     ) -> (Step<'g>, Option<Frame<'g>>) {
         let stops_ref = stops;
-        let rest = &self.text[self.pos..];
+        let mut rest = &self.text[self.pos..];
+        let is_name = matches!(kind, TextKind::ToolName | TextKind::ArgName);
+        if is_name {
+            // A name is short: look no further than where it could end.
+            let room = MAX_NAME_LEN - acc.len().min(MAX_NAME_LEN);
+            let longest = stops_ref.iter().map(String::len).max().unwrap_or(0);
+            let mut cut = (room + longest).min(rest.len());
+            while !rest.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let window = &rest[..cut];
+            match find_first_stop(window, stops_ref) {
+                Some(i) if i > room => return (Step::Fail, None),
+                None if window.len() - partial_stop_len(window, stops_ref) > room => return (Step::Fail, None),
+                _ => {}
+            }
+            rest = window;
+        }
         let found = find_first_stop(rest, stops_ref);
         let (take, done) = match found {
             Some(i) => (i, true),
@@ -682,7 +728,7 @@ impl<'g> StreamParser<'g> {
             if matches!(state, UntilText::Fresh) {
                 if piece.is_empty() && !done {
                     self.scratch = owned;
-                    return (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline }));
+                    return (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string }));
                 }
                 if let Some(p) = piece.strip_prefix('\n') {
                     piece = p;
@@ -705,13 +751,15 @@ impl<'g> StreamParser<'g> {
             text.pop();
             held_newline = !done;
         }
-        self.value_text(kind, &text, &mut acc);
+        self.value_text(kind, &text, &mut acc, &mut as_string);
         self.scratch = owned;
         if done {
-            self.end_value(kind, &acc);
+            if !self.end_value(kind, &acc, as_string) {
+                return (Step::Fail, None);
+            }
             (Step::Done, None)
         } else {
-            (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline }))
+            (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string }))
         }
     }
 
@@ -721,31 +769,56 @@ impl<'g> StreamParser<'g> {
         }
     }
 
-    fn value_text(&mut self, kind: TextKind, text: &str, acc: &mut String) {
+    fn value_text(&mut self, kind: TextKind, text: &str, acc: &mut String, as_string: &mut bool) {
         match kind {
             TextKind::ArgString => {
                 let escaped = json_escape(text);
                 self.emit_args(&escaped);
             }
-            TextKind::ToolName | TextKind::ArgName | TextKind::ArgAuto => acc.push_str(text),
+            TextKind::ArgAuto if *as_string => self.emit_args(&json_escape(text)),
+            TextKind::ArgAuto => {
+                acc.push_str(text);
+                if acc.len() > AUTO_JSON_MAX {
+                    // Too long to be read as JSON: a string from here on.
+                    *as_string = true;
+                    let start = format!("\"{}", json_escape(acc));
+                    acc.clear();
+                    self.emit_args(&start);
+                }
+            }
+            TextKind::ToolName | TextKind::ArgName => acc.push_str(text),
             other => self.emit_text(other, text),
         }
     }
 
-    fn end_value(&mut self, kind: TextKind, acc: &str) {
+    /// Reports what a finished value stands for; false when it is not
+    /// acceptable (a call name the request's tools do not declare).
+    fn end_value(&mut self, kind: TextKind, acc: &str, as_string: bool) -> bool {
         match kind {
             TextKind::ArgString => self.emit_args("\""),
-            TextKind::ToolName => self.emit_name(acc.trim()),
+            TextKind::ToolName => {
+                let name = acc.trim();
+                if !self.tools.is_empty() {
+                    match self.tools.iter().position(|t| t.name == name) {
+                        Some(i) => self.tool = Some(i),
+                        None => return false,
+                    }
+                }
+                self.emit_name(name);
+            }
             TextKind::ArgName => self.open_key(acc.trim()),
+            TextKind::ArgAuto if as_string => self.emit_args("\""),
             TextKind::ArgAuto => {
-                let value = match serde_json::from_str::<serde_json::Value>(acc) {
-                    Ok(v) => v.to_string(),
-                    Err(_) => json_quote(acc),
-                };
-                self.emit_args(&value);
+                // Short untyped values are JSON when they are JSON text.
+                if chat_parser_runtime::json::is_json_value(acc) {
+                    self.emit_args(acc.trim());
+                } else {
+                    self.emit_args(&json_quote(acc));
+                }
             }
             _ => {}
         }
+        true
     }
 }
 
@@ -775,10 +848,12 @@ fn frame_for(node: &Node) -> Frame<'_> {
             state: UntilText::Fresh,
             acc: String::new(),
             held_newline: false,
+            as_string: false,
         },
         Node::Json { kind, python, .. } => Frame::Json { kind: *kind, scanner: JsonScanner::new(*python, *kind == JsonKind::ToolArgs) },
         Node::JsonStringContent(kind) => Frame::JsonString { kind: *kind, escaped: false },
         Node::ArgKey(k) => Frame::ArgKey(k.as_str()),
+        Node::ByArgType { string, json, auto } => Frame::ByArgType { string, json, auto },
         Node::Mark(m) => Frame::Mark(m),
         Node::End => Frame::End,
     }

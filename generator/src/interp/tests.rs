@@ -4,9 +4,9 @@ use super::StreamParser;
 use crate::ir::{build::*, Node};
 use crate::spec::*;
 
-fn parse_chunked(g: &Node, text: &str, chunk: usize) -> Message {
+fn parse_chunked(g: &Node, opts: &ParseOptions, text: &str, chunk: usize) -> Message {
     let mut b = MessageBuilder::new();
-    let mut p = StreamParser::new(g);
+    let mut p = StreamParser::new(g).with_tools(tool_signatures(opts));
     for piece in text.as_bytes().chunks(chunk.max(1)) {
         p.feed(piece, &mut b);
     }
@@ -39,7 +39,7 @@ fn tagged_arguments_are_typed_by_schema_in_any_chunking() {
     let g = build(&qwen_coder_spec(), &opts);
     let text = "Sure.\n<tool_call>\n<function=f>\n<parameter=n>\n12\n</parameter>\n<parameter=s>\nline 1\n\"two\"\n</parameter>\n</function>\n</tool_call>";
     for chunk in [1, 2, 3, 7, 1000] {
-        let m = parse_chunked(&g, text, chunk);
+        let m = parse_chunked(&g, &opts, text, chunk);
         assert_eq!(m.content, "Sure.\n", "chunk {chunk}");
         assert_eq!(m.tool_calls.len(), 1);
         assert_eq!(m.tool_calls[0].name, "f");
@@ -54,7 +54,7 @@ fn broken_markup_before_the_name_is_content() {
     let g = build(&qwen_coder_spec(), &opts);
     let text = "a <tool_call>\n<function=nope>\n</function></tool_call> b";
     for chunk in [1, 5, 1000] {
-        let m = parse_chunked(&g, text, chunk);
+        let m = parse_chunked(&g, &opts, text, chunk);
         assert_eq!(m.content, text, "chunk {chunk}");
         assert!(m.tool_calls.is_empty());
     }
@@ -64,7 +64,7 @@ fn broken_markup_before_the_name_is_content() {
 fn a_call_cut_off_keeps_its_arguments_and_is_incomplete() {
     let opts = ParseOptions { tools: vec![tool("f", serde_json::json!({"s": {"type": "string"}}))], ..ParseOptions::default() };
     let g = build(&qwen_coder_spec(), &opts);
-    let m = parse_chunked(&g, "<tool_call>\n<function=f>\n<parameter=s>\nhel", 3);
+    let m = parse_chunked(&g, &opts, "<tool_call>\n<function=f>\n<parameter=s>\nhel", 3);
     assert_eq!(m.tool_calls.len(), 1);
     assert_eq!(m.tool_calls[0].name, "f");
     assert!(!m.tool_calls[0].complete);

@@ -73,18 +73,29 @@ impl Default for ParseOptions {
     }
 }
 
-/// A declared tool: its name and argument types.
-struct Tool {
-    name: String,
-    /// `(argument name, value kind)` in schema order.
-    args: Vec<(String, ValueKind)>,
+/// A declared tool: its name and argument types. The grammar does not
+/// contain tool names; a parser checks a call's name and types its arguments
+/// against these at run time (so one generated parser serves any tool list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolSignature {
+    pub name: String,
+    /// `(argument name, value type)` in schema order.
+    pub args: Vec<(String, ValueKind)>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ValueKind {
-    String,
-    Json,
-    Auto,
+impl ToolSignature {
+    /// The declared type of an argument (`Auto` when it is not declared).
+    pub fn arg_type(&self, arg: &str) -> ValueKind {
+        self.args.iter().find(|(name, _)| name == arg).map(|(_, t)| *t).unwrap_or(ValueKind::Auto)
+    }
+}
+
+/// How an argument value is read (the runtime's type, by schema).
+pub use chat_parser_runtime::ArgType as ValueKind;
+
+/// The tools of a request, as parsers check names and type arguments.
+pub fn tool_signatures(options: &ParseOptions) -> Vec<ToolSignature> {
+    tools_of(options)
 }
 
 fn value_kind(schema: &Value) -> ValueKind {
@@ -106,8 +117,8 @@ fn value_kind(schema: &Value) -> ValueKind {
     }
 }
 
-fn tools_of(options: &ParseOptions) -> Vec<Tool> {
-    let mut tools: Vec<Tool> = options
+fn tools_of(options: &ParseOptions) -> Vec<ToolSignature> {
+    let tools: Vec<ToolSignature> = options
         .tools
         .iter()
         .filter_map(|t| {
@@ -119,11 +130,9 @@ fn tools_of(options: &ParseOptions) -> Vec<Tool> {
                 .and_then(Value::as_object)
                 .map(|props| props.iter().map(|(k, v)| (k.clone(), value_kind(v))).collect())
                 .unwrap_or_default();
-            Some(Tool { name, args })
+            Some(ToolSignature { name, args })
         })
         .collect();
-    // A name that is a prefix of another must be tried after it.
-    tools.sort_by_key(|t| std::cmp::Reverse(t.name.len()));
     tools
 }
 
@@ -192,7 +201,6 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
 
     let tools_active =
         options.tool_choice != ToolChoice::None && !options.tools.is_empty() && spec.tools.format.mode != ToolFormatMode::None;
-    let tools = tools_of(options);
     let wrapper = (spec.content.mode != ContentMode::Plain && !spec.content.start.trim().is_empty())
         .then(|| (spec.content.start.trim().to_string(), spec.content.end.trim().to_string()));
 
@@ -201,7 +209,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     let mut limits = Vec::new();
     // A format without any marker in front of its calls cannot be told from
     // content: it needs a dedicated parser (Gemma 4's `call:` syntax).
-    let section = tools_active.then(|| tool_section(spec, &tools, options.parallel_tool_calls)).filter(|(t, _, _)| !t.trim().is_empty());
+    let section = tools_active.then(|| tool_section(spec, options.parallel_tool_calls)).filter(|(t, _, _)| !t.trim().is_empty());
     if let Some((trigger, guard, calls)) = section {
         stops.push(trigger);
         alts.push(Alt { guard, body: calls });
@@ -255,7 +263,7 @@ fn reasoning_block_rest(end: &str, layout_newlines: bool) -> Node {
 ///
 /// A call is reported closed (`ToolClose`) only after its last closing
 /// marker, so output cut off before it leaves the call incomplete.
-fn tool_section(spec: &FormatSpec, tools: &[Tool], parallel: bool) -> (String, Node, Node) {
+fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     let f = &spec.tools.format;
     let more = if parallel { None } else { Some(0) };
     let section_start = f.section_start.trim();
@@ -264,8 +272,8 @@ fn tool_section(spec: &FormatSpec, tools: &[Tool], parallel: bool) -> (String, N
     let json = f.mode == ToolFormatMode::JsonNative;
     // One call after its per-call opener (and, for tag formats, with or
     // without its function-name prefix).
-    let call = if json { json_call(spec, tools, false) } else { tagged_call(spec, tools) };
-    let call_after_prefix = tagged_call_after_prefix(spec, tools);
+    let call = if json { json_call(spec, false) } else { tagged_call(spec) };
+    let call_after_prefix = tagged_call_after_prefix(spec);
     let close = |body: Node| Node::seq(vec![body, marker(&f.per_call_end), Node::Mark(Mark::ToolClose)]);
     // Later calls in a section: what starts each of them.
     let next_call = |guard: Node, body: Node| Node::Repeat {
@@ -319,56 +327,36 @@ fn tool_section(spec: &FormatSpec, tools: &[Tool], parallel: bool) -> (String, N
         let trigger = if f.fun_name_is_key || first.is_empty() { "{\"".to_string() } else { format!("{{\"{first}\"") };
         // The trigger is the start of the call object itself: look, don't take.
         let guard = Node::Peek(Box::new(Node::lit(trigger.clone())));
-        (trigger, guard, Node::seq(vec![close(json_call(spec, tools, false)), Node::Space]))
+        (trigger, guard, Node::seq(vec![close(json_call(spec, false)), Node::Space]))
     } else {
         (name_prefix.to_string(), Node::lit(name_prefix), Node::seq(vec![close(call_after_prefix), Node::Space]))
     }
 }
 
-/// The name of the call: a literal choice among the declared tools (each
-/// alternative continuing with `then(tool)`), or free text up to a stop.
+/// The name of the call: free text up to one of `stops`, then `then()`.
 ///
-/// A declared name only counts when one of `stops` follows it (checked by
-/// lookahead), so `get_weather` is not taken from `get_weatherX`, and the call
-/// is not committed on a name the output has not finished writing.
-fn named(tools: &[Tool], before: Node, stops: &[String], then: &dyn Fn(Option<&Tool>) -> Node) -> Node {
-    if tools.is_empty() {
-        return Node::seq(vec![
-            before,
-            Node::Until { stops: stops.to_vec(), kind: TextKind::ToolName, trim_newlines: false },
-            then(None),
-        ]);
-    }
-    let follow = Node::Peek(Box::new(Node::Choice(
-        stops
-            .iter()
-            .map(|s| Alt { guard: if s.trim().is_empty() { Node::lit(s.clone()) } else { Node::seq(vec![Node::Space, Node::lit(s.trim())]) }, body: Node::Empty })
-            .collect(),
-    )));
-    let alts = tools
-        .iter()
-        .map(|t| Alt {
-            guard: Node::seq(vec![before.clone(), Node::lit(t.name.clone()), follow.clone()]),
-            body: Node::seq(vec![Node::Mark(Mark::Name(t.name.clone())), then(Some(t))]),
-        })
-        .collect();
-    Node::Choice(alts)
+/// The parser checks the name against the request's tools when the text
+/// ends (a name the tools do not declare is not a call), so tool names are
+/// not part of the grammar and `get_weather` is never taken from
+/// `get_weatherX`.
+fn named(before: Node, stops: &[String], then: &dyn Fn() -> Node) -> Node {
+    Node::seq(vec![before, Node::Until { stops: stops.to_vec(), kind: TextKind::ToolName, trim_newlines: false }, then()])
 }
 
 /// A JSON call object: `{"name": "f", "arguments": {...}}` in the template's
 /// field order (or `{"f": {...}}` when the name is the key).
-fn json_call(spec: &FormatSpec, tools: &[Tool], brace_consumed: bool) -> Node {
+fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
     let f = &spec.tools.format;
     let python = f.python_dict_arguments;
     let q = if python { "'" } else { "\"" };
     let open = if brace_consumed { Node::Empty } else { Node::lit("{") };
     let args = || Node::Json { kind: JsonKind::ToolArgs, schema: None, python };
     if f.fun_name_is_key {
-        let after = |_: Option<&Tool>| {
+        let after = || {
             Node::seq(vec![Node::lit(q), Node::Space, Node::lit(":"), Node::Space, args(), Node::Space, Node::lit("}")])
         };
         let before = Node::seq(vec![Node::Space, Node::lit(q)]);
-        return Node::seq(vec![Node::Mark(Mark::ToolOpen), open, named(tools, before, &[q.to_string()], &after)]);
+        return Node::seq(vec![Node::Mark(Mark::ToolOpen), open, named(before, &[q.to_string()], &after)]);
     }
     // Fields in template order; the name must come before the arguments for
     // events to be in order, which every template in the corpus does.
@@ -424,7 +412,7 @@ fn json_call(spec: &FormatSpec, tools: &[Tool], brace_consumed: bool) -> Node {
     let rest_fields: Vec<String> = order[name_pos + 1..].to_vec();
     let close_nested = nested;
     let optional_after: Vec<bool> = rest_fields.iter().map(|p| is_id(p)).collect();
-    let after = move |_: Option<&Tool>| {
+    let after = move || {
         let mut v = vec![Node::lit(q)];
         for (j, p) in rest_fields.iter().enumerate() {
             if optional_after[j] {
@@ -443,19 +431,19 @@ fn json_call(spec: &FormatSpec, tools: &[Tool], brace_consumed: bool) -> Node {
     };
     // The name's stop is its closing quote.
     let prefix = Node::seq(before_name);
-    match named(tools, Node::Empty, &[q.to_string()], &after) {
+    match named(Node::Empty, &[q.to_string()], &after) {
         Node::Choice(alts) => Node::seq(vec![prefix, Node::Choice(alts)]),
         other => Node::seq(vec![prefix, other]),
     }
 }
 
 /// A call in a tag format, from the function name prefix on.
-fn tagged_call(spec: &FormatSpec, tools: &[Tool]) -> Node {
+fn tagged_call(spec: &FormatSpec) -> Node {
     let prefix = spec.tools.function.name_prefix.trim();
     if prefix.is_empty() {
-        return tagged_call_after_prefix(spec, tools);
+        return tagged_call_after_prefix(spec);
     }
-    Node::seq(vec![Node::lit(prefix), tagged_call_after_prefix(spec, tools)])
+    Node::seq(vec![Node::lit(prefix), tagged_call_after_prefix(spec)])
 }
 
 /// What may follow the function name: its suffix when the template writes
@@ -482,7 +470,7 @@ fn name_stops(spec: &FormatSpec) -> Vec<String> {
     stops
 }
 
-fn tagged_call_after_prefix(spec: &FormatSpec, tools: &[Tool]) -> Node {
+fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
     let t = &spec.tools;
     let stops = name_stops(spec);
     let suffix = t.function.name_suffix.trim().to_string();
@@ -508,9 +496,9 @@ fn tagged_call_after_prefix(spec: &FormatSpec, tools: &[Tool]) -> Node {
         CallIdPosition::None => (Node::Empty, Node::Empty, Node::Empty),
     };
     let python = t.format.python_dict_arguments;
-    let after = |tool: Option<&Tool>| -> Node {
+    let after = || -> Node {
         let args = match t.format.mode {
-            ToolFormatMode::TagWithTagged => tagged_arguments(spec, tool),
+            ToolFormatMode::TagWithTagged => tagged_arguments(spec),
             _ => Node::seq(vec![
                 marker(&t.arguments.start),
                 Node::Space,
@@ -526,11 +514,11 @@ fn tagged_call_after_prefix(spec: &FormatSpec, tools: &[Tool]) -> Node {
             marker(&t.function.close),
         ])
     };
-    Node::seq(vec![Node::Mark(Mark::ToolOpen), pre_name_id, Node::Space, named(tools, Node::Empty, &stops, &after)])
+    Node::seq(vec![Node::Mark(Mark::ToolOpen), pre_name_id, Node::Space, named(Node::Empty, &stops, &after)])
 }
 
 /// `<name-prefix>NAME<name-suffix>[<value-prefix>]VALUE<value-suffix>` per argument.
-fn tagged_arguments(spec: &FormatSpec, tool: Option<&Tool>) -> Node {
+fn tagged_arguments(spec: &FormatSpec) -> Node {
     let a = &spec.tools.arguments;
     let python = spec.tools.format.python_scalar_arguments || spec.tools.format.python_dict_arguments;
     let name_prefix = a.name_prefix.trim().to_string();
@@ -553,21 +541,17 @@ fn tagged_arguments(spec: &FormatSpec, tool: Option<&Tool>) -> Node {
         Node::seq(vec![marker(&value_prefix), v, Node::lit(value_suffix.clone()), Node::Space])
     };
     let mut alts = Vec::new();
-    let mut args: Vec<&(String, ValueKind)> = tool.map(|t| t.args.iter().collect()).unwrap_or_default();
-    args.sort_by_key(|a| std::cmp::Reverse(a.0.len()));
-    for (name, kind) in args {
-        alts.push(Alt {
-            guard: Node::seq(vec![Node::Space, Node::lit(format!("{name_prefix}{name}{name_end}"))]),
-            body: Node::seq(vec![Node::ArgKey(name.clone()), value(*kind)]),
-        });
-    }
-    // Arguments the schema does not declare (or no schema at all).
+    // Each argument: its name, then its value read by its declared type.
     alts.push(Alt {
         guard: Node::seq(vec![Node::Space, Node::lit(name_prefix.clone())]),
         body: Node::seq(vec![
             Node::Until { stops: vec![name_end.clone()], kind: TextKind::ArgName, trim_newlines: false },
             Node::lit(name_end.clone()),
-            value(ValueKind::Auto),
+            Node::ByArgType {
+                string: Box::new(value(ValueKind::String)),
+                json: Box::new(value(ValueKind::Json)),
+                auto: Box::new(value(ValueKind::Auto)),
+            },
         ]),
     });
     let n = alts.len();

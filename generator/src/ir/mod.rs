@@ -47,10 +47,21 @@ pub enum TextKind {
     ArgName,
     /// A raw argument value reported as a JSON string.
     ArgString,
-    /// A raw argument value that is JSON when it parses as JSON, else a string
-    /// (the rule for arguments without a schema type).
+    /// A raw argument value without a schema type: JSON when the whole value
+    /// is JSON text of at most [`AUTO_JSON_MAX`] bytes, else a string.
     ArgAuto,
 }
+
+/// The longest untyped argument value (`TextKind::ArgAuto`) that is read as
+/// JSON. A longer value is a string: a streaming parser must decide before it
+/// reports the value, and holding back a value of any length would need
+/// memory without bound.
+pub const AUTO_JSON_MAX: usize = 64;
+
+/// The longest tool or argument name, in bytes. Longer text where a name
+/// should be is broken markup: a parser would otherwise hold back (and
+/// rescan) text without bound while it waits for the name to end.
+pub const MAX_NAME_LEN: usize = 64;
 
 /// How a JSON value is reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +141,9 @@ pub enum Node {
     JsonStringContent(TextKind),
     /// An argument name given in the IR (tagged formats with a known schema).
     ArgKey(String),
+    /// An argument value read by the declared type of the argument just
+    /// named (looked up at run time in the request's tools).
+    ByArgType { string: Box<Node>, json: Box<Node>, auto: Box<Node> },
     /// Reports a structural event.
     Mark(Mark),
     /// Succeeds only at the end of the output.
@@ -214,6 +228,7 @@ impl std::fmt::Display for Node {
             Node::JsonStringContent(kind) => write!(f, "jstr:{kind:?}"),
             Node::Peek(n) => write!(f, "&{n}"),
             Node::ArgKey(k) => write!(f, "key:{k:?}"),
+            Node::ByArgType { string, json, auto } => write!(f, "<by type: string {string} | json {json} | auto {auto}>"),
             Node::Mark(m) => write!(f, "<{m:?}>"),
             Node::End => write!(f, "$"),
         }
