@@ -34,3 +34,22 @@ pub mod templates {
 
     include!(concat!(env!("OUT_DIR"), "/templates.rs"));
 }
+
+/// Generated parsers for the templates in `templates/` (one module per
+/// template, made by `build.rs`), and `AnyParser` to pick one by file name.
+///
+/// # Example
+/// ```
+/// use chat_parser::{parsers::think, MessageBuilder, Options};
+/// let mut parser = think::Parser::new(Options::default());
+/// let mut message = MessageBuilder::new();
+/// for chunk in ["<think>hm", "m</think>", "Hi!"] {
+///     parser.feed(chunk.as_bytes(), &mut message);
+/// }
+/// parser.finish(&mut message);
+/// let message = message.into_message();
+/// assert_eq!((message.reasoning_content.as_str(), message.content.as_str()), ("hmm", "Hi!"));
+/// ```
+pub mod parsers {
+    include!(concat!(env!("OUT_DIR"), "/parsers.rs"));
+}

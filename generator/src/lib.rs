@@ -25,6 +25,7 @@
 
 pub mod analysis;
 pub mod build;
+pub mod codegen;
 pub mod diff;
 pub mod interp;
 pub mod ir;

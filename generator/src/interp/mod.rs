@@ -665,7 +665,17 @@ impl<'g> StreamParser<'g> {
                 }
                 let n = end.unwrap_or(rest.len());
                 // A trailing backslash waits for its escaped character.
-                let n = if end.is_none() && escaped { n - 1 } else { n };
+                let mut n = if end.is_none() && escaped { n - 1 } else { n };
+                // So does an incomplete `\u` escape.
+                if end.is_none() && !escaped {
+                    let b = rest.as_bytes();
+                    if let Some(k) = b[..n].iter().rposition(|&c| c == b'\\') {
+                        let run = b[..=k].iter().rev().take_while(|&&c| c == b'\\').count();
+                        if run % 2 == 1 && b.get(k + 1) == Some(&b'u') && n - k < 6 {
+                            n = k;
+                        }
+                    }
+                }
                 let piece = json_unescape(&rest[..n]);
                 escaped = false;
                 self.pos += n;

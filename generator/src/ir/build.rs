@@ -249,6 +249,20 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     Node::seq(items)
 }
 
+/// The text that starts tool calls in this format (what switches a lazy
+/// grammar on); empty when the format has no tool calls or no marker.
+pub fn tool_triggers(spec: &FormatSpec) -> Vec<String> {
+    if spec.tools.format.mode == ToolFormatMode::None {
+        return Vec::new();
+    }
+    let (trigger, _, _) = tool_section(spec, false);
+    if trigger.trim().is_empty() {
+        Vec::new()
+    } else {
+        vec![trigger]
+    }
+}
+
 /// Reasoning text up to the end marker, the marker and the space after it.
 /// When the template's markers carry newlines (`<think>\n`, `\n</think>`),
 /// one newline at each side of the text is layout, not reasoning.

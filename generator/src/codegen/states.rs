@@ -1,0 +1,406 @@
+//! From the format IR to the states of a generated parser.
+//!
+//! The IR is a tree without recursion, so where a node goes when it is done
+//! is known when the code is generated: a sequence's item goes on to the next
+//! item, a choice's body to what follows the choice, a loop's body back to
+//! the loop's head. Every node therefore compiles to one or two numbered
+//! states whose successors are constants, and the reference parser's frame
+//! stack disappears. What stays dynamic is small and fixed: loop counters,
+//! the regions a broken call rewinds to, the text reader's flags and the JSON
+//! scanner (see the runtime's `machine` module).
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::ir::{JsonKind, Mark, Node, TextKind};
+
+/// The states of all variants of one parser.
+#[derive(Default)]
+pub struct States {
+    /// The code of each state (a `match` arm body).
+    pub arms: Vec<TokenStream>,
+    /// A comment naming what each state does.
+    pub names: Vec<String>,
+    /// Guard functions.
+    pub guards: Vec<TokenStream>,
+    /// Per variant: each loop's head and recovery state.
+    pub resumes: Vec<Vec<(u16, Option<u16>)>>,
+    /// Per variant: entry state.
+    pub entries: Vec<u16>,
+    /// Largest number of loops, nested regions and loop alternatives in any
+    /// variant (the sizes of the fixed state).
+    pub max_loops: usize,
+    pub max_regions: usize,
+    pub max_alts: usize,
+}
+
+/// The state that ends the grammar (anything after it is content).
+pub const DONE: u16 = 0;
+
+impl States {
+    pub fn new() -> States {
+        let mut s = States::default();
+        s.push("done", quote! {
+            if c.pos < t.len() {
+                c.degraded = true;
+                continue;
+            }
+            return;
+        });
+        s
+    }
+
+    fn push(&mut self, name: &str, code: TokenStream) -> u16 {
+        self.arms.push(code);
+        self.names.push(name.to_string());
+        (self.arms.len() - 1) as u16
+    }
+
+    /// Reserves a state whose code is set later (a loop head, which its
+    /// body's last state jumps back to).
+    fn reserve(&mut self, name: &str) -> u16 {
+        self.push(name, TokenStream::new())
+    }
+
+    /// Adds one variant's grammar; returns its entry state.
+    pub fn add_variant(&mut self, root: &Node) -> u16 {
+        let mut v = Variant { loops: Vec::new() };
+        let entry = self.compile(root, DONE, &mut v);
+        self.max_loops = self.max_loops.max(v.loops.len());
+        self.max_regions = self.max_regions.max(region_depth(root));
+        self.max_alts = self.max_alts.max(max_alts(root));
+        self.resumes.push(v.loops);
+        self.entries.push(entry);
+        entry
+    }
+
+    fn compile(&mut self, node: &Node, next: u16, v: &mut Variant) -> u16 {
+        let nx = state(next);
+        match node {
+            Node::Empty => next,
+            Node::Literal(s) => {
+                let lit = Literal::string(s);
+                self.push(&format!("literal {s:?}"), quote! {
+                    match lit(t, c.pos, #lit, last) {
+                        G::Match(p) => { c.pos = p; c.st = #nx; }
+                        G::More => need_more!(),
+                        G::No => fail!(),
+                    }
+                })
+            }
+            Node::Space => self.push("space", quote! {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last { need_more!() }
+                c.st = #nx;
+            }),
+            Node::OptionalNewline => self.push("optional newline", quote! {
+                if c.pos >= t.len() && !last { need_more!() }
+                if t.as_bytes().get(c.pos) == Some(&b'\n') { c.pos += 1; }
+                c.st = #nx;
+            }),
+            Node::End => self.push("end of output", quote! {
+                if c.pos < t.len() { fail!() }
+                if !last { need_more!() }
+                c.st = #nx;
+            }),
+            Node::Seq(items) => {
+                let mut at = next;
+                for item in items.iter().rev() {
+                    at = self.compile(item, at, v);
+                }
+                at
+            }
+            Node::Choice(alts) => {
+                let mut tries = Vec::new();
+                for alt in alts {
+                    let body = self.compile(&alt.body, next, v);
+                    let g = self.guard(&alt.guard);
+                    let b = state(body);
+                    tries.push(quote! {
+                        match #g(t, c.pos, last) {
+                            G::Match(p) => { c.pos = p; c.st = #b; continue; }
+                            G::More => need_more!(),
+                            G::No => {}
+                        }
+                    });
+                }
+                self.push("choice", quote! { #(#tries)* fail!() })
+            }
+            Node::Repeat { alts, limits, recover } => {
+                let index = v.loops.len();
+                v.loops.push((0, None));
+                let head = self.reserve("loop head");
+                let after = self.reserve("loop round done");
+                let has_recover = recover.is_some();
+                let rec = recover.as_ref().map(|r| self.compile(r, head, v));
+                v.loops[index] = (head, rec);
+                let mut tries = Vec::new();
+                for (k, alt) in alts.iter().enumerate() {
+                    let body = self.compile(&alt.body, after, v);
+                    let g = self.guard(&alt.guard);
+                    let b = state(body);
+                    let limit = match limits.get(k).copied().flatten() {
+                        Some(n) => {
+                            let n = n.min(255) as u8;
+                            quote!(Some(#n))
+                        }
+                        None => quote!(None),
+                    };
+                    tries.push(quote! {
+                        if c.may_try(#index, #k, #limit) {
+                            let start = c.pos;
+                            match #g(t, c.pos, last) {
+                                G::Match(p) => {
+                                    if !c.start_round(#index, #k, #has_recover, start, p) { fail!() }
+                                    c.st = #b;
+                                    continue;
+                                }
+                                G::More => need_more!(),
+                                G::No => {}
+                            }
+                        }
+                    });
+                }
+                self.arms[head as usize] = quote! { #(#tries)* c.st = #nx; };
+                let h = state(head);
+                self.arms[after as usize] = quote! { c.end_round(#has_recover, t, sink); c.st = #h; };
+                self.push("loop", quote! { c.enter_loop(#index); c.st = #h; })
+            }
+            Node::Peek(inner) => {
+                let g = self.guard(inner);
+                self.push("lookahead", quote! {
+                    match #g(t, c.pos, last) {
+                        G::Match(_) => { c.st = #nx; }
+                        G::More => need_more!(),
+                        G::No => fail!(),
+                    }
+                })
+            }
+            Node::Until { stops, kind, trim_newlines } => {
+                let scan = self.until(stops, *kind, *trim_newlines, next);
+                let s = state(scan);
+                self.push("text start", quote! { c.until_start(); c.st = #s; })
+            }
+            Node::Json { kind, python, .. } => {
+                let content = *kind == JsonKind::Content;
+                let object_only = *kind == JsonKind::ToolArgs;
+                let scan = self.push("json", quote! {
+                    match json_step(c, t, #content, last, sink) {
+                        Scan::Done => { c.st = #nx; }
+                        Scan::NeedMore => need_more!(),
+                        Scan::Invalid => fail!(),
+                    }
+                });
+                let s = state(scan);
+                self.push("json start", quote! { c.json = JsonScanner::new(#python, #object_only); c.st = #s; })
+            }
+            Node::JsonStringContent(kind) => {
+                let k = kind_tokens(*kind);
+                self.push("json string", quote! {
+                    match c.json_string_step(t, #k, last, sink) {
+                        Some(true) => { c.st = #nx; }
+                        Some(false) => need_more!(),
+                        None => fail!(),
+                    }
+                })
+            }
+            Node::ArgKey(key) => {
+                let key = Literal::string(key);
+                self.push("argument key", quote! { c.open_key(#key, sink); c.st = #nx; })
+            }
+            Node::ByArgType { string, json, auto } => {
+                let s = state(self.compile(string, next, v));
+                let j = state(self.compile(json, next, v));
+                let a = state(self.compile(auto, next, v));
+                self.push("value by argument type", quote! {
+                    c.st = match c.arg_type() { ArgType::String => #s, ArgType::Json => #j, ArgType::Auto => #a };
+                })
+            }
+            Node::Mark(m) => {
+                let code = match m {
+                    Mark::ToolOpen => quote! { c.tool_open(sink); },
+                    Mark::ToolClose => quote! { c.tool_close(sink); },
+                    Mark::Name(n) => {
+                        let n = Literal::string(n);
+                        quote! { c.literal_name(t, #n, sink); }
+                    }
+                    Mark::Commit => quote! { c.mark_commit(t, sink); },
+                    Mark::ArgsOpen => quote! { c.args_open(sink); },
+                    Mark::ArgsClose => quote! { c.args_close(sink); },
+                    Mark::Prefilled(kind, text) => {
+                        let k = kind_tokens(*kind);
+                        let text = Literal::string(text);
+                        quote! { c.prefilled(#k, #text, sink); }
+                    }
+                };
+                self.push(&format!("{m:?}"), quote! { #code c.st = #nx; })
+            }
+        }
+    }
+
+    /// The state reading text up to a stop.
+    fn until(&mut self, stops: &[String], kind: TextKind, trim: bool, next: u16) -> u16 {
+        let nx = state(next);
+        let k = kind_tokens(kind);
+        let stop_lits: Vec<Literal> = stops.iter().map(|s| Literal::string(s)).collect();
+        let stops_const = quote! { &[#(#stop_lits),*] };
+        let mut firsts: Vec<u8> = stops.iter().filter_map(|s| s.as_bytes().first().copied()).collect();
+        firsts.sort();
+        firsts.dedup();
+        let find = |hay: TokenStream| -> TokenStream {
+            let bytes: Vec<Literal> = firsts.iter().map(|b| Literal::u8_suffixed(*b)).collect();
+            match bytes.as_slice() {
+                [] => quote! { None::<usize> },
+                [a] => quote! { find1(#hay, #a, #stops_const) },
+                [a, b] => quote! { find2(#hay, #a, #b, #stops_const) },
+                [a, b, c] => quote! { find3(#hay, #a, #b, #c, #stops_const) },
+                _ => quote! { find_any(#hay, #stops_const) },
+            }
+        };
+        let is_name = matches!(kind, TextKind::ToolName | TextKind::ArgName);
+        let longest = stops.iter().map(String::len).max().unwrap_or(0);
+        let find_rest = find(quote!(rest));
+        let limit = if is_name {
+            quote! {
+                // A name is short: look no further than where it could end.
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + #longest);
+                let rest = &rest[..cut];
+                match #find_rest {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, #stops_const) > room => fail!(),
+                    _ => {}
+                }
+            }
+        } else {
+            quote! {}
+        };
+        let at_end = if is_name {
+            quote! { None if last => fail!(), }
+        } else {
+            quote! { None if last => Found { take: rest.len(), done: true }, }
+        };
+        let partial_len = if stops.is_empty() { quote!(0) } else { quote!(partial(rest, #stops_const)) };
+        self.push(&format!("{kind:?} up to {stops:?}"), quote! {
+            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+            #limit
+            let found = match #find_rest {
+                Some(i) => Found { take: i, done: true },
+                #at_end
+                None => Found { take: rest.len() - #partial_len, done: false },
+            };
+            match c.until_step(t, #k, #trim, found, sink) {
+                Some(true) => { c.st = #nx; }
+                Some(false) => need_more!(),
+                None => fail!(),
+            }
+        })
+    }
+
+    /// A guard function (matches markup without reporting anything).
+    fn guard(&mut self, node: &Node) -> proc_macro2::Ident {
+        let name = format_ident!("guard_{}", self.guards.len());
+        let body = guard_body(node);
+        self.guards.push(quote! {
+            #[inline]
+            fn #name(t: &str, p: usize, last: bool) -> G {
+                #body
+            }
+        });
+        name
+    }
+}
+
+struct Variant {
+    loops: Vec<(u16, Option<u16>)>,
+}
+
+fn state(n: u16) -> TokenStream {
+    let lit = Literal::u16_unsuffixed(n);
+    quote!(#lit)
+}
+
+fn kind_tokens(kind: TextKind) -> TokenStream {
+    let k = format_ident!("{}", format!("{kind:?}"));
+    quote!(Kind::#k)
+}
+
+/// Code matching a guard at `p` (returns a `G`).
+fn guard_body(node: &Node) -> TokenStream {
+    match node {
+        Node::Empty => quote! { G::Match(p) },
+        Node::Literal(s) => {
+            let s = Literal::string(s);
+            quote! { lit(t, p, #s, last) }
+        }
+        Node::Space => quote! {
+            let e = ws_end(t, p);
+            if e >= t.len() && !last { G::More } else { G::Match(e) }
+        },
+        Node::OptionalNewline => quote! {
+            if p >= t.len() && !last { G::More }
+            else if t.as_bytes().get(p) == Some(&b'\n') { G::Match(p + 1) }
+            else { G::Match(p) }
+        },
+        Node::End => quote! { end(t, p, last) },
+        Node::Seq(items) => {
+            let steps = items.iter().map(|item| {
+                let b = guard_body(item);
+                quote! {
+                    let p = match (|| -> G { #b })() { G::Match(e) => e, other => return other };
+                }
+            });
+            quote! { #(#steps)* G::Match(p) }
+        }
+        Node::Choice(alts) => {
+            let tries = alts.iter().map(|alt| {
+                let g = guard_body(&alt.guard);
+                let b = guard_body(&alt.body);
+                quote! {
+                    let outcome = (|| -> G {
+                        let p = match (|| -> G { #g })() { G::Match(e) => e, other => return other };
+                        #b
+                    })();
+                    match outcome { G::No => {}, other => return other }
+                }
+            });
+            quote! { #(#tries)* G::No }
+        }
+        Node::Peek(inner) => {
+            let b = guard_body(inner);
+            quote! {
+                match (|| -> G { #b })() { G::Match(_) => G::Match(p), other => other }
+            }
+        }
+        // Guards are literal markup only; anything else never matches.
+        _ => quote! { G::No },
+    }
+}
+
+/// How many recoverable loops nest (the regions that can be open at once).
+fn region_depth(node: &Node) -> usize {
+    match node {
+        Node::Seq(items) => items.iter().map(region_depth).max().unwrap_or(0),
+        Node::Choice(alts) => alts.iter().map(|a| region_depth(&a.body)).max().unwrap_or(0),
+        Node::Repeat { alts, recover, .. } => {
+            let inner = alts.iter().map(|a| region_depth(&a.body)).max().unwrap_or(0);
+            let rec = recover.as_deref().map(region_depth).unwrap_or(0);
+            inner.max(rec) + usize::from(recover.is_some())
+        }
+        Node::ByArgType { string, json, auto } => region_depth(string).max(region_depth(json)).max(region_depth(auto)),
+        _ => 0,
+    }
+}
+
+fn max_alts(node: &Node) -> usize {
+    match node {
+        Node::Seq(items) => items.iter().map(max_alts).max().unwrap_or(0),
+        Node::Choice(alts) => alts.iter().map(|a| max_alts(&a.body)).max().unwrap_or(0),
+        Node::Repeat { alts, recover, .. } => {
+            let inner = alts.iter().map(|a| max_alts(&a.body)).max().unwrap_or(0);
+            inner.max(alts.len()).max(recover.as_deref().map(max_alts).unwrap_or(0))
+        }
+        Node::ByArgType { string, json, auto } => max_alts(string).max(max_alts(json)).max(max_alts(auto)),
+        _ => 0,
+    }
+}

@@ -1,0 +1,847 @@
+//! The state every generated parser keeps, and the steps its states share.
+//!
+//! A generated parser is a `match` over its states in a loop; each state is
+//! one position in the template's output grammar (a marker to match, text to
+//! read up to a stop, a JSON value, a guarded choice). What the states have
+//! in common lives here, in fixed-size state: the input window that holds
+//! back text a later chunk decides about, the loops' counters, the regions a
+//! broken call rewinds to, the events a call holds back until it is certain,
+//! and the incremental JSON scanner.
+//!
+//! The semantics are those of the generator's reference parser
+//! (`chat_parser_generator::interp`), which the generated parsers are
+//! property-tested against:
+//! - markup that breaks before the call's name is complete is content: one
+//!   character is given back and parsing goes on after it;
+//! - a named call that breaks later ends with `complete: false`, and the text
+//!   after its last reported piece is content again;
+//! - invalid UTF-8 becomes U+FFFD.
+//!
+//! Bounds (so that no input makes the state grow): the window holds
+//! [`WINDOW`] bytes. When more than that would have to be held back (markup
+//! that never resolves, whitespace without end between two markers), the
+//! held markup counts as broken, by the same rules.
+
+use crate::json::{JsonScanner, Scan};
+use crate::{ArgType, Event, Sink, Tool};
+
+/// Bytes of input a parser can hold back across chunks.
+pub const WINDOW: usize = 96;
+/// The longest tool or argument name (the generator's `ir::MAX_NAME_LEN`).
+pub const MAX_NAME_LEN: usize = 64;
+/// The longest untyped value read as JSON (the generator's `ir::AUTO_JSON_MAX`).
+pub const AUTO_JSON_MAX: usize = 64;
+/// A state number that means "no state".
+pub const NONE: u16 = u16::MAX;
+
+/// A guard's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum G {
+    /// Matched, ending here.
+    Match(usize),
+    /// Does not match.
+    No,
+    /// The text ends inside what could still match.
+    More,
+}
+
+/// What the text between two markers is reported as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Reasoning,
+    Content,
+    Discard,
+    ToolId,
+    ToolName,
+    ArgName,
+    ArgString,
+    ArgAuto,
+}
+
+/// The start of a committed round whose text was dropped from the window.
+const DROPPED: u32 = u32::MAX;
+
+/// A loop round that may still turn back into content.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Region {
+    pos: u32,
+    calls_before: u32,
+    repeat: u8,
+    alt: u8,
+    committed: bool,
+}
+
+/// A loop's counters (one per loop of the grammar).
+#[derive(Debug, Clone, Copy)]
+pub struct Rounds<const A: usize> {
+    counts: [u8; A],
+    /// The alternative that failed at `failed_pos` (not retried there).
+    failed_alt: u8,
+    failed_pos: u32,
+}
+
+impl<const A: usize> Default for Rounds<A> {
+    fn default() -> Self {
+        Rounds { counts: [0; A], failed_alt: u8::MAX, failed_pos: 0 }
+    }
+}
+
+/// Where a loop resumes: its head, and what runs after a broken round.
+#[derive(Debug, Clone, Copy)]
+pub struct Resume {
+    pub head: u16,
+    pub recover: u16,
+}
+
+/// Events of an uncommitted call, held back until its name makes it
+/// certain: the call's start and an id written before the name.
+#[derive(Debug, Clone, Copy, Default)]
+struct Pending {
+    start: bool,
+    id_from: u32,
+    id_to: u32,
+    /// The id is JSON string content (escapes to decode).
+    id_escaped: bool,
+}
+
+/// The fixed-size state of a generated parser: `R` nested regions, `P`
+/// loops with at most `A` alternatives each.
+pub struct Core<'t, const R: usize, const P: usize, const A: usize> {
+    /// The current state.
+    pub st: u16,
+    /// Input position (in the text of the current step).
+    pub pos: usize,
+    /// Position after the last reported piece.
+    pub emit_pos: usize,
+    pub degraded: bool,
+    calls: u32,
+    call_open: bool,
+    args_written: bool,
+    regions: [Region; R],
+    n_regions: u8,
+    rounds: [Rounds<A>; P],
+    pending: Pending,
+    // Text up to a stop.
+    fresh: bool,
+    held_newline: bool,
+    as_string: bool,
+    acc_from: u32,
+    /// JSON string content: a backslash was seen.
+    pub escaped: bool,
+    pub json: JsonScanner,
+    tools: &'t [Tool<'t>],
+    tool: u16,
+    arg_type: ArgType,
+}
+
+/// `text[from..]`, or `""` when `from` is out of range or not a boundary.
+#[inline]
+fn tail(text: &str, from: usize) -> &str {
+    text.get(from..).unwrap_or("")
+}
+
+/// Matches a literal at `pos`.
+#[inline]
+pub fn lit(text: &str, pos: usize, s: &str, last: bool) -> G {
+    let rest = tail(text, pos).as_bytes();
+    if rest.starts_with(s.as_bytes()) {
+        G::Match(pos + s.len())
+    } else if !last && s.as_bytes().starts_with(rest) {
+        G::More
+    } else {
+        G::No
+    }
+}
+
+/// Skips whitespace at `pos`; `More` when it runs to the end of the text.
+#[inline]
+pub fn space(text: &str, pos: usize, last: bool) -> G {
+    let rest = tail(text, pos).as_bytes();
+    let n = rest.iter().take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')).count();
+    if n == rest.len() && !last {
+        G::More
+    } else {
+        G::Match(pos + n)
+    }
+}
+
+/// At most one newline.
+#[inline]
+pub fn opt_newline(text: &str, pos: usize, last: bool) -> G {
+    let rest = tail(text, pos).as_bytes();
+    if rest.is_empty() && !last {
+        G::More
+    } else if rest.first() == Some(&b'\n') {
+        G::Match(pos + 1)
+    } else {
+        G::Match(pos)
+    }
+}
+
+/// The end of the output.
+#[inline]
+pub fn end(text: &str, pos: usize, last: bool) -> G {
+    if pos < text.len() {
+        G::No
+    } else if last {
+        G::Match(pos)
+    } else {
+        G::More
+    }
+}
+
+/// Length of the longest suffix of `text` that is a proper prefix of a stop.
+#[inline]
+pub fn partial(text: &[u8], stops: &[&str]) -> usize {
+    let mut best = 0;
+    for stop in stops {
+        let max = stop.len().saturating_sub(1).min(text.len());
+        for n in (best + 1..=max).rev() {
+            if stop.as_bytes().starts_with(&text[text.len() - n..]) {
+                best = n;
+                break;
+            }
+        }
+    }
+    best
+}
+
+/// What reading text up to a stop found.
+#[derive(Debug, Clone, Copy)]
+pub struct Found {
+    /// Bytes of text before the stop (or before the held-back tail).
+    pub take: usize,
+    /// The stop was found (or the output ended).
+    pub done: bool,
+}
+
+impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
+    /// A parser at `start`, checking call names against `tools`.
+    pub fn new(start: u16, tools: &'t [Tool<'t>]) -> Self {
+        Core {
+            st: start,
+            pos: 0,
+            emit_pos: 0,
+            degraded: false,
+            calls: 0,
+            call_open: false,
+            args_written: false,
+            regions: [Region::default(); R],
+            n_regions: 0,
+            rounds: [Rounds::default(); P],
+            pending: Pending::default(),
+            fresh: true,
+            held_newline: false,
+            as_string: false,
+            acc_from: 0,
+            escaped: false,
+            json: JsonScanner::new(false, false),
+            tools,
+            tool: u16::MAX,
+            arg_type: ArgType::Auto,
+        }
+    }
+
+    /// The oldest position a later step may come back to: text before it
+    /// can be dropped.
+    pub fn keep(&self) -> usize {
+        let mut keep = self.pos.min(self.emit_pos);
+        // A committed round never rewinds to its start (only to the last
+        // reported piece), so only uncommitted rounds keep their markup.
+        for r in self.regions[..self.n_regions as usize].iter().filter(|r| !r.committed) {
+            keep = keep.min(r.pos as usize);
+        }
+        keep
+    }
+
+    /// Drops `n` bytes from the front of the text (they were consumed).
+    pub fn rebase(&mut self, n: usize) {
+        self.pos -= n;
+        self.emit_pos = self.emit_pos.saturating_sub(n);
+        let n32 = n as u32;
+        for r in &mut self.regions[..self.n_regions as usize] {
+            r.pos = r.pos.checked_sub(n32).unwrap_or(DROPPED);
+        }
+        for rounds in &mut self.rounds {
+            if rounds.failed_alt != u8::MAX {
+                match rounds.failed_pos.checked_sub(n32) {
+                    Some(p) => rounds.failed_pos = p,
+                    None => rounds.failed_alt = u8::MAX,
+                }
+            }
+        }
+        self.acc_from = self.acc_from.saturating_sub(n32);
+        self.pending.id_from = self.pending.id_from.saturating_sub(n32);
+        self.pending.id_to = self.pending.id_to.saturating_sub(n32);
+    }
+
+    fn uncommitted(&self) -> bool {
+        self.regions[..self.n_regions as usize].iter().any(|r| !r.committed)
+    }
+
+    // ---- Reporting ----
+
+    /// Reports text of a kind (content, reasoning or an id).
+    #[inline]
+    pub fn text(&mut self, kind: Kind, text: &str, sink: &mut impl Sink) {
+        if text.is_empty() {
+            return;
+        }
+        self.emit_pos = self.pos;
+        match kind {
+            Kind::Content => sink.event(Event::Content(text)),
+            Kind::Reasoning => sink.event(Event::Reasoning(text)),
+            Kind::ToolId => sink.event(Event::ToolId(text)),
+            _ => {}
+        }
+    }
+
+    #[inline]
+    fn args(&mut self, text: &str, sink: &mut impl Sink) {
+        if text.is_empty() {
+            return;
+        }
+        self.emit_pos = self.pos;
+        sink.event(Event::ToolArgs(text));
+    }
+
+    fn args_escaped(&mut self, text: &str, sink: &mut impl Sink) {
+        if text.is_empty() {
+            return;
+        }
+        self.emit_pos = self.pos;
+        crate::escape::json_escape(text, &mut |piece: &str| sink.event(Event::ToolArgs(piece)));
+    }
+
+    /// A call's id from `text[from..to]` (JSON string content when
+    /// `escaped`), held back while the call is uncommitted.
+    pub fn id(&mut self, text: &str, from: usize, to: usize, escaped: bool, sink: &mut impl Sink) {
+        if from >= to {
+            return;
+        }
+        if self.uncommitted() {
+            if self.pending.id_to as usize != from || self.pending.id_from == self.pending.id_to {
+                self.pending.id_from = from as u32;
+            }
+            self.pending.id_to = to as u32;
+            self.pending.id_escaped = escaped;
+            self.emit_pos = self.pos;
+            return;
+        }
+        self.emit_pos = self.pos;
+        report_id(text.get(from..to).unwrap_or(""), escaped, sink);
+    }
+
+    /// The events held back for an uncommitted call, now certain.
+    fn flush_pending(&mut self, text: &str, sink: &mut impl Sink) {
+        let p = core::mem::take(&mut self.pending);
+        if p.start {
+            sink.event(Event::ToolCallStart { index: self.calls as usize - 1 });
+        }
+        if p.id_from < p.id_to {
+            report_id(text.get(p.id_from as usize..p.id_to as usize).unwrap_or(""), p.id_escaped, sink);
+        }
+    }
+
+    fn commit(&mut self, text: &str, sink: &mut impl Sink) {
+        if let Some(r) = self.regions[..self.n_regions as usize].last_mut() {
+            r.committed = true;
+        }
+        if !self.uncommitted() {
+            self.flush_pending(text, sink);
+        }
+    }
+
+    /// A call begins.
+    pub fn tool_open(&mut self, sink: &mut impl Sink) {
+        if self.uncommitted() {
+            self.pending.start = true;
+        } else {
+            sink.event(Event::ToolCallStart { index: self.calls as usize });
+        }
+        self.calls += 1;
+        self.call_open = true;
+        self.args_written = false;
+    }
+
+    /// The call ended (its closing markup matched).
+    pub fn tool_close(&mut self, sink: &mut impl Sink) {
+        if self.call_open {
+            sink.event(Event::ToolCallEnd { complete: true });
+            self.call_open = false;
+        }
+        self.emit_pos = self.pos;
+    }
+
+    /// A round is certain from here.
+    pub fn mark_commit(&mut self, text: &str, sink: &mut impl Sink) {
+        self.commit(text, sink);
+    }
+
+    /// `{` of arguments built from tags.
+    pub fn args_open(&mut self, sink: &mut impl Sink) {
+        self.args_written = false;
+        self.args("{", sink);
+    }
+
+    /// `}` of arguments built from tags.
+    pub fn args_close(&mut self, sink: &mut impl Sink) {
+        self.args("}", sink);
+    }
+
+    /// Text the generation prompt already wrote.
+    pub fn prefilled(&mut self, kind: Kind, text: &'static str, sink: &mut impl Sink) {
+        self.text(kind, text, sink);
+    }
+
+    /// An argument's key: `, "key": `.
+    pub fn open_key(&mut self, key: &str, sink: &mut impl Sink) {
+        self.arg_type = self.tools.get(self.tool as usize).map(|t| t.arg_type(key)).unwrap_or(ArgType::Auto);
+        if self.args_written {
+            self.args(", ", sink);
+        }
+        self.args_written = true;
+        self.args("\"", sink);
+        self.args_escaped(key, sink);
+        self.args("\": ", sink);
+    }
+
+    /// The declared type of the argument just named.
+    pub fn arg_type(&self) -> ArgType {
+        self.arg_type
+    }
+
+    /// Gives the next character back as content.
+    pub fn give_back_one_char(&mut self, text: &str, sink: &mut impl Sink) {
+        if let Some(c) = tail(text, self.pos).chars().next() {
+            let from = self.pos;
+            self.pos += c.len_utf8();
+            self.text(Kind::Content, &text[from..self.pos], sink);
+        }
+    }
+
+    /// Everything left is content.
+    pub fn degrade(&mut self, text: &str, sink: &mut impl Sink) {
+        let from = self.pos.min(text.len());
+        self.pos = text.len();
+        self.text(Kind::Content, tail(text, from), sink);
+    }
+
+    // ---- Loops ----
+
+    /// A loop is entered: fresh counters.
+    pub fn enter_loop(&mut self, repeat: usize) {
+        if let Some(r) = self.rounds.get_mut(repeat) {
+            *r = Rounds::default();
+        }
+    }
+
+    /// Whether alternative `alt` of a loop may take another round here.
+    pub fn may_try(&self, repeat: usize, alt: usize, limit: Option<u8>) -> bool {
+        let Some(r) = self.rounds.get(repeat) else { return false };
+        if limit.is_some_and(|max| r.counts.get(alt).copied().unwrap_or(0) >= max) {
+            return false;
+        }
+        !(r.failed_alt as usize == alt && r.failed_pos as usize == self.pos)
+    }
+
+    /// A round of a loop starts at `start` (its guard matched up to `end`).
+    /// With `recover`, the round is a region that can turn back into content.
+    pub fn start_round(&mut self, repeat: usize, alt: usize, recover: bool, start: usize, end: usize) -> bool {
+        if let Some(c) = self.rounds.get_mut(repeat).and_then(|r| r.counts.get_mut(alt)) {
+            *c = c.saturating_add(1);
+        }
+        if recover {
+            if self.n_regions as usize >= R {
+                return false;
+            }
+            self.regions[self.n_regions as usize] =
+                Region { pos: start as u32, calls_before: self.calls, repeat: repeat as u8, alt: alt as u8, committed: false };
+            self.n_regions += 1;
+        }
+        self.pos = end;
+        true
+    }
+
+    /// A round's body finished: its region (if any) is closed.
+    pub fn end_round(&mut self, recover: bool, text: &str, sink: &mut impl Sink) {
+        if recover && self.n_regions > 0 {
+            self.n_regions -= 1;
+            if !self.uncommitted() {
+                self.flush_pending(text, sink);
+            }
+        }
+    }
+
+    /// Something did not match: rewinds to the innermost region (giving
+    /// markup back as content, or ending a broken call), or, with no region
+    /// left, reports the rest as content. `resume` gives each loop's head
+    /// and recovery state.
+    pub fn fail(&mut self, text: &str, sink: &mut impl Sink, resume: impl Fn(usize) -> Resume) {
+        if self.n_regions == 0 {
+            if self.emit_pos < self.pos {
+                self.pos = self.emit_pos;
+            }
+            self.degraded = true;
+            return;
+        }
+        self.n_regions -= 1;
+        let region = self.regions[self.n_regions as usize];
+        let repeat = region.repeat as usize;
+        let Resume { head, recover } = resume(repeat);
+        if region.committed {
+            if self.call_open {
+                sink.event(Event::ToolCallEnd { complete: false });
+                self.call_open = false;
+            }
+            let dropped = region.pos == DROPPED;
+            let start = region.pos as usize;
+            if (dropped || self.emit_pos > start) && self.emit_pos < self.pos {
+                self.pos = self.emit_pos;
+            }
+            self.st = if recover != NONE { recover } else { head };
+            if !dropped && self.pos == start {
+                self.give_back_one_char(text, sink);
+            }
+        } else {
+            if let Some(c) = self.rounds.get_mut(repeat).and_then(|r| r.counts.get_mut(region.alt as usize)) {
+                *c = c.saturating_sub(1);
+            }
+            self.pending = Pending::default();
+            self.calls = region.calls_before;
+            self.call_open = false;
+            self.pos = region.pos as usize;
+            self.give_back_one_char(text, sink);
+            if let Some(r) = self.rounds.get_mut(repeat) {
+                r.failed_alt = region.alt;
+                r.failed_pos = self.pos as u32;
+            }
+            self.st = if recover != NONE { recover } else { head };
+        }
+    }
+
+    /// The output ended inside a call: it is incomplete.
+    pub fn finish(&mut self, sink: &mut impl Sink) {
+        if self.call_open {
+            sink.event(Event::ToolCallEnd { complete: false });
+            self.call_open = false;
+        }
+        self.n_regions = 0;
+    }
+
+    // ---- Text up to a stop ----
+
+    /// Starts reading text up to a stop.
+    pub fn until_start(&mut self) {
+        self.fresh = true;
+        self.held_newline = false;
+        self.as_string = false;
+    }
+
+    /// One step of reading text of `kind` up to a stop, which the generated
+    /// state located (`found`). Returns `Some(true)` when the text is
+    /// complete, `Some(false)` when more input is needed, `None` when it is
+    /// not acceptable (a name that is too long or not declared).
+    pub fn until_step(&mut self, text: &str, kind: Kind, trim_newlines: bool, found: Found, sink: &mut impl Sink) -> Option<bool> {
+        let Found { take, done } = found;
+        let mut from = self.pos;
+        self.pos += take;
+        let mut to = self.pos;
+        if self.fresh {
+            if trim_newlines && from == to && !done {
+                return Some(false);
+            }
+            if trim_newlines && text.as_bytes().get(from) == Some(&b'\n') && from < to {
+                from += 1;
+            }
+            self.fresh = false;
+            self.acc_from = from as u32;
+            if kind == Kind::ArgString {
+                self.args("\"", sink);
+            }
+        }
+        // A newline right before the stop is layout: hold it until we know.
+        let held_before = core::mem::take(&mut self.held_newline);
+        let mut newline_first = false;
+        if from == to {
+            // Nothing new: a held newline is still the last character (and
+            // is dropped if the stop follows it).
+            self.held_newline = held_before && !done;
+        } else {
+            newline_first = held_before;
+            if trim_newlines && text.as_bytes().get(to - 1) == Some(&b'\n') {
+                to -= 1;
+                self.held_newline = !done;
+            }
+        }
+        // The value so far: `text[acc_from..to]` (values that are not
+        // reported as they come stay in the window, held newline included).
+        let acc_from = (self.acc_from as usize).min(to);
+        match kind {
+            Kind::ArgAuto if !self.as_string => {
+                if to - acc_from > AUTO_JSON_MAX {
+                    // Too long to be read as JSON: a string from here on.
+                    self.as_string = true;
+                    self.args("\"", sink);
+                    self.args_escaped(text.get(acc_from..to).unwrap_or(""), sink);
+                }
+            }
+            Kind::ArgString | Kind::ArgAuto => {
+                if newline_first {
+                    self.args("\\n", sink);
+                }
+                self.args_escaped(text.get(from..to).unwrap_or(""), sink);
+            }
+            Kind::Content | Kind::Reasoning => {
+                if newline_first {
+                    self.text(kind, "\n", sink);
+                }
+                self.text(kind, text.get(from..to).unwrap_or(""), sink);
+            }
+            Kind::ToolId => self.id(text, from, to, false, sink),
+            Kind::ToolName | Kind::ArgName | Kind::Discard => {}
+        }
+        if !done {
+            return Some(false);
+        }
+        let acc = text.get(acc_from..to).unwrap_or("");
+        match kind {
+            Kind::ArgString => self.args("\"", sink),
+            Kind::ToolName => {
+                let name = acc.trim();
+                if !self.tools.is_empty() {
+                    let i = self.tools.iter().position(|t| t.name == name)?;
+                    self.tool = i as u16;
+                }
+                self.emit_pos = self.pos;
+                self.commit(text, sink);
+                sink.event(Event::ToolName(name));
+            }
+            Kind::ArgName => self.open_key(acc.trim(), sink),
+            Kind::ArgAuto if self.as_string => self.args("\"", sink),
+            Kind::ArgAuto => {
+                if crate::json::is_json_value(acc) {
+                    self.args(acc.trim(), sink);
+                } else {
+                    self.args("\"", sink);
+                    self.args_escaped(acc, sink);
+                    self.args("\"", sink);
+                }
+            }
+            _ => {}
+        }
+        Some(true)
+    }
+
+    /// How far a name may still run: reading a name looks no further.
+    pub fn name_room(&self) -> usize {
+        if self.fresh {
+            return MAX_NAME_LEN;
+        }
+        MAX_NAME_LEN.saturating_sub(self.pos.saturating_sub(self.acc_from as usize))
+    }
+
+    /// Whether nothing of the current text has been read yet.
+    pub fn until_fresh(&self) -> bool {
+        self.fresh
+    }
+
+    /// JSON string content (`kind`) from `pos` up to an unescaped quote.
+    /// Returns `Some(true)` at the quote, `Some(false)` when more input is
+    /// needed, `None` when the output ended first.
+    pub fn json_string_step(&mut self, text: &str, kind: Kind, last: bool, sink: &mut impl Sink) -> Option<bool> {
+        let rest = tail(text, self.pos).as_bytes();
+        let mut escaped = false;
+        let mut end = None;
+        for (i, &b) in rest.iter().enumerate() {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                end = Some(i);
+                break;
+            }
+        }
+        let mut n = end.unwrap_or(rest.len());
+        // A trailing backslash waits for its escaped character; so does an
+        // incomplete `\u` escape.
+        if end.is_none() {
+            if escaped {
+                n -= 1;
+            } else if let Some(b) = rest[..n].iter().rposition(|&b| b == b'\\') {
+                let backslashes = rest[..=b].iter().rev().take_while(|&&c| c == b'\\').count();
+                if backslashes % 2 == 1 && rest.get(b + 1) == Some(&b'u') && n - b < 6 {
+                    n = b;
+                }
+            }
+        }
+        let from = self.pos;
+        self.pos += n;
+        match kind {
+            Kind::ToolId => self.id(text, from, self.pos, true, sink),
+            Kind::Content | Kind::Reasoning => {
+                if n > 0 {
+                    self.emit_pos = self.pos;
+                    let raw = text.get(from..self.pos).unwrap_or("");
+                    crate::escape::json_unescape(raw, &mut |piece: &str| {
+                        sink.event(if kind == Kind::Content { Event::Content(piece) } else { Event::Reasoning(piece) })
+                    });
+                }
+            }
+            _ => {}
+        }
+        match end {
+            Some(_) => Some(true),
+            None if last => None,
+            None => Some(false),
+        }
+    }
+}
+
+fn report_id(raw: &str, escaped: bool, sink: &mut impl Sink) {
+    if !escaped {
+        if !raw.is_empty() {
+            sink.event(Event::ToolId(raw));
+        }
+        return;
+    }
+    crate::escape::json_unescape(raw, &mut |piece: &str| sink.event(Event::ToolId(piece)));
+}
+
+/// Scans JSON at `pos` with `core.json`, reporting pieces; returns the scan
+/// outcome. (A free function so the scanner and the reporter borrow
+/// different fields.)
+pub fn json_step<const R: usize, const P: usize, const A: usize>(
+    core: &mut Core<'_, R, P, A>,
+    text: &str,
+    content: bool,
+    last: bool,
+    sink: &mut impl Sink,
+) -> Scan {
+    let rest = tail(text, core.pos);
+    let mut any = false;
+    let (n, scan) = core.json.scan(rest, last, &mut |piece: &str| {
+        if !piece.is_empty() {
+            any = true;
+            sink.event(if content { Event::Content(piece) } else { Event::ToolArgs(piece) });
+        }
+    });
+    core.pos += n;
+    if any {
+        core.emit_pos = core.pos;
+    }
+    scan
+}
+
+/// The first position in `hay` where one of `stops` begins, looking only at
+/// positions holding `first` (the stops' first byte).
+#[inline]
+pub fn find1(hay: &[u8], first: u8, stops: &[&str]) -> Option<usize> {
+    let mut at = 0;
+    while let Some(i) = memchr::memchr(first, &hay[at..]) {
+        let i = at + i;
+        if stops.iter().any(|s| hay[i..].starts_with(s.as_bytes())) {
+            return Some(i);
+        }
+        at = i + 1;
+    }
+    None
+}
+
+/// [`find1`] for stops with two different first bytes.
+#[inline]
+pub fn find2(hay: &[u8], a: u8, b: u8, stops: &[&str]) -> Option<usize> {
+    let mut at = 0;
+    while let Some(i) = memchr::memchr2(a, b, &hay[at..]) {
+        let i = at + i;
+        if stops.iter().any(|s| hay[i..].starts_with(s.as_bytes())) {
+            return Some(i);
+        }
+        at = i + 1;
+    }
+    None
+}
+
+/// [`find1`] for stops with three different first bytes.
+#[inline]
+pub fn find3(hay: &[u8], a: u8, b: u8, c: u8, stops: &[&str]) -> Option<usize> {
+    let mut at = 0;
+    while let Some(i) = memchr::memchr3(a, b, c, &hay[at..]) {
+        let i = at + i;
+        if stops.iter().any(|s| hay[i..].starts_with(s.as_bytes())) {
+            return Some(i);
+        }
+        at = i + 1;
+    }
+    None
+}
+
+/// [`find1`] for stops with more different first bytes.
+#[inline]
+pub fn find_any(hay: &[u8], stops: &[&str]) -> Option<usize> {
+    (0..hay.len()).find(|&i| stops.iter().any(|s| hay[i..].starts_with(s.as_bytes())))
+}
+
+/// Whitespace at `pos`: where it ends.
+#[inline]
+pub fn ws_end(text: &str, pos: usize) -> usize {
+    pos + tail(text, pos).bytes().take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')).count()
+}
+
+/// The largest `n <= max` at which `text` may be cut (a char boundary).
+#[inline]
+pub fn floor_boundary(text: &str, mut n: usize) -> usize {
+    n = n.min(text.len());
+    while !text.is_char_boundary(n) {
+        n -= 1;
+    }
+    n
+}
+
+impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
+    /// A name given by the grammar: reporting it commits the call.
+    pub fn literal_name(&mut self, text: &str, name: &'static str, sink: &mut impl Sink) {
+        self.emit_pos = self.pos;
+        self.commit(text, sink);
+        sink.event(Event::ToolName(name));
+    }
+}
+
+/// How reasoning is reported (the request's `reasoning_format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReasoningFormat {
+    /// Reasoning stays in the content, markers included.
+    None,
+    /// Reasoning is extracted into reasoning events.
+    #[default]
+    Auto,
+    /// Same as `Auto` (DeepSeek's name for it).
+    Deepseek,
+}
+
+/// The request options a generated parser is built for.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::{machine::Options, ArgType, Tool};
+/// let tools = [Tool { name: "get_weather", args: &[("city", ArgType::String)] }];
+/// let options = Options { tools: &tools, ..Options::default() };
+/// assert!(options.enable_thinking && !options.parallel_tool_calls);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options<'t> {
+    pub enable_thinking: bool,
+    pub reasoning_format: ReasoningFormat,
+    pub parallel_tool_calls: bool,
+    /// The declared tools. Empty: the output has no tool calls (markup that
+    /// looks like one is content). Names are checked against these, and
+    /// tagged argument values typed by them.
+    pub tools: &'t [Tool<'t>],
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options { enable_thinking: true, reasoning_format: ReasoningFormat::Auto, parallel_tool_calls: false, tools: &[] }
+    }
+}
