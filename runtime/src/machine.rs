@@ -126,8 +126,6 @@ pub struct Core<'t, const R: usize, const P: usize, const A: usize> {
     held_newline: bool,
     as_string: bool,
     acc_from: u32,
-    /// JSON string content: a backslash was seen.
-    pub escaped: bool,
     pub json: JsonScanner,
     tools: &'t [Tool<'t>],
     tool: u16,
@@ -234,7 +232,6 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             held_newline: false,
             as_string: false,
             acc_from: 0,
-            escaped: false,
             json: JsonScanner::new(false, false),
             tools,
             tool: u16::MAX,
@@ -260,7 +257,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         self.emit_pos = self.emit_pos.saturating_sub(n);
         let n32 = n as u32;
         for r in &mut self.regions[..self.n_regions as usize] {
-            r.pos = r.pos.checked_sub(n32).unwrap_or(DROPPED);
+            if r.pos != DROPPED {
+                r.pos = r.pos.checked_sub(n32).unwrap_or(DROPPED);
+            }
         }
         for rounds in &mut self.rounds {
             if rounds.failed_alt != u8::MAX {
@@ -838,10 +837,13 @@ pub struct Options<'t> {
     /// looks like one is content). Names are checked against these, and
     /// tagged argument values typed by them.
     pub tools: &'t [Tool<'t>],
+    /// Structured output (the request's `json_schema` or `response_format`):
+    /// the reply is one JSON value, reported as content.
+    pub structured_output: bool,
 }
 
 impl Default for Options<'_> {
     fn default() -> Self {
-        Options { enable_thinking: true, reasoning_format: ReasoningFormat::Auto, parallel_tool_calls: false, tools: &[] }
+        Options { enable_thinking: true, reasoning_format: ReasoningFormat::Auto, parallel_tool_calls: false, tools: &[], structured_output: false }
     }
 }

@@ -35,6 +35,7 @@ pub struct Flags {
     pub extract_reasoning: bool,
     pub tools: bool,
     pub parallel_tool_calls: bool,
+    pub structured_output: bool,
 }
 
 impl Flags {
@@ -44,8 +45,8 @@ impl Flags {
         let mut all = Vec::new();
         for enable_thinking in [true, false] {
             for extract_reasoning in [true, false] {
-                for (tools, parallel_tool_calls) in [(false, false), (true, false), (true, true)] {
-                    all.push(Flags { enable_thinking, extract_reasoning, tools, parallel_tool_calls });
+                for (tools, parallel_tool_calls, structured_output) in [(false, false, false), (true, false, false), (true, true, false), (false, false, true)] {
+                    all.push(Flags { enable_thinking, extract_reasoning, tools, parallel_tool_calls, structured_output });
                 }
             }
         }
@@ -65,7 +66,8 @@ impl Flags {
                 Vec::new()
             },
             tool_choice: ToolChoice::Auto,
-            json_schema: None,
+            // The parser does not check the schema (the grammar does).
+            json_schema: self.structured_output.then(|| serde_json::json!({})),
         }
     }
 }
@@ -87,6 +89,15 @@ pub fn variants(spec: &FormatSpec) -> (Vec<Node>, Vec<usize>) {
         index.push(i);
     }
     (grammars, index)
+}
+
+/// The hold limit of a template's parsers (see `HOLD_LIMIT` in a generated
+/// module): the reference parser applies the same limit when it is asked to
+/// behave exactly like the generated parser
+/// ([`crate::interp::StreamParser::with_hold_limit`]).
+pub fn hold_limit(spec: &FormatSpec) -> usize {
+    let (grammars, _) = variants(spec);
+    grammars.iter().map(states::hold_bound).max().unwrap_or(0).clamp(64, 1024)
 }
 
 /// A code generation failure (the grammar is too large for the fixed state).
@@ -124,6 +135,10 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     if states.arms.len() >= u16::MAX as usize {
         return Err(CodegenError(format!("{}: grammar too large ({} states)", spec.template, states.arms.len())));
     }
+    let hold = hold_limit(spec);
+    let window = hold + states::lookahead(&grammars);
+    let hold_lit = Literal::usize_unsuffixed(hold);
+    let window_lit = Literal::usize_unsuffixed(window);
     let regions = states.max_regions.max(1);
     let loops = states.max_loops.max(1);
     let alts = states.max_alts.max(1);
@@ -192,13 +207,22 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         /// The output grammar in Lark (llguidance), likewise.
         pub const LARK: &str = "";
 
+        /// The longest markup the parser reads before it knows what it is
+        /// (from the start of an uncommitted call, or from the last reported
+        /// piece): longer markup is broken, and degrades to content.
+        pub const HOLD_LIMIT: usize = #hold_lit;
+        /// Bytes of output the parser can hold back across chunks: the hold
+        /// limit plus the longest lookahead.
+        pub const WINDOW_BYTES: usize = #window_lit;
+        const W: usize = WINDOW_BYTES;
+
         /// A streaming parser of the model's output: feed it bytes as they
         /// arrive, then `finish`. Fixed-size state, no heap allocation.
         pub struct Parser<'t> {
             core: Core<'t, #regions, #loops, #alts>,
             entry: u16,
-            buf: [u8; WINDOW],
-            len: u8,
+            buf: [u8; W],
+            len: u16,
             utf8: Utf8Carry,
             finished: bool,
         }
@@ -208,11 +232,11 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             pub fn new(options: Options<'t>) -> Parser<'t> {
                 let extract = options.reasoning_format != ReasoningFormat::None;
                 let tools = !options.tools.is_empty();
-                let combo = usize::from(!options.enable_thinking) * 6
-                    + usize::from(!extract) * 3
-                    + if !tools { 0 } else if options.parallel_tool_calls { 2 } else { 1 };
+                let combo = usize::from(!options.enable_thinking) * 8
+                    + usize::from(!extract) * 4
+                    + if options.structured_output { 3 } else if !tools { 0 } else if options.parallel_tool_calls { 2 } else { 1 };
                 let entry = match combo { #(#entry_arms)* _ => 0 };
-                Parser { core: Core::new(entry, options.tools), entry, buf: [0; WINDOW], len: 0, utf8: Utf8Carry::new(), finished: false }
+                Parser { core: Core::new(entry, options.tools), entry, buf: [0; W], len: 0, utf8: Utf8Carry::new(), finished: false }
             }
 
             /// Parses the next chunk of output (any size, any split), reporting
@@ -265,9 +289,9 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                             run(&mut self.core, self.entry, piece, false, sink);
                             let keep = self.core.keep().min(piece.len());
                             let held = &piece[keep..];
-                            if held.len() <= WINDOW {
+                            if held.len() <= W {
                                 self.buf[..held.len()].copy_from_slice(held.as_bytes());
-                                self.len = held.len() as u8;
+                                self.len = held.len() as u16;
                                 self.core.rebase(keep);
                                 break;
                             }
@@ -278,7 +302,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                         }
                     } else {
                         // Complete what is held back with the new text.
-                        let n = floor_boundary(s, WINDOW - self.len as usize);
+                        let n = floor_boundary(s, W - self.len as usize);
                         let len = self.len as usize;
                         self.buf[len..len + n].copy_from_slice(&s.as_bytes()[..n]);
                         s = &s[n..];
@@ -287,14 +311,14 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                         let text = core::str::from_utf8(&buf[..len]).unwrap_or("");
                         run(&mut self.core, self.entry, text, false, sink);
                         let mut keep = self.core.keep().min(len);
-                        while keep == 0 && len == WINDOW {
+                        while keep == 0 && (len == W || n == 0) {
                             let entry = self.entry;
                             self.core.fail(text, sink, |r| resume(entry, r));
                             run(&mut self.core, self.entry, text, false, sink);
                             keep = self.core.keep().min(len);
                         }
                         self.buf.copy_within(keep..len, 0);
-                        self.len = (len - keep) as u8;
+                        self.len = (len - keep) as u16;
                         self.core.rebase(keep);
                     }
                 }
@@ -332,6 +356,9 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                 if c.degraded {
                     c.degrade(t, sink);
                     return;
+                }
+                if c.pos - c.keep() > HOLD_LIMIT {
+                    fail!()
                 }
                 match c.st {
                     #(#arms)*

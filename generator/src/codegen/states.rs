@@ -404,3 +404,114 @@ fn max_alts(node: &Node) -> usize {
         _ => 0,
     }
 }
+
+/// Slack for whitespace between markers and for ids, in the hold bound.
+const SLACK: usize = 16;
+
+/// How much text a parser of `root` must be able to hold back across
+/// chunks: the longest markup a round can read before it commits (its
+/// guard, the markers after it, a call id and a name), plus a stop's
+/// lookahead, and the untyped value length that is decided at its end.
+pub fn hold_bound(root: &Node) -> usize {
+    let mut bound = 0;
+    walk(root, &mut |n| match n {
+        Node::Repeat { alts, .. } => {
+            for a in alts {
+                let (g, _) = prefix_len(&a.guard);
+                let (b, _) = prefix_len(&a.body);
+                bound = bound.max(g + b);
+            }
+        }
+        Node::Until { stops, kind: TextKind::ArgAuto, .. } => {
+            let longest = stops.iter().map(String::len).max().unwrap_or(0);
+            bound = bound.max(crate::ir::AUTO_JSON_MAX + longest + 2 * SLACK);
+        }
+        _ => {}
+    });
+    // Any marker and its lookahead.
+    walk(root, &mut |n| {
+        if let Node::Literal(s) = n {
+            bound = bound.max(s.len() + SLACK);
+        }
+    });
+    bound
+}
+
+/// Bytes read before the first node that commits a round (a call's name,
+/// a commit mark), and whether one was reached.
+fn prefix_len(node: &Node) -> (usize, bool) {
+    match node {
+        Node::Literal(s) => (s.len(), false),
+        Node::Space | Node::OptionalNewline => (SLACK, false),
+        Node::Seq(items) => {
+            let mut total = 0;
+            for item in items {
+                let (n, done) = prefix_len(item);
+                total += n;
+                if done {
+                    return (total, true);
+                }
+            }
+            (total, false)
+        }
+        Node::Choice(alts) => {
+            let mut best = (0, true);
+            for a in alts {
+                let (g, gd) = prefix_len(&a.guard);
+                let (b, bd) = if gd { (0, true) } else { prefix_len(&a.body) };
+                best = (best.0.max(g + b), best.1 && (gd || bd));
+            }
+            best
+        }
+        Node::Peek(inner) => (prefix_len(inner).0, false),
+        Node::Until { stops, kind, .. } => {
+            let longest = stops.iter().map(String::len).max().unwrap_or(0);
+            match kind {
+                TextKind::ToolName => (crate::ir::MAX_NAME_LEN + longest, true),
+                _ => (2 * SLACK + longest, false),
+            }
+        }
+        Node::JsonStringContent(_) => (2 * SLACK, false),
+        Node::Mark(Mark::Commit) | Node::Mark(Mark::Name(_)) => (0, true),
+        // Anything else reports as it reads (or reads nothing).
+        Node::Json { .. } | Node::Repeat { .. } => (0, true),
+        _ => (0, false),
+    }
+}
+
+fn walk(node: &Node, f: &mut impl FnMut(&Node)) {
+    f(node);
+    match node {
+        Node::Seq(items) => items.iter().for_each(|n| walk(n, f)),
+        Node::Choice(alts) | Node::Repeat { alts, .. } => {
+            for a in alts {
+                walk(&a.guard, f);
+                walk(&a.body, f);
+            }
+            if let Node::Repeat { recover: Some(r), .. } = node {
+                walk(r, f);
+            }
+        }
+        Node::Peek(n) => walk(n, f),
+        Node::ByArgType { string, json, auto } => {
+            walk(string, f);
+            walk(json, f);
+            walk(auto, f);
+        }
+        _ => {}
+    }
+}
+
+/// The longest lookahead past the current position: a marker or stop seen
+/// in part, plus whitespace before it.
+pub fn lookahead(grammars: &[Node]) -> usize {
+    let mut longest = 0;
+    for g in grammars {
+        walk(g, &mut |n| match n {
+            Node::Literal(s) => longest = longest.max(s.len()),
+            Node::Until { stops, .. } => longest = longest.max(stops.iter().map(String::len).max().unwrap_or(0)),
+            _ => {}
+        });
+    }
+    longest + 2 * SLACK
+}

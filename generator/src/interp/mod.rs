@@ -150,6 +150,9 @@ pub struct StreamParser<'g> {
     tool: Option<usize>,
     /// The declared type of the argument just named.
     arg_type: ValueKind,
+    /// Markup longer than this (from an uncommitted round's start or the
+    /// last reported piece) is broken; `None`: no limit.
+    hold_limit: Option<usize>,
 }
 
 /// `text[from..to]` is known to be whitespace.
@@ -181,7 +184,25 @@ impl<'g> StreamParser<'g> {
             tools: Vec::new(),
             tool: None,
             arg_type: ValueKind::Auto,
+            hold_limit: None,
         }
+    }
+
+    /// Breaks markup longer than `limit` bytes, as a generated parser with
+    /// that `HOLD_LIMIT` does (see `codegen::hold_limit`), so the two
+    /// behave the same on any output.
+    pub fn with_hold_limit(mut self, limit: usize) -> StreamParser<'g> {
+        self.hold_limit = Some(limit);
+        self
+    }
+
+    /// How far back the parser may still have to go.
+    fn keep(&self) -> usize {
+        let mut keep = self.pos.min(self.emit_pos);
+        for r in self.regions.iter().filter(|r| !r.committed) {
+            keep = keep.min(r.pos);
+        }
+        keep
     }
 
     /// Checks call names against these tools and types arguments by them
@@ -392,6 +413,10 @@ impl<'g> StreamParser<'g> {
                 self.emit_text(TextKind::Content, &rest);
                 self.pos = self.text.len();
                 return;
+            }
+            if self.hold_limit.is_some_and(|limit| self.pos - self.keep() > limit) {
+                self.fail();
+                continue;
             }
             let Some(top) = self.stack.pop() else {
                 // The grammar is done; anything after it is content.

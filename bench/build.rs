@@ -1,0 +1,28 @@
+//! Generates a parser for every template in the directories named by
+//! `CHAT_PARSER_TEMPLATES` (separated by `:`; default: the project's
+//! `templates/` and, when present, `../shared/templates` beside the
+//! checkout). Templates that cannot be analysed are left out with a warning.
+
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=CHAT_PARSER_TEMPLATES");
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")).join("..");
+    let dirs: Vec<PathBuf> = match std::env::var("CHAT_PARSER_TEMPLATES") {
+        Ok(list) => list.split(':').filter(|s| !s.is_empty()).map(PathBuf::from).collect(),
+        Err(_) => [root.join("templates"), root.join("../shared/templates")].into_iter().filter(|d| d.is_dir()).collect(),
+    };
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let Some((first, rest)) = dirs.split_first() else {
+        eprintln!("CHAT_PARSER_TEMPLATES names no directory");
+        std::process::exit(1);
+    };
+    let mut builder = chat_parser_generator::build::Builder::new(first).skip_failures(true);
+    for d in rest {
+        builder = builder.dir(d);
+    }
+    if let Err(e) = builder.write_parser_modules(out.join("parsers.rs")) {
+        eprintln!("{e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,153 @@
+//! Generated parsers against the reference parser, on the whole corpus.
+//!
+//! The build script generated a parser for every corpus template
+//! (`../shared/templates`) and every own template. For every parse vector
+//! and every round-trip text (random messages with tool calls rendered
+//! through the template), the generated parser fed in random chunks must
+//! report the same events as the reference parser (the generator's
+//! interpreter of the same IR) fed the whole text. Adjacent text events of
+//! one kind are merged before comparing: the two may split text
+//! differently, clients assemble the same thing.
+
+#[path = "../../generator/tests/common/mod.rs"]
+mod common;
+#[path = "../../tests/support/equivalence.rs"]
+mod equivalence;
+#[path = "../../generator/tests/support/roundtrip_texts.rs"]
+mod roundtrip_texts;
+
+use std::sync::OnceLock;
+
+use chat_parser_bench::parsers::{AnyParser, TEMPLATES};
+use chat_parser_generator::ir::build::ParseOptions;
+use chat_parser_generator::{analyze, jinja::ChatTemplate, FormatSpec};
+use equivalence::*;
+use proptest::prelude::*;
+
+struct Case {
+    label: String,
+    file: String,
+    spec: FormatSpec,
+    options: ParseOptions,
+    text: Vec<u8>,
+    want: Vec<Ev>,
+}
+
+fn generated(c: &Case, pieces: &[&[u8]]) -> Vec<Ev> {
+    let tools = RuntimeTools::new(&c.options);
+    tools.with_options(&c.options, |o| {
+        let mut p = AnyParser::new(&c.file, o).expect("a parser for every corpus template");
+        let mut ev = Events::default();
+        for piece in pieces {
+            p.feed(piece, &mut ev);
+        }
+        p.finish(&mut ev);
+        ev.0
+    })
+}
+
+/// Every vector and round-trip text, with the reference parser's events.
+fn cases() -> &'static [Case] {
+    static CASES: OnceLock<Vec<Case>> = OnceLock::new();
+    CASES.get_or_init(|| {
+        let Some(shared) = common::shared_dir("equivalence") else { return Vec::new() };
+        let mut specs = std::collections::BTreeMap::new();
+        for (name, path) in common::corpus_templates(&shared) {
+            let file = format!("{name}.jinja");
+            if !TEMPLATES.contains(&file.as_str()) {
+                continue;
+            }
+            let source = std::fs::read_to_string(&path).expect("template");
+            let Ok(template) = ChatTemplate::new(&file, &source) else { continue };
+            let Ok(analysis) = analyze(&template) else { continue };
+            specs.insert(file, (template, analysis.spec));
+        }
+        let mut out = Vec::new();
+        for v in common::vectors::load(&shared) {
+            let Some((_, spec)) = specs.get(&v.template) else { continue };
+            let want = reference(spec, &v.options, &[v.input.as_bytes()]);
+            out.push(Case { label: format!("vector {}", v.id), file: v.template.clone(), spec: spec.clone(), options: v.options, text: v.input.into_bytes(), want });
+        }
+        for (file, (template, spec)) in &specs {
+            if !spec.capabilities.supports_tool_calls {
+                continue;
+            }
+            let mut rng = roundtrip_texts::Rng(0x5DEECE66D ^ (file.len() as u64) << 9);
+            for case in 0..roundtrip_texts::CASES {
+                let g = roundtrip_texts::generate(&mut rng, spec, case);
+                let Ok(text) = roundtrip_texts::assistant_text(template, spec, &g) else { continue };
+                let options = ParseOptions { tools: g.tools.clone(), parallel_tool_calls: true, ..ParseOptions::default() };
+                let want = reference(spec, &options, &[text.as_bytes()]);
+                out.push(Case { label: format!("round trip {file} #{case}"), file: file.clone(), spec: spec.clone(), options, text: text.into_bytes(), want });
+            }
+        }
+        out
+    })
+}
+
+fn check(c: &Case, sizes: &[usize]) -> Result<(), String> {
+    let pieces = chunks(&c.text, sizes);
+    let got = generated(c, &pieces);
+    if got == c.want {
+        return Ok(());
+    }
+    Err(format!(
+        "{} ({}), chunks {sizes:?}\n  options: {:?}\n  text: {:?}\n  generated: {got:?}\n  reference: {:?}",
+        c.label,
+        c.file,
+        c.options,
+        String::from_utf8_lossy(&c.text),
+        c.want
+    ))
+}
+
+#[test]
+fn every_case_in_fixed_chunkings() {
+    let cases = cases();
+    if cases.is_empty() {
+        return;
+    }
+    let mut failures = Vec::new();
+    let mut templates = std::collections::BTreeSet::new();
+    for c in cases {
+        templates.insert(c.file.as_str());
+        for sizes in [&[usize::MAX][..], &[1], &[4], &[3, 1, 7], &[16, 2]] {
+            if let Err(e) = check(c, sizes) {
+                failures.push(e);
+                break;
+            }
+        }
+    }
+    let _ = &cases[0].spec;
+    if let Ok(path) = std::env::var("EQUIVALENCE_DUMP") {
+        let _ = std::fs::write(path, failures.join("\n\n"));
+    }
+    println!("equivalence: {} cases over {} templates, {} differ from the reference parser", cases.len(), templates.len(), failures.len());
+    assert!(failures.is_empty(), "{} cases differ:\n{}", failures.len(), failures.iter().take(8).cloned().collect::<Vec<_>>().join("\n\n"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1024, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Any case, any chunking.
+    #[test]
+    fn random_chunkings(index in any::<prop::sample::Index>(), sizes in prop::collection::vec(1usize..24, 1..12)) {
+        let cases = cases();
+        if !cases.is_empty() {
+            let c = &cases[index.index(cases.len())];
+            if let Err(e) = check(c, &sizes) {
+                prop_assert!(false, "{}", e);
+            }
+        }
+    }
+}
+
+#[test]
+fn state_sizes() {
+    let mut sizes: Vec<(usize, &str)> = TEMPLATES
+        .iter()
+        .filter_map(|f| AnyParser::new(f, chat_parser_runtime::Options::default()).map(|p| (p.state_bytes(), *f)))
+        .collect();
+    sizes.sort();
+    println!("state bytes: min {:?} max {:?}", sizes.first(), sizes.last());
+}
