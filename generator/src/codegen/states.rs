@@ -405,8 +405,12 @@ fn max_alts(node: &Node) -> usize {
     }
 }
 
-/// Slack for whitespace between markers and for ids, in the hold bound.
-const SLACK: usize = 16;
+/// Whitespace allowed for each place the grammar allows it between markers
+/// (the budget is shared: a short name leaves room for more), in the hold
+/// bound. Templates write at most a newline and some indentation there.
+const SLACK: usize = 4;
+/// Room for a call id read before the name.
+const ID_ROOM: usize = 32;
 
 /// How much text a parser of `root` must be able to hold back across
 /// chunks: the longest markup a round can read before it commits (its
@@ -468,10 +472,10 @@ fn prefix_len(node: &Node) -> (usize, bool) {
             let longest = stops.iter().map(String::len).max().unwrap_or(0);
             match kind {
                 TextKind::ToolName => (crate::ir::MAX_NAME_LEN + longest, true),
-                _ => (2 * SLACK + longest, false),
+                _ => (ID_ROOM + longest, false),
             }
         }
-        Node::JsonStringContent(_) => (2 * SLACK, false),
+        Node::JsonStringContent(_) => (ID_ROOM, false),
         Node::Mark(Mark::Commit) | Node::Mark(Mark::Name(_)) => (0, true),
         // Anything else reports as it reads (or reads nothing).
         Node::Json { .. } | Node::Repeat { .. } => (0, true),
@@ -513,5 +517,5 @@ pub fn lookahead(grammars: &[Node]) -> usize {
             _ => {}
         });
     }
-    longest + 2 * SLACK
+    longest + SLACK
 }
