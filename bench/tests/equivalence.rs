@@ -151,3 +151,91 @@ fn state_sizes() {
     sizes.sort();
     println!("state bytes: min {:?} max {:?}", sizes.first(), sizes.last());
 }
+
+/// Applies mutations to an output: deletions, duplications, stray bytes
+/// (invalid UTF-8 included) and pieces of the output moved elsewhere, so
+/// markup breaks at random places.
+fn mutate(text: &[u8], ops: &[(u8, usize, usize)]) -> Vec<u8> {
+    let mut t = text.to_vec();
+    for &(op, a, b) in ops {
+        if t.is_empty() {
+            t.push(b'<');
+        }
+        let i = a % t.len();
+        let j = (i + 1 + b % 24).min(t.len());
+        match op % 5 {
+            0 => {
+                t.drain(i..j);
+            }
+            1 => {
+                let piece = t[i..j].to_vec();
+                t.splice(i..i, piece);
+            }
+            2 => t.insert(i, [0xff, 0xc3, b'<', b'{', b'"', b'\n', 0xe2][b % 7]),
+            3 => t.truncate(i),
+            _ => {
+                let piece = t[i..j].to_vec();
+                let k = b % t.len();
+                t.splice(k..k, piece);
+            }
+        }
+    }
+    t
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Broken output: the generated parser never panics and still reports
+    /// what the reference parser reports, in any chunking.
+    #[test]
+    fn mutated_outputs(index in any::<prop::sample::Index>(), ops in prop::collection::vec((any::<u8>(), any::<usize>(), any::<usize>()), 1..6), sizes in prop::collection::vec(1usize..20, 1..6)) {
+        let cases = cases();
+        if !cases.is_empty() {
+            let c = &cases[index.index(cases.len())];
+            let text = mutate(&c.text, &ops);
+            let want = reference(&c.spec, &c.options, &[&text]);
+            let broken = Case { label: format!("mutated {}", c.label), file: c.file.clone(), spec: c.spec.clone(), options: c.options.clone(), text, want };
+            if let Err(e) = check(&broken, &sizes) {
+                prop_assert!(false, "{}", e);
+            }
+        }
+    }
+}
+
+/// Hostile outputs (long runs of markup, whitespace without end, names
+/// without end, deep JSON) on every template: no panic, and the same events
+/// as the reference parser, whole and in small chunks.
+#[test]
+fn hostile_outputs() {
+    let cases = cases();
+    if cases.is_empty() {
+        return;
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut checked = 0;
+    for c in cases.iter().filter(|c| seen.insert(c.file.clone())) {
+        // A real trigger of this template: the first 24 bytes of a call.
+        let head: Vec<u8> = c.text.iter().copied().take(24).collect();
+        let inputs: Vec<Vec<u8>> = vec![
+            head.repeat(2000),
+            [&head[..], &b" ".repeat(20_000)[..], b"x"].concat(),
+            [&head[..], &b"a".repeat(20_000)[..]].concat(),
+            [&head[..], &b"[".repeat(5_000)[..]].concat(),
+            [&head[..], &b"{\"a\":".repeat(3_000)[..]].concat(),
+            b"<".repeat(20_000),
+        ];
+        for text in inputs {
+            let want = reference(&c.spec, &c.options, &[&text]);
+            let hostile = Case { label: format!("hostile {}", c.label), file: c.file.clone(), spec: c.spec.clone(), options: c.options.clone(), text, want };
+            for sizes in [&[usize::MAX][..], &[7]] {
+                if let Err(e) = check(&hostile, sizes) {
+                    let squeezed: String = e.split("  ").filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" ");
+                    panic!("{}", squeezed);
+                }
+                checked += 1;
+            }
+        }
+    }
+    println!("hostile outputs: {checked} parses over {} templates equal the reference parser", seen.len());
+}

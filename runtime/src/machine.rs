@@ -125,6 +125,8 @@ pub struct Core<'t, const R: usize, const P: usize, const A: usize> {
     fresh: bool,
     held_newline: bool,
     as_string: bool,
+    /// The text being read reported something.
+    reported: bool,
     acc_from: u32,
     pub json: JsonScanner,
     tools: &'t [Tool<'t>],
@@ -231,6 +233,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             fresh: true,
             held_newline: false,
             as_string: false,
+            reported: false,
             acc_from: 0,
             json: JsonScanner::new(false, false),
             tools,
@@ -535,6 +538,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         self.fresh = true;
         self.held_newline = false;
         self.as_string = false;
+        self.reported = false;
     }
 
     /// One step of reading text of `kind` up to a stop, which the generated
@@ -575,14 +579,16 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         }
         // The value so far: `text[acc_from..to]` (values that are not
         // reported as they come stay in the window, held newline included).
-        let acc_from = (self.acc_from as usize).min(to);
+        // A held newline (the last character so far) is not part of it.
+        let acc_to = if from == to && held_before { to - 1 } else { to };
+        let acc_from = (self.acc_from as usize).min(acc_to);
         match kind {
             Kind::ArgAuto if !self.as_string => {
-                if to - acc_from > AUTO_JSON_MAX {
+                if acc_to - acc_from > AUTO_JSON_MAX {
                     // Too long to be read as JSON: a string from here on.
                     self.as_string = true;
                     self.args("\"", sink);
-                    self.args_escaped(text.get(acc_from..to).unwrap_or(""), sink);
+                    self.args_escaped(text.get(acc_from..acc_to).unwrap_or(""), sink);
                 }
             }
             Kind::ArgString | Kind::ArgAuto => {
@@ -595,7 +601,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 if newline_first {
                     self.text(kind, "\n", sink);
                 }
-                self.text(kind, text.get(from..to).unwrap_or(""), sink);
+                let piece = text.get(from..to).unwrap_or("");
+                self.text(kind, piece, sink);
+                self.reported |= newline_first || !piece.is_empty();
             }
             Kind::ToolId => self.id(text, from, to, false, sink),
             Kind::ToolName | Kind::ArgName | Kind::Discard => {}
@@ -603,7 +611,12 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         if !done {
             return Some(false);
         }
-        let acc = text.get(acc_from..to).unwrap_or("");
+        // Text read up to the stop is accounted for (a layout newline
+        // dropped at the end included), however the output was split.
+        if self.reported {
+            self.emit_pos = self.pos;
+        }
+        let acc = text.get(acc_from..acc_to).unwrap_or("");
         match kind {
             Kind::ArgString => self.args("\"", sink),
             Kind::ToolName => {

@@ -90,7 +90,7 @@ enum Frame<'g> {
     Literal(&'g str),
     Space,
     OptionalNewline,
-    Until { stops: &'g [String], kind: TextKind, trim_newlines: bool, state: UntilText, acc: String, held_newline: bool, as_string: bool },
+    Until { stops: &'g [String], kind: TextKind, trim_newlines: bool, state: UntilText, acc: String, held_newline: bool, as_string: bool, reported: bool },
     Json { kind: JsonKind, scanner: JsonScanner },
     JsonString { kind: TextKind, escaped: bool },
     Mark(&'g Mark),
@@ -655,8 +655,8 @@ impl<'g> StreamParser<'g> {
                     (Step::NeedMore, Some(Frame::End))
                 }
             }
-            Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string } => {
-                self.step_until(stops, kind, trim_newlines, state, acc, held_newline, as_string, last)
+            Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string, reported } => {
+                self.step_until(stops, kind, trim_newlines, state, acc, held_newline, as_string, reported, last)
             }
             Frame::Json { kind, mut scanner } => {
                 let rest = &self.text[self.pos..];
@@ -724,6 +724,7 @@ impl<'g> StreamParser<'g> {
         mut acc: String,
         mut held_newline: bool,
         mut as_string: bool,
+        mut reported: bool,
         last: bool,
     ) -> (Step<'g>, Option<Frame<'g>>) {
         let stops_ref = stops;
@@ -763,7 +764,7 @@ impl<'g> StreamParser<'g> {
             if matches!(state, UntilText::Fresh) {
                 if piece.is_empty() && !done {
                     self.scratch = owned;
-                    return (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string }));
+                    return (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string, reported }));
                 }
                 if let Some(p) = piece.strip_prefix('\n') {
                     piece = p;
@@ -786,15 +787,22 @@ impl<'g> StreamParser<'g> {
             text.pop();
             held_newline = !done;
         }
+        let before = self.emit_pos;
         self.value_text(kind, &text, &mut acc, &mut as_string);
+        reported |= self.emit_pos != before;
         self.scratch = owned;
         if done {
+            // Text read up to the stop is accounted for (a layout newline
+            // dropped at the end included), however the output was split.
+            if reported && matches!(kind, TextKind::Content | TextKind::Reasoning) {
+                self.emit_pos = self.pos;
+            }
             if !self.end_value(kind, &acc, as_string) {
                 return (Step::Fail, None);
             }
             (Step::Done, None)
         } else {
-            (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string }))
+            (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string, reported }))
         }
     }
 
@@ -884,6 +892,7 @@ fn frame_for(node: &Node) -> Frame<'_> {
             acc: String::new(),
             held_newline: false,
             as_string: false,
+            reported: false,
         },
         Node::Json { kind, python, .. } => Frame::Json { kind: *kind, scanner: JsonScanner::new(*python, *kind == JsonKind::ToolArgs) },
         Node::JsonStringContent(kind) => Frame::JsonString { kind: *kind, escaped: false },
