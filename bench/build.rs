@@ -1,16 +1,22 @@
 //! Generates a parser for every template in the directories named by
 //! `CHAT_PARSER_TEMPLATES` (separated by `:`; default: the project's
-//! `templates/` and, when present, `../shared/templates` beside the
-//! checkout). Templates that cannot be analysed are left out with a warning.
+//! `templates/` and, when present, the corpus templates: `$CHAT_PARSER_SHARED/templates`,
+//! else `../shared/templates` beside the checkout). Templates that cannot be
+//! analysed are left out with a warning.
 
 use std::path::PathBuf;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=CHAT_PARSER_TEMPLATES");
+    println!("cargo:rerun-if-env-changed=CHAT_PARSER_SHARED");
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")).join("..");
     let dirs: Vec<PathBuf> = match std::env::var("CHAT_PARSER_TEMPLATES") {
         Ok(list) => list.split(':').filter(|s| !s.is_empty()).map(PathBuf::from).collect(),
-        Err(_) => [root.join("templates"), root.join("../shared/templates")].into_iter().filter(|d| d.is_dir()).collect(),
+        Err(_) => {
+            // The corpus: $CHAT_PARSER_SHARED (as the tests read it), else ../shared.
+            let shared = std::env::var_os("CHAT_PARSER_SHARED").map(PathBuf::from).unwrap_or_else(|| root.join("../shared"));
+            [root.join("templates"), shared.join("templates")].into_iter().filter(|d| d.is_dir()).collect()
+        }
     };
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let Some((first, rest)) = dirs.split_first() else {
