@@ -1,8 +1,12 @@
-//! The two ways to bring a template's format into a crate agree: the
-//! `chat_parser!` macro and the build.rs API (used by this crate's build script).
+//! The two ways to bring a template's parser into a crate agree: the
+//! `chat_parser!` macro and the build.rs API (used by this crate's build
+//! script, exposed as `chat_parser::parsers`).
+
+use chat_parser_runtime::{ArgType, Event, MessageBuilder, Options, ReasoningFormat, Sink, Tool};
 
 chat_parser_macros::chat_parser!("templates/think.jinja");
 chat_parser_macros::chat_parser!("templates/xml_args.jinja");
+chat_parser_macros::chat_parser!("templates/xml_args.jinja", module = qwen_coder);
 
 #[test]
 fn macro_and_build_script_agree() {
@@ -21,6 +25,95 @@ fn macro_embeds_the_spec() {
     assert_eq!(spec.tools.format.per_call_start, "<tool_call>\n");
     assert_eq!(spec.tools.function.name_prefix, "<function=");
     assert!(xml_args::PRESERVED_TOKENS.contains(&"<parameter="));
+}
+
+#[test]
+fn macro_and_build_script_modules_have_the_same_constants() {
+    use chat_parser::parsers::xml_args as built;
+    assert_eq!(qwen_coder::TEMPLATE, "templates/xml_args.jinja");
+    assert_eq!(built::TEMPLATE, "xml_args.jinja");
+    assert_eq!(qwen_coder::GENERATION_PROMPT, built::GENERATION_PROMPT);
+    assert_eq!(qwen_coder::GENERATION_PROMPT_NO_THINKING, built::GENERATION_PROMPT_NO_THINKING);
+    assert_eq!((qwen_coder::REASONING_START, qwen_coder::REASONING_END), (built::REASONING_START, built::REASONING_END));
+    assert_eq!(qwen_coder::PRESERVED_TOKENS, built::PRESERVED_TOKENS);
+    assert_eq!(qwen_coder::GRAMMAR_TRIGGERS, built::GRAMMAR_TRIGGERS);
+    assert_eq!(qwen_coder::STOP_STRINGS, built::STOP_STRINGS);
+    assert_eq!((qwen_coder::GBNF, qwen_coder::LARK), (built::GBNF, built::LARK));
+    assert_eq!((qwen_coder::HOLD_LIMIT, qwen_coder::WINDOW_BYTES), (built::HOLD_LIMIT, built::WINDOW_BYTES));
+}
+
+const WEATHER: &[Tool<'static>] = &[Tool { name: "get_weather", args: &[("city", ArgType::String), ("days", ArgType::Json)] }];
+
+/// A Qwen3-Coder-style reply: text, then one call with a string and a JSON argument.
+const QWEN_CODER_CALL: &str = "Let me check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nSan Francisco, \"CA\"\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>";
+
+#[test]
+fn macro_parser_assembles_a_streamed_tool_call() {
+    for size in [1, 2, 5, 17, usize::MAX] {
+        let mut parser = qwen_coder::Parser::new(Options { tools: WEATHER, ..Options::default() });
+        let mut message = MessageBuilder::new();
+        for chunk in QWEN_CODER_CALL.as_bytes().chunks(size.min(QWEN_CODER_CALL.len())) {
+            parser.feed(chunk, &mut message);
+        }
+        parser.finish(&mut message);
+        let message = message.into_message();
+        // The newline before the call is content, as in the reference parser.
+        assert_eq!(message.content, "Let me check.\n", "chunks of {size}");
+        assert_eq!(message.reasoning_content, "");
+        assert_eq!(message.tool_calls.len(), 1, "chunks of {size}: {message:?}");
+        let call = &message.tool_calls[0];
+        assert_eq!((call.name.as_str(), call.id.as_str(), call.complete), ("get_weather", "", true));
+        let arguments: serde_json::Value = serde_json::from_str(&call.arguments).expect("arguments are JSON");
+        assert_eq!(arguments, serde_json::json!({"city": "San Francisco, \"CA\"", "days": 3}), "chunks of {size}");
+    }
+}
+
+/// Every event as it came (text events are not merged: the two parsers are
+/// the same code, so even the pieces must agree).
+#[derive(Default)]
+struct Recorded(Vec<String>);
+
+impl Sink for Recorded {
+    fn event(&mut self, event: Event<'_>) {
+        self.0.push(format!("{event:?}"));
+    }
+}
+
+#[test]
+fn macro_and_build_script_parsers_give_identical_events() {
+    let texts = [
+        QWEN_CODER_CALL,
+        "Hello there.",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=unknown_tool>\n</function>\n</tool_call> stays content",
+        "cut off <tool_call>\n<function=get_weather>\n<parameter=days>\n1",
+        "caf\u{e9} \u{1F600} <tool_call>\n<function=get_weather>\n<parameter=city>\n\u{1F600}\n</parameter>\n",
+    ];
+    let mut compared = 0;
+    for tools in [&[][..], WEATHER] {
+        for parallel_tool_calls in [false, true] {
+            for reasoning_format in [ReasoningFormat::Auto, ReasoningFormat::None] {
+                let options = Options { tools, parallel_tool_calls, reasoning_format, ..Options::default() };
+                for text in texts {
+                    for size in [1, 3, 8, usize::MAX] {
+                        let (mut from_macro, mut from_build) = (Recorded::default(), Recorded::default());
+                        let mut a = qwen_coder::Parser::new(options);
+                        let mut b = chat_parser::parsers::xml_args::Parser::new(options);
+                        for chunk in text.as_bytes().chunks(size.min(text.len())) {
+                            a.feed(chunk, &mut from_macro);
+                            b.feed(chunk, &mut from_build);
+                        }
+                        a.finish(&mut from_macro);
+                        b.finish(&mut from_build);
+                        assert_eq!(from_macro.0, from_build.0, "{text:?} in chunks of {size}, tools {}", tools.len());
+                        assert!(!from_macro.0.is_empty());
+                        compared += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(compared, 2 * 2 * 2 * texts.len() * 4);
 }
 
 #[test]

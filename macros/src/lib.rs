@@ -1,52 +1,77 @@
 //! `chat_parser!("templates/x.jinja")`: analyses a chat template at compile
-//! time and expands to a module of constants describing its format.
+//! time and expands to a module holding a streaming parser for its output.
+//!
+//! The module is what the generator's codegen makes (the same as the build.rs
+//! API and `chat-parser generate` write): the constants `TEMPLATE`,
+//! `GENERATION_PROMPT`, `GENERATION_PROMPT_NO_THINKING`, `REASONING_START`,
+//! `REASONING_END`, `PRESERVED_TOKENS`, `GRAMMAR_TRIGGERS`, `STOP_STRINGS`,
+//! `GBNF`, `LARK`, `HOLD_LIMIT`, `WINDOW_BYTES`, a `Parser` with
+//! `new(Options)`, `feed(&[u8], &mut impl Sink)` and `finish(&mut impl Sink)`,
+//! and from the macro also `SPEC_JSON`, the format spec as JSON.
+//!
+//! The generated code names the runtime as `::chat_parser_runtime`, so the
+//! crate that calls the macro must depend on `chat-parser-runtime` (with the
+//! `alloc` feature for `MessageBuilder`).
 //!
 //! The path is relative to the crate's `CARGO_MANIFEST_DIR`. The template is
 //! tracked with `include_bytes!`, so editing it rebuilds the crate. Options
 //! follow the path: `module = name` names the module (default: the file
-//! name). Template problems become a `compile_error!` at the path that names
-//! the template file and line; a stub module with the same constants is still
-//! emitted, so one mistake does not cascade into unresolved names.
+//! name, as `chat_parser_generator::build::module_name` makes it). Template
+//! problems become a `compile_error!` at the path that names the template
+//! file and line; a stub module with the same constants and a `Parser` of
+//! the same API is still emitted, so one mistake does not cascade into
+//! unresolved names.
 //!
 //! ```text
-//! chat_parser_macros::chat_parser!("templates/think.jinja");
 //! chat_parser_macros::chat_parser!("templates/xml_args.jinja", module = qwen_coder);
-//! assert_eq!(think::REASONING_END.trim(), "</think>");
+//!
+//! let tools = [Tool { name: "get_weather", args: &[("city", ArgType::String)] }];
+//! let mut parser = qwen_coder::Parser::new(Options { tools: &tools, ..Options::default() });
+//! let mut message = MessageBuilder::new();
+//! parser.feed(b"<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n", &mut message);
+//! parser.feed(b"</function>\n</tool_call>", &mut message);
+//! parser.finish(&mut message);
+//! assert_eq!(message.into_message().tool_calls[0].name, "get_weather");
 //! ```
 //!
 //! (Exercised by the root crate's `tests/macro_and_build.rs` and this crate's
 //! trybuild UI tests: a doctest here would resolve paths against this crate.)
 
-use proc_macro::{Delimiter, Group, Ident, Literal, Punct, Spacing, Span, TokenStream, TokenTree};
-
-/// The constants a module carries (also emitted, empty, by the stub).
-struct Constants {
-    full_path: Option<String>,
-    generation_prompt: String,
-    reasoning_start: String,
-    reasoning_end: String,
-    preserved_tokens: Vec<String>,
-    spec_json: String,
-}
+use proc_macro2::{Group, Ident, Literal, Punct, Spacing, Span, TokenStream, TokenTree};
+use quote::{quote, quote_spanned};
 
 struct Error {
     span: Span,
     message: String,
 }
 
+/// What a good template expands to, besides the module name.
+struct Generated {
+    /// The template's absolute path, for `include_bytes!`.
+    full_path: String,
+    /// The parser module's items (from `codegen::module_tokens`).
+    items: TokenStream,
+    spec_json: String,
+}
+
 #[proc_macro]
-pub fn chat_parser(input: TokenStream) -> TokenStream {
+pub fn chat_parser(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
+    expand(input.into()).into()
+}
+
+fn expand(input: TokenStream) -> TokenStream {
     let mut tokens = input.into_iter().peekable();
     // The path comes first; without it there is nothing to name a stub after.
     let (path, path_span) = match tokens.next() {
         Some(TokenTree::Literal(lit)) => match unquote(&lit.to_string()) {
             Some(p) => (p, lit.span()),
-            None => return error_only(lit.span(), "chat_parser!: expected a string literal path"),
+            None => return compile_error(lit.span(), "chat_parser!: expected a string literal path"),
         },
-        Some(other) => return error_only(other.span(), "chat_parser!: expected a template path, e.g. chat_parser!(\"templates/x.jinja\")"),
-        None => return error_only(Span::call_site(), "chat_parser!: expected a template path, e.g. chat_parser!(\"templates/x.jinja\")"),
+        Some(other) => return compile_error(other.span(), "chat_parser!: expected a template path, e.g. chat_parser!(\"templates/x.jinja\")"),
+        None => return compile_error(Span::call_site(), "chat_parser!: expected a template path, e.g. chat_parser!(\"templates/x.jinja\")"),
     };
-    let mut module = chat_parser_generator::build::const_name(path.rsplit('/').next().unwrap_or(&path)).to_lowercase();
+    let file = path.rsplit('/').next().unwrap_or(&path);
+    let mut module = Ident::new(&chat_parser_generator::build::module_name(file), Span::call_site());
     let mut errors = Vec::new();
     // Options: `, key = value` pairs.
     while let Some(tt) = tokens.next() {
@@ -61,107 +86,131 @@ pub fn chat_parser(input: TokenStream) -> TokenStream {
         let eq = tokens.next();
         let value = tokens.next();
         match (&key, &eq, &value) {
-            (TokenTree::Ident(k), Some(TokenTree::Punct(p)), Some(TokenTree::Ident(v))) if k.to_string() == "module" && p.as_char() == '=' => {
-                module = v.to_string();
+            (TokenTree::Ident(k), Some(TokenTree::Punct(p)), Some(TokenTree::Ident(v))) if k == "module" && p.as_char() == '=' => {
+                module = v.clone();
             }
-            (TokenTree::Ident(k), _, _) if k.to_string() != "module" => {
+            (TokenTree::Ident(k), _, _) if k != "module" => {
                 errors.push(Error { span: k.span(), message: format!("chat_parser!: unknown option `{k}` (known options: `module = name`)") });
             }
             _ => errors.push(Error { span: key.span(), message: "chat_parser!: expected `module = name`".to_string() }),
         }
     }
-    let constants = match analyse(&path) {
-        Ok(c) => Some(c),
-        Err(message) => {
-            errors.push(Error { span: path_span, message });
-            None
-        }
-    };
-    let mut out = TokenStream::new();
-    for e in &errors {
-        out.extend(compile_error(e.span, &e.message));
-    }
-    let constants = constants.unwrap_or(Constants {
-        full_path: None,
-        generation_prompt: String::new(),
-        reasoning_start: String::new(),
-        reasoning_end: String::new(),
-        preserved_tokens: Vec::new(),
-        spec_json: String::new(),
+    let generated = generate(&path).map_err(|message| errors.push(Error { span: path_span, message })).ok();
+    let mut out: TokenStream = errors.iter().flat_map(|e| compile_error(e.span, &e.message)).collect();
+    out.extend(match generated {
+        Some(g) => parser_module(&module, &path, g),
+        None => stub_module(&module),
     });
-    out.extend(module_tokens(&module, &constants));
     out
 }
 
-fn analyse(path: &str) -> Result<Constants, String> {
+/// Reads, analyses and generates the parser for the template at `path`.
+fn generate(path: &str) -> Result<Generated, String> {
     let root = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| "chat_parser!: CARGO_MANIFEST_DIR is not set")?;
     let full = std::path::Path::new(&root).join(path);
     let source = std::fs::read_to_string(&full).map_err(|e| format!("{path}: cannot read template: {e}"))?;
     let spec = chat_parser_generator::spec_from_source(path, &source)?;
-    Ok(Constants {
-        full_path: Some(full.display().to_string()),
-        generation_prompt: spec.generation_prompt.thinking.clone(),
-        reasoning_start: spec.reasoning.start.clone(),
-        reasoning_end: spec.reasoning.end.clone(),
-        preserved_tokens: spec.preserved_tokens.clone(),
-        spec_json: chat_parser_generator::spec_to_json(&spec)?,
-    })
+    let items = chat_parser_generator::codegen::module_tokens(&spec).map_err(|e| {
+        let e = e.to_string();
+        if e.starts_with(path) {
+            e
+        } else {
+            format!("{path}: {e}")
+        }
+    })?;
+    Ok(Generated { full_path: full.display().to_string(), items: absolute_runtime_paths(items), spec_json: chat_parser_generator::spec_to_json(&spec)? })
 }
 
-fn module_tokens(module: &str, c: &Constants) -> TokenStream {
-    let tokens: Vec<String> = c.preserved_tokens.iter().map(|t| format!("{t:?}")).collect();
-    let track = c.full_path.as_ref().map(|p| format!("const _: &[u8] = ::core::include_bytes!({p:?});")).unwrap_or_default();
-    let code = format!(
-        "pub mod {module} {{
-            {track}
-            pub const GENERATION_PROMPT: &str = {:?};
-            pub const REASONING_START: &str = {:?};
-            pub const REASONING_END: &str = {:?};
-            pub const PRESERVED_TOKENS: &[&str] = &[{}];
-            pub const SPEC_JSON: &str = {:?};
-        }}",
-        c.generation_prompt,
-        c.reasoning_start,
-        c.reasoning_end,
-        tokens.join(", "),
-        c.spec_json,
-    );
-    code.parse().unwrap_or_default()
+fn parser_module(module: &Ident, path: &str, g: Generated) -> TokenStream {
+    let Generated { full_path, items, spec_json } = g;
+    let doc = format!(" Parser for `{path}` (generated by `chat_parser!`).");
+    quote! {
+        #[doc = #doc]
+        #[allow(missing_docs)]
+        pub mod #module {
+            #items
+            // Rebuild when the template changes.
+            const _: &[u8] = ::core::include_bytes!(#full_path);
+            /// The format spec as JSON (`chat_parser_generator::FormatSpec`).
+            pub const SPEC_JSON: &str = #spec_json;
+        }
+    }
 }
 
-/// `::core::compile_error!("message")` with every token at `span`, so the
+/// The module for a template that failed: the same names and `Parser` API,
+/// empty, so code using the module compiles and only the macro's error shows.
+fn stub_module(module: &Ident) -> TokenStream {
+    quote! {
+        #[allow(missing_docs, dead_code)]
+        pub mod #module {
+            pub use ::chat_parser_runtime::{Options, ReasoningFormat};
+            pub const TEMPLATE: &str = "";
+            pub const GENERATION_PROMPT: &str = "";
+            pub const GENERATION_PROMPT_NO_THINKING: &str = "";
+            pub const REASONING_START: &str = "";
+            pub const REASONING_END: &str = "";
+            pub const PRESERVED_TOKENS: &[&str] = &[];
+            pub const GRAMMAR_TRIGGERS: &[&str] = &[];
+            pub const STOP_STRINGS: &[&str] = &[];
+            pub const GBNF: &str = "";
+            pub const LARK: &str = "";
+            pub const HOLD_LIMIT: usize = 0;
+            pub const WINDOW_BYTES: usize = 0;
+            pub const SPEC_JSON: &str = "";
+
+            pub struct Parser<'t>(::core::marker::PhantomData<Options<'t>>);
+
+            impl<'t> Parser<'t> {
+                pub fn new(options: Options<'t>) -> Parser<'t> {
+                    let _ = options;
+                    Parser(::core::marker::PhantomData)
+                }
+
+                pub fn feed(&mut self, bytes: &[u8], sink: &mut impl ::chat_parser_runtime::Sink) {
+                    let _ = (bytes, sink);
+                }
+
+                pub fn finish(&mut self, sink: &mut impl ::chat_parser_runtime::Sink) {
+                    let _ = sink;
+                }
+            }
+        }
+    }
+}
+
+/// Makes every `chat_parser_runtime::` path absolute (`::chat_parser_runtime::`),
+/// so it names the dependency even where a local item has the same name.
+fn absolute_runtime_paths(tokens: TokenStream) -> TokenStream {
+    let mut out = Vec::new();
+    let mut after_colons = false;
+    for tt in tokens {
+        let next_after_colons = matches!(&tt, TokenTree::Punct(p) if p.as_char() == ':');
+        match tt {
+            TokenTree::Ident(ref ident) if ident == "chat_parser_runtime" && !after_colons => {
+                let mut first = Punct::new(':', Spacing::Joint);
+                first.set_span(ident.span());
+                let mut second = Punct::new(':', Spacing::Alone);
+                second.set_span(ident.span());
+                out.extend([TokenTree::Punct(first), TokenTree::Punct(second), tt]);
+            }
+            TokenTree::Group(group) => {
+                let mut new = Group::new(group.delimiter(), absolute_runtime_paths(group.stream()));
+                new.set_span(group.span());
+                out.push(TokenTree::Group(new));
+            }
+            other => out.push(other),
+        }
+        after_colons = next_after_colons;
+    }
+    out.into_iter().collect()
+}
+
+/// `::core::compile_error!("message");` with every token at `span`, so the
 /// error points at the template path (or the bad option) in the caller.
 fn compile_error(span: Span, message: &str) -> TokenStream {
     let mut lit = Literal::string(message);
     lit.set_span(span);
-    let mut group = Group::new(Delimiter::Parenthesis, TokenStream::from(TokenTree::Literal(lit)));
-    group.set_span(span);
-    let colon = |spacing| {
-        let mut p = Punct::new(':', spacing);
-        p.set_span(span);
-        TokenTree::Punct(p)
-    };
-    let mut bang = Punct::new('!', Spacing::Alone);
-    bang.set_span(span);
-    let mut semi = Punct::new(';', Spacing::Alone);
-    semi.set_span(span);
-    [
-        colon(Spacing::Joint),
-        colon(Spacing::Alone),
-        TokenTree::Ident(Ident::new("core", span)),
-        colon(Spacing::Joint),
-        colon(Spacing::Alone),
-        TokenTree::Ident(Ident::new("compile_error", span)),
-        TokenTree::Punct(bang),
-        TokenTree::Group(group),
-        TokenTree::Punct(semi),
-    ]
-    .into_iter()
-    .collect()
-}
-
-fn error_only(span: Span, message: &str) -> TokenStream {
-    compile_error(span, message)
+    quote_spanned!(span=> ::core::compile_error!(#lit);)
 }
 
 /// The value of a plain or raw string literal token.
@@ -189,4 +238,24 @@ fn unquote(lit: &str) -> Option<String> {
         }
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_paths_become_absolute() {
+        let tokens: TokenStream = "use chat_parser_runtime::Sink; mod m { pub use ::chat_parser_runtime::Options; fn f(s: &mut impl chat_parser_runtime::Sink) {} }".parse().unwrap();
+        let got = absolute_runtime_paths(tokens).to_string();
+        assert_eq!(got.matches(":: chat_parser_runtime").count(), 3, "{got}");
+        assert!(!got.contains(":: :: chat_parser_runtime"), "{got}");
+    }
+
+    #[test]
+    fn string_literals() {
+        assert_eq!(unquote(r#""templates/x.jinja""#).as_deref(), Some("templates/x.jinja"));
+        assert_eq!(unquote(r##"r#"a"b"#"##).as_deref(), Some("a\"b"));
+        assert_eq!(unquote("x"), None);
+    }
 }

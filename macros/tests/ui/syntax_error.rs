@@ -2,4 +2,6 @@ chat_parser_macros::chat_parser!("../../../../macros/tests/ui/syntax_error.jinja
 
 fn main() {
     let _ = broken::REASONING_END;
+    let mut parser = broken::Parser::new(Default::default());
+    parser.feed(b"<think>", &mut |_: chat_parser_runtime::Event<'_>| {});
 }
