@@ -3,7 +3,12 @@
 //! ```text
 //! chat-parser analyze TEMPLATE.jinja [--format spec|reference]
 //! chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json
+//! chat-parser generate TEMPLATE.jinja [--out FILE]
 //! ```
+//!
+//! `generate` prints the Rust parser module for the template (what the
+//! build.rs API and the `chat_parser!` macro generate), with a header naming
+//! the command, as given, that regenerates it.
 //!
 //! `parse` reads one request from stdin: an OpenAI chat-completions body
 //! (`tools`, `tool_choice`, `parallel_tool_calls`, `response_format`; other
@@ -27,8 +32,10 @@ use serde_json::{json, Value};
 
 const ANALYZE_USAGE: &str = "usage: chat-parser analyze TEMPLATE.jinja [--format spec|reference]";
 const PARSE_USAGE: &str = "usage: chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json";
+const GENERATE_USAGE: &str = "usage: chat-parser generate TEMPLATE.jinja [--out FILE]";
 const USAGE: &str = "usage: chat-parser analyze TEMPLATE.jinja [--format spec|reference]
-       chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json";
+       chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json
+       chat-parser generate TEMPLATE.jinja [--out FILE]";
 
 const HELP: &str = "\
 commands:
@@ -46,6 +53,9 @@ commands:
             prints the message: {\"content\", \"reasoning_content\", \"tool_calls\": [{\"name\", \"id\", \"arguments\"}]}
             --stream N: feed the text in N-byte chunks, print each delta (OpenAI chunk `delta`)
                         as a JSON line, then the message as the last line
+  generate  print the generated Rust parser module for the template (a module body:
+            include it inside `mod name { ... }`; it needs the chat-parser-runtime crate)
+            --out FILE: write it to FILE instead (left untouched when it already holds it)
 errors print one line `error: ...` on stderr and exit with status 2";
 
 fn main() -> ExitCode {
@@ -69,6 +79,7 @@ fn run(args: &[String], out: &mut impl Write) -> Result<(), String> {
             write_line(out, &text)
         }
         "parse" => parse_command(rest, out),
+        "generate" => generate_command(rest, out),
         "-h" | "--help" | "help" => write_line(out, &format!("{USAGE}\n\n{HELP}")),
         other => Err(format!("unknown command `{other}`\n{USAGE}")),
     }
@@ -114,6 +125,33 @@ fn analyze_command(args: &[String]) -> Result<String, String> {
         _ => serde_json::to_value(&spec).map_err(|e| e.to_string())?,
     };
     serde_json::to_string_pretty(&value).map_err(|e| e.to_string())
+}
+
+fn generate_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
+    let mut path = None;
+    let mut target = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--out" => target = Some(it.next().cloned().ok_or("--out needs a file name")?),
+            flag if flag.starts_with("--out=") => target = Some(flag["--out=".len()..].to_string()),
+            flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`; {GENERATE_USAGE}")),
+            p if path.is_none() => path = Some(p.to_string()),
+            extra => return Err(format!("unexpected argument `{extra}`; {GENERATE_USAGE}")),
+        }
+    }
+    let path = path.ok_or(GENERATE_USAGE)?;
+    if target.as_deref() == Some("") {
+        return Err("--out needs a file name".into());
+    }
+    let spec = load_spec(&path)?;
+    // The header names the command as given, so running it again (from the
+    // same directory) regenerates the same file.
+    let code = chat_parser_generator::codegen::module(&spec, &format!("chat-parser generate {path}")).map_err(one_line)?;
+    match target {
+        Some(file) => chat_parser_generator::build::write_if_changed(std::path::Path::new(&file), &code).map_err(|e| one_line(format!("cannot write {e}"))),
+        None => out.write_all(code.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("cannot write output: {e}")),
+    }
 }
 
 fn parse_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
