@@ -18,6 +18,10 @@ fn main() {
             [root.join("templates"), shared.join("templates")].into_iter().filter(|d| d.is_dir()).collect()
         }
     };
+    // The library finds the templates' sources (for the reference parser) where the parsers came from.
+    if let Ok(joined) = std::env::join_paths(&dirs) {
+        println!("cargo:rustc-env=CHAT_PARSER_BENCH_TEMPLATE_DIRS={}", joined.to_string_lossy());
+    }
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let Some((first, rest)) = dirs.split_first() else {
         eprintln!("CHAT_PARSER_TEMPLATES names no directory");

@@ -1,8 +1,72 @@
 //! Generated parsers for every template the build script found (see
 //! `build.rs`), picked by file name, and what the comparison harness needs
 //! to drive them from a `parse` request.
+//!
+//! - [`parsers`]: the generated modules, `TEMPLATES` and `AnyParser`;
+//! - [`request`]: a `chat-parser parse` request and its runtime options;
+//! - [`shapes`]: the benchmark outputs (four corpus templates, three 16 KB
+//!   shapes each), shared by the binary, the benchmark and the tests;
+//! - [`Tally`]: a sink that only counts, so timing measures the parser.
+
+use std::path::PathBuf;
+
+use chat_parser_runtime::{Event, Sink};
+
+pub mod request;
+pub mod shapes;
 
 #[allow(clippy::all)]
 pub mod parsers {
     include!(concat!(env!("OUT_DIR"), "/parsers.rs"));
+}
+
+/// A sink that counts events and the bytes of text they carry: it never
+/// allocates, and its sums keep the events from being optimised away.
+///
+/// # Example
+/// ```
+/// use chat_parser_bench::Tally;
+/// use chat_parser_runtime::{Event, Sink};
+/// let mut tally = Tally::default();
+/// tally.event(Event::Content("Hi"));
+/// tally.event(Event::ToolCallStart { index: 0 });
+/// assert_eq!((tally.events, tally.text_bytes), (2, 2));
+/// ```
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub events: usize,
+    pub text_bytes: usize,
+}
+
+impl Sink for Tally {
+    #[inline]
+    fn event(&mut self, event: Event<'_>) {
+        self.events += 1;
+        self.text_bytes += match event {
+            Event::Content(t) | Event::Reasoning(t) | Event::ToolName(t) | Event::ToolId(t) | Event::ToolArgs(t) => t.len(),
+            Event::ToolCallStart { .. } | Event::ToolCallEnd { .. } => 0,
+        };
+    }
+}
+
+/// Feeds `text` to `parser` in `chunk`-byte pieces (`usize::MAX`: one
+/// piece), then finishes it unless `partial`.
+pub fn run_parser(parser: &mut parsers::AnyParser<'_>, text: &[u8], chunk: usize, partial: bool, sink: &mut impl Sink) {
+    for piece in text.chunks(chunk.max(1)) {
+        parser.feed(piece, sink);
+    }
+    if !partial {
+        parser.finish(sink);
+    }
+}
+
+/// The directories the build script read templates from (see `build.rs`).
+pub fn template_dirs() -> Vec<PathBuf> {
+    option_env!("CHAT_PARSER_BENCH_TEMPLATE_DIRS").map(|dirs| std::env::split_paths(dirs).collect()).unwrap_or_default()
+}
+
+/// Where the template `file` (a name in `parsers::TEMPLATES`) is, if it is
+/// still in one of [`template_dirs`].
+pub fn template_path(file: &str) -> Option<PathBuf> {
+    template_dirs().into_iter().map(|d| d.join(file)).find(|p| p.is_file())
 }
