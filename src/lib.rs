@@ -43,7 +43,8 @@ pub mod templates {
 /// use chat_parser::{parsers::think, MessageBuilder, Options};
 /// let mut parser = think::Parser::new(Options::default());
 /// let mut message = MessageBuilder::new();
-/// for chunk in ["<think>hm", "m</think>", "Hi!"] {
+/// // The generation prompt opened `<think>`: the output starts inside it.
+/// for chunk in ["hm", "m</think>", "Hi!"] {
 ///     parser.feed(chunk.as_bytes(), &mut message);
 /// }
 /// parser.finish(&mut message);
