@@ -48,6 +48,8 @@ pub const HOLD_LIMIT: usize = 94;
 /// limit plus the longest lookahead.
 pub const WINDOW_BYTES: usize = 110;
 const W: usize = WINDOW_BYTES;
+/// Chunks up to this size take the streaming fast path.
+const SMALL_CHUNK: usize = 64;
 /// A streaming parser of the model's output: feed it bytes as they
 /// arrive, then `finish`. Fixed-size state, no heap allocation.
 pub struct Parser<'t> {
@@ -107,6 +109,37 @@ impl<'t> Parser<'t> {
         if self.finished {
             return;
         }
+        if bytes.len() <= SMALL_CHUNK {
+            let mut tmp = [0u8; SMALL_CHUNK + 4];
+            let carried = self.utf8.pending().len();
+            tmp[..carried].copy_from_slice(self.utf8.pending());
+            tmp[carried..carried + bytes.len()].copy_from_slice(bytes);
+            let all = &tmp[..carried + bytes.len()];
+            let text = match core::str::from_utf8(all) {
+                Ok(s) => Some((s, all.len())),
+                Err(e) if e.error_len().is_none() => {
+                    core::str::from_utf8(&all[..e.valid_up_to()])
+                        .ok()
+                        .map(|s| (s, e.valid_up_to()))
+                }
+                Err(_) => None,
+            };
+            if let Some((s, valid)) = text {
+                self.utf8 = Utf8Carry::new();
+                if valid < all.len() {
+                    let _ = self.utf8.split(&all[valid..]);
+                }
+                if !s.is_empty() && !(self.len == 0 && fast(&mut self.core, s, sink)) {
+                    self.push(s, sink);
+                }
+                return;
+            }
+        } else if self.utf8.is_empty() {
+            if let Ok(s) = core::str::from_utf8(bytes) {
+                self.push(s, sink);
+                return;
+            }
+        }
         let split = self.utf8.split(bytes);
         let head = split.head();
         if !head.is_empty() {
@@ -163,8 +196,7 @@ impl<'t> Parser<'t> {
                 self.buf[len..len + n].copy_from_slice(&s.as_bytes()[..n]);
                 s = &s[n..];
                 let len = len + n;
-                let buf = self.buf;
-                let text = core::str::from_utf8(&buf[..len]).unwrap_or("");
+                let text = core::str::from_utf8(&self.buf[..len]).unwrap_or("");
                 run(&mut self.core, self.entry, text, false, sink);
                 let mut keep = self.core.keep().min(len);
                 while keep == 0 && (len == W || n == 0) {
@@ -178,6 +210,60 @@ impl<'t> Parser<'t> {
                 self.core.rebase(keep);
             }
         }
+    }
+}
+/// Reports a whole chunk without running the machine when the current
+/// state would report it unchanged (text without any of its stops'
+/// first bytes, a JSON string without escapes). Returns false when
+/// the machine must run.
+#[inline]
+fn fast(
+    c: &mut Core<'_, 1usize, 2usize, 1usize>,
+    s: &str,
+    sink: &mut impl Sink,
+) -> bool {
+    if c.degraded {
+        sink.event(chat_parser_runtime::Event::Content(s));
+        return true;
+    }
+    match c.st {
+        2 => !(false) && c.fast_text(Kind::Content, false, s, sink),
+        7 => {
+            !(s.bytes().any(|x| matches!(x, 60u8)))
+                && c.fast_text(Kind::Content, false, s, sink)
+        }
+        9 => {
+            !(s.bytes().any(|x| matches!(x, 60u8)))
+                && c.fast_text(Kind::Content, false, s, sink)
+        }
+        22 => {
+            !(s.bytes().any(|x| matches!(x, 60u8)))
+                && c.fast_text(Kind::ArgString, true, s, sink)
+        }
+        27 => c.fast_json(false, s, sink),
+        49 => {
+            !(s.bytes().any(|x| matches!(x, 60u8)))
+                && c.fast_text(Kind::Content, false, s, sink)
+        }
+        54 => {
+            !(s.bytes().any(|x| matches!(x, 60u8)))
+                && c.fast_text(Kind::Content, false, s, sink)
+        }
+        56 => {
+            !(s.bytes().any(|x| matches!(x, 60u8)))
+                && c.fast_text(Kind::Content, false, s, sink)
+        }
+        69 => {
+            !(s.bytes().any(|x| matches!(x, 60u8)))
+                && c.fast_text(Kind::ArgString, true, s, sink)
+        }
+        74 => c.fast_json(false, s, sink),
+        96 => {
+            !(s.bytes().any(|x| matches!(x, 60u8)))
+                && c.fast_text(Kind::Content, false, s, sink)
+        }
+        100 => c.fast_json(true, s, sink),
+        _ => false,
     }
 }
 /// Where each loop resumes, by variant entry and loop.

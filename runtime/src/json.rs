@@ -263,6 +263,14 @@ impl JsonScanner {
         }
     }
 
+    /// Whether the scanner is inside a double-quoted string, not in an
+    /// escape: text without `"`, `\` and control characters is then copied
+    /// unchanged and changes nothing (what streaming parsers' fast path
+    /// relies on).
+    pub fn in_plain_string(&self) -> bool {
+        matches!(self.token, Token::Str(s) if s.quote == b'"' && !s.escape && s.hex == 0)
+    }
+
     /// Whether the value is complete.
     pub fn is_done(&self) -> bool {
         self.done

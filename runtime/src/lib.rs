@@ -63,6 +63,7 @@ mod tests;
 pub mod __private {
     pub use crate::escape::{json_escape, json_unescape};
     pub use crate::machine::*;
+    pub use memchr;
     pub use crate::holdback::{find_first, partial_suffix_len, HoldBuf};
     pub use crate::json::{JsonScanner, Scan, MAX_DEPTH};
     pub use crate::utf8::{Lossy, Utf8Carry, Utf8Split, REPLACEMENT};

@@ -195,15 +195,28 @@ pub fn end(text: &str, pos: usize, last: bool) -> G {
 pub fn partial(text: &[u8], stops: &[&str]) -> usize {
     let mut best = 0;
     for stop in stops {
-        let max = stop.len().saturating_sub(1).min(text.len());
-        for n in (best + 1..=max).rev() {
-            if stop.as_bytes().starts_with(&text[text.len() - n..]) {
-                best = n;
+        let stop = stop.as_bytes();
+        let Some(&first) = stop.first() else { continue };
+        let max = (stop.len() - 1).min(text.len());
+        // Only positions holding the stop's first byte can start it.
+        let from = text.len() - max;
+        let until = text.len() - best;
+        let mut i = from;
+        while i < until {
+            if text[i] == first && stop[..text.len() - i] == text[i..] {
+                best = text.len() - i;
                 break;
             }
+            i += 1;
         }
     }
     best
+}
+
+/// Whether `text` holds a byte that a JSON string must escape.
+#[inline]
+fn needs_escape(text: &[u8]) -> bool {
+    text.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20)
 }
 
 /// What reading text up to a stop found.
@@ -645,6 +658,41 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         Some(true)
     }
 
+    // ---- Fast paths for a whole chunk that changes nothing but the output ----
+    //
+    // A generated parser calls these when nothing is held back and the
+    // chunk holds none of the current state's stops: the chunk is then
+    // reported in one piece, as the state would, without running the
+    // machine (streaming a few bytes at a time costs one check).
+
+    /// Text of `kind` read up to a stop, mid-value (no layout newline
+    /// pending): reports `chunk` whole if nothing in it needs a decision.
+    #[inline]
+    pub fn fast_text(&mut self, kind: Kind, trim_newlines: bool, chunk: &str, sink: &mut impl Sink) -> bool {
+        if self.fresh || self.held_newline || (trim_newlines && chunk.ends_with('\n')) {
+            return false;
+        }
+        match kind {
+            Kind::Content => sink.event(Event::Content(chunk)),
+            Kind::Reasoning => sink.event(Event::Reasoning(chunk)),
+            Kind::ArgString if !needs_escape(chunk.as_bytes()) => sink.event(Event::ToolArgs(chunk)),
+            _ => return false,
+        }
+        self.reported = true;
+        true
+    }
+
+    /// Inside a JSON string (arguments or structured output): reports
+    /// `chunk` whole if it holds nothing the scanner must look at.
+    #[inline]
+    pub fn fast_json(&mut self, content: bool, chunk: &str, sink: &mut impl Sink) -> bool {
+        if !self.json.in_plain_string() || needs_escape(chunk.as_bytes()) {
+            return false;
+        }
+        sink.event(if content { Event::Content(chunk) } else { Event::ToolArgs(chunk) });
+        true
+    }
+
     /// How far a name may still run: reading a name looks no further.
     pub fn name_room(&self) -> usize {
         if self.fresh {
@@ -750,6 +798,9 @@ pub fn json_step<const R: usize, const P: usize, const A: usize>(
 /// positions holding `first` (the stops' first byte).
 #[inline]
 pub fn find1(hay: &[u8], first: u8, stops: &[&str]) -> Option<usize> {
+    if hay.len() < SHORT {
+        return find_short(hay, |b| b == first, stops);
+    }
     let mut at = 0;
     while let Some(i) = memchr::memchr(first, &hay[at..]) {
         let i = at + i;
@@ -764,6 +815,9 @@ pub fn find1(hay: &[u8], first: u8, stops: &[&str]) -> Option<usize> {
 /// [`find1`] for stops with two different first bytes.
 #[inline]
 pub fn find2(hay: &[u8], a: u8, b: u8, stops: &[&str]) -> Option<usize> {
+    if hay.len() < SHORT {
+        return find_short(hay, |x| x == a || x == b, stops);
+    }
     let mut at = 0;
     while let Some(i) = memchr::memchr2(a, b, &hay[at..]) {
         let i = at + i;
@@ -778,6 +832,9 @@ pub fn find2(hay: &[u8], a: u8, b: u8, stops: &[&str]) -> Option<usize> {
 /// [`find1`] for stops with three different first bytes.
 #[inline]
 pub fn find3(hay: &[u8], a: u8, b: u8, c: u8, stops: &[&str]) -> Option<usize> {
+    if hay.len() < SHORT {
+        return find_short(hay, |x| x == a || x == b || x == c, stops);
+    }
     let mut at = 0;
     while let Some(i) = memchr::memchr3(a, b, c, &hay[at..]) {
         let i = at + i;
@@ -787,6 +844,14 @@ pub fn find3(hay: &[u8], a: u8, b: u8, c: u8, stops: &[&str]) -> Option<usize> {
         at = i + 1;
     }
     None
+}
+
+/// Below this length a plain loop beats a SIMD search's setup.
+const SHORT: usize = 32;
+
+#[inline]
+fn find_short(hay: &[u8], first: impl Fn(u8) -> bool, stops: &[&str]) -> Option<usize> {
+    (0..hay.len()).find(|&i| first(hay[i]) && stops.iter().any(|s| hay[i..].starts_with(s.as_bytes())))
 }
 
 /// [`find1`] for stops with more different first bytes.

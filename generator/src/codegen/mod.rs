@@ -152,6 +152,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         }
     });
     let guards = &states.guards;
+    let fast = &states.fast;
     let entry_arms = index.iter().enumerate().map(|(combo, &g)| {
         let combo = Literal::usize_unsuffixed(combo);
         let e = Literal::u16_unsuffixed(entries[g]);
@@ -215,6 +216,8 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         /// limit plus the longest lookahead.
         pub const WINDOW_BYTES: usize = #window_lit;
         const W: usize = WINDOW_BYTES;
+        /// Chunks up to this size take the streaming fast path.
+        const SMALL_CHUNK: usize = 64;
 
         /// A streaming parser of the model's output: feed it bytes as they
         /// arrive, then `finish`. Fixed-size state, no heap allocation.
@@ -244,6 +247,38 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             pub fn feed(&mut self, bytes: &[u8], sink: &mut impl Sink) {
                 if self.finished {
                     return;
+                }
+                // Streaming case: a small chunk (with the start of a character
+                // the last one cut off) is validated once, as one piece of text.
+                if bytes.len() <= SMALL_CHUNK {
+                    let mut tmp = [0u8; SMALL_CHUNK + 4];
+                    let carried = self.utf8.pending().len();
+                    tmp[..carried].copy_from_slice(self.utf8.pending());
+                    tmp[carried..carried + bytes.len()].copy_from_slice(bytes);
+                    let all = &tmp[..carried + bytes.len()];
+                    let text = match core::str::from_utf8(all) {
+                        Ok(s) => Some((s, all.len())),
+                        // Only an incomplete character at the end.
+                        Err(e) if e.error_len().is_none() => {
+                            core::str::from_utf8(&all[..e.valid_up_to()]).ok().map(|s| (s, e.valid_up_to()))
+                        }
+                        Err(_) => None,
+                    };
+                    if let Some((s, valid)) = text {
+                        self.utf8 = Utf8Carry::new();
+                        if valid < all.len() {
+                            let _ = self.utf8.split(&all[valid..]);
+                        }
+                        if !s.is_empty() && !(self.len == 0 && fast(&mut self.core, s, sink)) {
+                            self.push(s, sink);
+                        }
+                        return;
+                    }
+                } else if self.utf8.is_empty() {
+                    if let Ok(s) = core::str::from_utf8(bytes) {
+                        self.push(s, sink);
+                        return;
+                    }
                 }
                 let split = self.utf8.split(bytes);
                 let head = split.head();
@@ -307,8 +342,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                         self.buf[len..len + n].copy_from_slice(&s.as_bytes()[..n]);
                         s = &s[n..];
                         let len = len + n;
-                        let buf = self.buf;
-                        let text = core::str::from_utf8(&buf[..len]).unwrap_or("");
+                        let text = core::str::from_utf8(&self.buf[..len]).unwrap_or("");
                         run(&mut self.core, self.entry, text, false, sink);
                         let mut keep = self.core.keep().min(len);
                         while keep == 0 && (len == W || n == 0) {
@@ -322,6 +356,22 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                         self.core.rebase(keep);
                     }
                 }
+            }
+        }
+
+        /// Reports a whole chunk without running the machine when the current
+        /// state would report it unchanged (text without any of its stops'
+        /// first bytes, a JSON string without escapes). Returns false when
+        /// the machine must run.
+        #[inline]
+        fn fast(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, sink: &mut impl Sink) -> bool {
+            if c.degraded {
+                sink.event(chat_parser_runtime::Event::Content(s));
+                return true;
+            }
+            match c.st {
+                #(#fast)*
+                _ => false,
             }
         }
 

@@ -23,6 +23,9 @@ pub struct States {
     pub names: Vec<String>,
     /// Guard functions.
     pub guards: Vec<TokenStream>,
+    /// Fast-path arms: states where a whole chunk without markup can be
+    /// reported without running the machine.
+    pub fast: Vec<TokenStream>,
     /// Per variant: each loop's head and recovery state.
     pub resumes: Vec<Vec<(u16, Option<u16>)>>,
     /// Per variant: entry state.
@@ -48,6 +51,13 @@ impl States {
             return;
         });
         s
+    }
+
+    fn push_json(&mut self, content: bool, code: TokenStream) -> u16 {
+        let id = self.push("json", code);
+        let n = state(id);
+        self.fast.push(quote! { #n => c.fast_json(#content, s, sink), });
+        id
     }
 
     fn push(&mut self, name: &str, code: TokenStream) -> u16 {
@@ -184,7 +194,7 @@ impl States {
             Node::Json { kind, python, .. } => {
                 let content = *kind == JsonKind::Content;
                 let object_only = *kind == JsonKind::ToolArgs;
-                let scan = self.push("json", quote! {
+                let scan = self.push_json(content, quote! {
                     match json_step(c, t, #content, last, sink) {
                         Scan::Done => { c.st = #nx; }
                         Scan::NeedMore => need_more!(),
@@ -281,6 +291,16 @@ impl States {
             quote! { None if last => Found { take: rest.len(), done: true }, }
         };
         let partial_len = if stops.is_empty() { quote!(0) } else { quote!(partial(rest, #stops_const)) };
+        if matches!(kind, TextKind::Content | TextKind::Reasoning | TextKind::ArgString) {
+            let id = state(self.arms.len() as u16);
+            let bytes: Vec<Literal> = firsts.iter().map(|b| Literal::u8_suffixed(*b)).collect();
+            // Chunks here are small: a plain loop beats a SIMD search's setup.
+            let markup = match bytes.as_slice() {
+                [] => quote! { false },
+                more => quote! { s.bytes().any(|x| matches!(x, #(#more)|*)) },
+            };
+            self.fast.push(quote! { #id => !(#markup) && c.fast_text(#k, #trim, s, sink), });
+        }
         self.push(&format!("{kind:?} up to {stops:?}"), quote! {
             let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
             #limit
