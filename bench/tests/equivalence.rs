@@ -68,6 +68,27 @@ fn cases() -> &'static [Case] {
             let want = reference(spec, &v.options, &[v.input.as_bytes()]);
             out.push(Case { label: format!("vector {}", v.id), file: v.template.clone(), spec: spec.clone(), options: v.options, text: v.input.into_bytes(), want });
         }
+        // Every template, also those without vectors or tool calls: texts
+        // from its own reasoning markers, whole and broken, in every option
+        // combination.
+        for (file, (_, spec)) in &specs {
+            let (start, end) = (spec.reasoning.start.trim(), spec.reasoning.end.trim());
+            let texts = [
+                format!("{start}\nLet me think < about it.\n{end}\n\nThe answer is 4.\n"),
+                format!("Still thinking \u{e9}{end}Answer."),
+                format!("{start}unfinished <reasoning"),
+                "Plain answer with <b>markup</b> and [brackets].".to_string(),
+            ];
+            for enable_thinking in [true, false] {
+                for reasoning_format in [chat_parser_generator::ir::build::ReasoningFormat::Auto, chat_parser_generator::ir::build::ReasoningFormat::None] {
+                    for text in &texts {
+                        let options = ParseOptions { enable_thinking, reasoning_format, ..ParseOptions::default() };
+                        let want = reference(spec, &options, &[text.as_bytes()]);
+                        out.push(Case { label: format!("markers {file}"), file: file.clone(), spec: spec.clone(), options, text: text.clone().into_bytes(), want });
+                    }
+                }
+            }
+        }
         for (file, (template, spec)) in &specs {
             if !spec.capabilities.supports_tool_calls {
                 continue;
