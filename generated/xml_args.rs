@@ -110,6 +110,15 @@ impl<'t> Parser<'t> {
             return;
         }
         if bytes.len() <= SMALL_CHUNK {
+            if self.utf8.is_empty() {
+                if let Some(s) = ascii_str(bytes) {
+                    if !s.is_empty() && !(self.len == 0 && fast(&mut self.core, s, sink))
+                    {
+                        self.push(s, sink);
+                    }
+                    return;
+                }
+            }
             let mut tmp = [0u8; SMALL_CHUNK + 4];
             let carried = self.utf8.pending().len();
             tmp[..carried].copy_from_slice(self.utf8.pending());
@@ -135,7 +144,9 @@ impl<'t> Parser<'t> {
                 return;
             }
         } else if self.utf8.is_empty() {
-            if let Ok(s) = core::str::from_utf8(bytes) {
+            if let Some(s) = ascii_str(bytes)
+                .or_else(|| core::str::from_utf8(bytes).ok())
+            {
                 self.push(s, sink);
                 return;
             }
@@ -196,7 +207,10 @@ impl<'t> Parser<'t> {
                 self.buf[len..len + n].copy_from_slice(&s.as_bytes()[..n]);
                 s = &s[n..];
                 let len = len + n;
-                let text = core::str::from_utf8(&self.buf[..len]).unwrap_or("");
+                let held = &self.buf[..len];
+                let text = ascii_str(held)
+                    .or_else(|| core::str::from_utf8(held).ok())
+                    .unwrap_or("");
                 run(&mut self.core, self.entry, text, false, sink);
                 let mut keep = self.core.keep().min(len);
                 while keep == 0 && (len == W || n == 0) {

@@ -66,7 +66,7 @@ pub mod __private {
     pub use memchr;
     pub use crate::holdback::{find_first, partial_suffix_len, HoldBuf};
     pub use crate::json::{JsonScanner, Scan, MAX_DEPTH};
-    pub use crate::utf8::{Lossy, Utf8Carry, Utf8Split, REPLACEMENT};
+    pub use crate::utf8::{ascii_str, Lossy, Utf8Carry, Utf8Split, REPLACEMENT};
 }
 
 /// One step of a parsed reply, in output order. Text borrows the input.

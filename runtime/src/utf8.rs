@@ -403,3 +403,22 @@ mod tests {
         );
     }
 }
+
+/// `bytes` as text when they are all ASCII (the common case of a streamed
+/// chunk), without a general UTF-8 validation.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::utf8::ascii_str;
+/// assert_eq!(ascii_str(b"abc"), Some("abc"));
+/// assert_eq!(ascii_str("é".as_bytes()), None);
+/// ```
+#[inline]
+pub fn ascii_str(bytes: &[u8]) -> Option<&str> {
+    if bytes.is_ascii() {
+        // SAFETY: every ASCII byte sequence is valid UTF-8.
+        Some(unsafe { str::from_utf8_unchecked(bytes) })
+    } else {
+        None
+    }
+}

@@ -251,6 +251,14 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                 // Streaming case: a small chunk (with the start of a character
                 // the last one cut off) is validated once, as one piece of text.
                 if bytes.len() <= SMALL_CHUNK {
+                    if self.utf8.is_empty() {
+                        if let Some(s) = ascii_str(bytes) {
+                            if !s.is_empty() && !(self.len == 0 && fast(&mut self.core, s, sink)) {
+                                self.push(s, sink);
+                            }
+                            return;
+                        }
+                    }
                     let mut tmp = [0u8; SMALL_CHUNK + 4];
                     let carried = self.utf8.pending().len();
                     tmp[..carried].copy_from_slice(self.utf8.pending());
@@ -275,7 +283,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                         return;
                     }
                 } else if self.utf8.is_empty() {
-                    if let Ok(s) = core::str::from_utf8(bytes) {
+                    if let Some(s) = ascii_str(bytes).or_else(|| core::str::from_utf8(bytes).ok()) {
                         self.push(s, sink);
                         return;
                     }
@@ -342,7 +350,8 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                         self.buf[len..len + n].copy_from_slice(&s.as_bytes()[..n]);
                         s = &s[n..];
                         let len = len + n;
-                        let text = core::str::from_utf8(&self.buf[..len]).unwrap_or("");
+                        let held = &self.buf[..len];
+                        let text = ascii_str(held).or_else(|| core::str::from_utf8(held).ok()).unwrap_or("");
                         run(&mut self.core, self.entry, text, false, sink);
                         let mut keep = self.core.keep().min(len);
                         while keep == 0 && (len == W || n == 0) {
