@@ -40,17 +40,12 @@ pub const HOLD_LIMIT: usize = 101;
 /// limit plus the longest lookahead.
 pub const WINDOW_BYTES: usize = 117;
 const W: usize = WINDOW_BYTES;
-/// Chunks up to this size take the streaming fast path.
-const SMALL_CHUNK: usize = 64;
 /// A streaming parser of the model's output: feed it bytes as they
 /// arrive, then `finish`. Fixed-size state, no heap allocation.
 pub struct Parser<'t> {
     core: Core<'t, 1usize, 1usize, 1usize>,
     entry: u16,
-    buf: [u8; W],
-    len: u16,
-    utf8: Utf8Carry,
-    finished: bool,
+    input: Input<W>,
 }
 impl<'t> Parser<'t> {
     /// A parser for a request with these options.
@@ -89,133 +84,51 @@ impl<'t> Parser<'t> {
         Parser {
             core: Core::new(entry, options.tools),
             entry,
-            buf: [0; W],
-            len: 0,
-            utf8: Utf8Carry::new(),
-            finished: false,
+            input: Input::default(),
         }
     }
     /// Parses the next chunk of output (any size, any split), reporting
     /// what is certain so far.
+    #[inline]
     pub fn feed(&mut self, bytes: &[u8], sink: &mut impl Sink) {
-        if self.finished {
-            return;
-        }
-        if bytes.len() <= SMALL_CHUNK {
-            if self.utf8.is_empty() {
-                if let Some(s) = ascii_str(bytes) {
-                    if !s.is_empty() && !(self.len == 0 && fast(&mut self.core, s, sink))
-                    {
-                        self.push(s, sink);
-                    }
-                    return;
-                }
-            }
-            let mut tmp = [0u8; SMALL_CHUNK + 4];
-            let carried = self.utf8.pending().len();
-            tmp[..carried].copy_from_slice(self.utf8.pending());
-            tmp[carried..carried + bytes.len()].copy_from_slice(bytes);
-            let all = &tmp[..carried + bytes.len()];
-            let text = match core::str::from_utf8(all) {
-                Ok(s) => Some((s, all.len())),
-                Err(e) if e.error_len().is_none() => {
-                    core::str::from_utf8(&all[..e.valid_up_to()])
-                        .ok()
-                        .map(|s| (s, e.valid_up_to()))
-                }
-                Err(_) => None,
-            };
-            if let Some((s, valid)) = text {
-                self.utf8 = Utf8Carry::new();
-                if valid < all.len() {
-                    let _ = self.utf8.split(&all[valid..]);
-                }
-                if !s.is_empty() && !(self.len == 0 && fast(&mut self.core, s, sink)) {
-                    self.push(s, sink);
-                }
-                return;
-            }
-        } else if self.utf8.is_empty() {
-            if let Some(s) = ascii_str(bytes)
-                .or_else(|| core::str::from_utf8(bytes).ok())
-            {
-                self.push(s, sink);
-                return;
-            }
-        }
-        let split = self.utf8.split(bytes);
-        let head = split.head();
-        if !head.is_empty() {
-            let mut b = [0u8; 4];
-            let n = head.len();
-            b[..n].copy_from_slice(head.as_bytes());
-            if let Ok(h) = core::str::from_utf8(&b[..n]) {
-                self.push(h, sink);
-            }
-        }
-        for piece in split.rest() {
-            self.push(piece, sink);
-        }
+        self.input
+            .feed::<
+                Grammar,
+                1usize,
+                1usize,
+                1usize,
+            >(&mut self.core, self.entry, bytes, sink);
     }
     /// Ends the output: reports what was held back, and ends a call
     /// the output cut off (`complete: false`).
     pub fn finish(&mut self, sink: &mut impl Sink) {
-        if self.finished {
-            return;
-        }
-        let tail = self.utf8.finish();
-        if !tail.is_empty() {
-            self.push(tail, sink);
-        }
-        let n = self.len as usize;
-        let buf = self.buf;
-        let text = core::str::from_utf8(&buf[..n]).unwrap_or("");
-        run(&mut self.core, self.entry, text, true, sink);
-        self.core.finish(sink);
-        self.len = 0;
-        self.finished = true;
+        self.input
+            .finish::<Grammar, 1usize, 1usize, 1usize>(&mut self.core, self.entry, sink);
     }
-    fn push(&mut self, mut s: &str, sink: &mut impl Sink) {
-        while !s.is_empty() {
-            if self.len == 0 {
-                let piece = &s[..floor_boundary(s, 1 << 30)];
-                s = &s[piece.len()..];
-                loop {
-                    run(&mut self.core, self.entry, piece, false, sink);
-                    let keep = self.core.keep().min(piece.len());
-                    let held = &piece[keep..];
-                    if held.len() <= W {
-                        self.buf[..held.len()].copy_from_slice(held.as_bytes());
-                        self.len = held.len() as u16;
-                        self.core.rebase(keep);
-                        break;
-                    }
-                    let entry = self.entry;
-                    self.core.fail(piece, sink, |r| resume(entry, r));
-                }
-            } else {
-                let n = floor_boundary(s, W - self.len as usize);
-                let len = self.len as usize;
-                self.buf[len..len + n].copy_from_slice(&s.as_bytes()[..n]);
-                s = &s[n..];
-                let len = len + n;
-                let held = &self.buf[..len];
-                let text = ascii_str(held)
-                    .or_else(|| core::str::from_utf8(held).ok())
-                    .unwrap_or("");
-                run(&mut self.core, self.entry, text, false, sink);
-                let mut keep = self.core.keep().min(len);
-                while keep == 0 && (len == W || n == 0) {
-                    let entry = self.entry;
-                    self.core.fail(text, sink, |r| resume(entry, r));
-                    run(&mut self.core, self.entry, text, false, sink);
-                    keep = self.core.keep().min(len);
-                }
-                self.buf.copy_within(keep..len, 0);
-                self.len = (len - keep) as u16;
-                self.core.rebase(keep);
-            }
-        }
+}
+/// This template's state machine.
+struct Grammar;
+impl Machine<1usize, 1usize, 1usize> for Grammar {
+    #[inline]
+    fn run<S: Sink>(
+        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        entry: u16,
+        t: &str,
+        last: bool,
+        sink: &mut S,
+    ) {
+        run(c, entry, t, last, sink)
+    }
+    #[inline]
+    fn fast<S: Sink>(
+        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        s: &str,
+        sink: &mut S,
+    ) -> bool {
+        fast(c, s, sink)
+    }
+    fn resume(entry: u16, repeat: usize) -> Resume {
+        resume(entry, repeat)
     }
 }
 /// Reports a whole chunk without running the machine when the current

@@ -38,6 +38,7 @@ extern crate alloc;
 
 pub mod escape;
 pub mod holdback;
+pub mod input;
 pub mod json;
 pub mod machine;
 pub mod utf8;
@@ -62,6 +63,7 @@ mod tests;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::escape::{json_escape, json_unescape};
+    pub use crate::input::{Input, Machine};
     pub use crate::machine::*;
     pub use memchr;
     pub use crate::holdback::{find_first, partial_suffix_len, HoldBuf};

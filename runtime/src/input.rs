@@ -1,0 +1,180 @@
+//! The input side of a generated parser: bytes in any chunking become text
+//! the state machine can read, with what a later chunk decides about held in
+//! a fixed window.
+//!
+//! Every generated module has the same input handling; only its state
+//! machine differs. [`Input`] is that handling, generic over the module's
+//! [`Machine`] and window size.
+
+use crate::machine::{floor_boundary, Core, Resume};
+use crate::utf8::{ascii_str, Utf8Carry};
+use crate::Sink;
+
+/// Chunks up to this size take the streaming fast path.
+const SMALL_CHUNK: usize = 64;
+
+/// What a generated module provides: its state machine.
+pub trait Machine<const R: usize, const P: usize, const A: usize> {
+    /// Runs the machine over `text` from the current position.
+    fn run<S: Sink>(c: &mut Core<'_, R, P, A>, entry: u16, text: &str, last: bool, sink: &mut S);
+    /// Reports `chunk` whole when the current state would report it
+    /// unchanged; false when the machine must run.
+    fn fast<S: Sink>(c: &mut Core<'_, R, P, A>, chunk: &str, sink: &mut S) -> bool;
+    /// Where a loop resumes after a broken round.
+    fn resume(entry: u16, repeat: usize) -> Resume;
+}
+
+/// Input state: the window of held-back text (`W` bytes) and an incomplete
+/// UTF-8 character carried to the next chunk.
+#[derive(Debug, Clone)]
+pub struct Input<const W: usize> {
+    buf: [u8; W],
+    len: u16,
+    utf8: Utf8Carry,
+    finished: bool,
+}
+
+impl<const W: usize> Default for Input<W> {
+    fn default() -> Self {
+        Input { buf: [0; W], len: 0, utf8: Utf8Carry::new(), finished: false }
+    }
+}
+
+impl<const W: usize> Input<W> {
+    /// Parses the next chunk of output with machine `M`.
+    #[inline]
+    pub fn feed<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+        &mut self,
+        core: &mut Core<'_, R, P, A>,
+        entry: u16,
+        bytes: &[u8],
+        sink: &mut impl Sink,
+    ) {
+        if self.finished {
+            return;
+        }
+        // Streaming case: a small chunk (with the start of a character the
+        // last one cut off) becomes text once.
+        if bytes.len() <= SMALL_CHUNK {
+            if self.utf8.is_empty() {
+                if let Some(s) = ascii_str(bytes) {
+                    if !s.is_empty() && !(self.len == 0 && M::fast(core, s, sink)) {
+                        self.push::<M, R, P, A>(core, entry, s, sink);
+                    }
+                    return;
+                }
+            }
+            let mut tmp = [0u8; SMALL_CHUNK + 4];
+            let carried = self.utf8.pending().len();
+            tmp[..carried].copy_from_slice(self.utf8.pending());
+            tmp[carried..carried + bytes.len()].copy_from_slice(bytes);
+            let all = &tmp[..carried + bytes.len()];
+            let text = match core::str::from_utf8(all) {
+                Ok(s) => Some((s, all.len())),
+                // Only an incomplete character at the end.
+                Err(e) if e.error_len().is_none() => core::str::from_utf8(&all[..e.valid_up_to()]).ok().map(|s| (s, e.valid_up_to())),
+                Err(_) => None,
+            };
+            if let Some((s, valid)) = text {
+                self.utf8 = Utf8Carry::new();
+                if valid < all.len() {
+                    let _ = self.utf8.split(&all[valid..]);
+                }
+                if !s.is_empty() && !(self.len == 0 && M::fast(core, s, sink)) {
+                    self.push::<M, R, P, A>(core, entry, s, sink);
+                }
+                return;
+            }
+        } else if self.utf8.is_empty() {
+            if let Some(s) = ascii_str(bytes).or_else(|| core::str::from_utf8(bytes).ok()) {
+                self.push::<M, R, P, A>(core, entry, s, sink);
+                return;
+            }
+        }
+        // Invalid UTF-8, or a character cut off before a large chunk.
+        let split = self.utf8.split(bytes);
+        let head = split.head();
+        if !head.is_empty() {
+            let mut b = [0u8; 4];
+            let n = head.len();
+            b[..n].copy_from_slice(head.as_bytes());
+            if let Ok(h) = core::str::from_utf8(&b[..n]) {
+                self.push::<M, R, P, A>(core, entry, h, sink);
+            }
+        }
+        for piece in split.rest() {
+            self.push::<M, R, P, A>(core, entry, piece, sink);
+        }
+    }
+
+    /// Ends the output: runs the machine over what was held back.
+    pub fn finish<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+        &mut self,
+        core: &mut Core<'_, R, P, A>,
+        entry: u16,
+        sink: &mut impl Sink,
+    ) {
+        if self.finished {
+            return;
+        }
+        let tail = self.utf8.finish();
+        if !tail.is_empty() {
+            self.push::<M, R, P, A>(core, entry, tail, sink);
+        }
+        let n = self.len as usize;
+        let text = core::str::from_utf8(&self.buf[..n]).unwrap_or("");
+        M::run(core, entry, text, true, sink);
+        core.finish(sink);
+        self.len = 0;
+        self.finished = true;
+    }
+
+    fn push<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+        &mut self,
+        core: &mut Core<'_, R, P, A>,
+        entry: u16,
+        mut s: &str,
+        sink: &mut impl Sink,
+    ) {
+        while !s.is_empty() {
+            if self.len == 0 {
+                // Nothing held back: parse the chunk where it is.
+                let piece = &s[..floor_boundary(s, 1 << 30)];
+                s = &s[piece.len()..];
+                loop {
+                    M::run(core, entry, piece, false, sink);
+                    let keep = core.keep().min(piece.len());
+                    let held = &piece[keep..];
+                    if held.len() <= W {
+                        self.buf[..held.len()].copy_from_slice(held.as_bytes());
+                        self.len = held.len() as u16;
+                        core.rebase(keep);
+                        break;
+                    }
+                    // More would have to be held back than fits: the held
+                    // markup counts as broken.
+                    core.fail(piece, sink, |r| M::resume(entry, r));
+                }
+            } else {
+                // Complete what is held back with the new text.
+                let n = floor_boundary(s, W - self.len as usize);
+                let len = self.len as usize;
+                self.buf[len..len + n].copy_from_slice(&s.as_bytes()[..n]);
+                s = &s[n..];
+                let len = len + n;
+                let held = &self.buf[..len];
+                let text = ascii_str(held).or_else(|| core::str::from_utf8(held).ok()).unwrap_or("");
+                M::run(core, entry, text, false, sink);
+                let mut keep = core.keep().min(len);
+                while keep == 0 && (len == W || n == 0) {
+                    core.fail(text, sink, |r| M::resume(entry, r));
+                    M::run(core, entry, text, false, sink);
+                    keep = core.keep().min(len);
+                }
+                self.buf.copy_within(keep..len, 0);
+                self.len = (len - keep) as u16;
+                core.rebase(keep);
+            }
+        }
+    }
+}
