@@ -242,7 +242,8 @@ fn run(
             /// Content up to []
             2 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match None::<usize> {
+                let hit = None::<usize>;
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -306,7 +307,8 @@ fn run(
             /// Content up to ["<tool_call>"]
             7 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<tool_call>"]) {
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -337,7 +339,8 @@ fn run(
             /// Content up to ["<tool_call>"]
             9 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<tool_call>"]) {
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -513,12 +516,13 @@ fn run(
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
                 let rest = &rest[..cut];
-                match find1(rest, 34u8, &["\""]) {
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
                     Some(i) if i > room => fail!(),
                     None if rest.len() - partial(rest, &["\""]) > room => fail!(),
                     _ => {}
                 }
-                let found = match find1(rest, 34u8, &["\""]) {
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => fail!(),
                     None => {
@@ -630,7 +634,8 @@ fn run(
             /// Content up to ["<tool_call>"]
             39 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<tool_call>"]) {
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -694,7 +699,8 @@ fn run(
             /// Content up to ["<tool_call>"]
             44 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<tool_call>"]) {
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -725,7 +731,8 @@ fn run(
             /// Content up to ["<tool_call>"]
             46 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<tool_call>"]) {
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -901,12 +908,13 @@ fn run(
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
                 let rest = &rest[..cut];
-                match find1(rest, 34u8, &["\""]) {
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
                     Some(i) if i > room => fail!(),
                     None if rest.len() - partial(rest, &["\""]) > room => fail!(),
                     _ => {}
                 }
-                let found = match find1(rest, 34u8, &["\""]) {
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => fail!(),
                     None => {
@@ -1018,7 +1026,8 @@ fn run(
             /// Content up to ["<tool_call>"]
             76 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<tool_call>"]) {
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {

@@ -396,7 +396,8 @@ fn run(
             /// Content up to []
             2 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match None::<usize> {
+                let hit = None::<usize>;
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -460,7 +461,8 @@ fn run(
             /// Content up to ["[TOOL_CALLS]"]
             7 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 91u8, &["[TOOL_CALLS]"]) {
+                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -491,7 +493,8 @@ fn run(
             /// Content up to ["[TOOL_CALLS]"]
             9 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 91u8, &["[TOOL_CALLS]"]) {
+                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -771,12 +774,13 @@ fn run(
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
                 let rest = &rest[..cut];
-                match find1(rest, 34u8, &["\""]) {
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
                     Some(i) if i > room => fail!(),
                     None if rest.len() - partial(rest, &["\""]) > room => fail!(),
                     _ => {}
                 }
-                let found = match find1(rest, 34u8, &["\""]) {
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => fail!(),
                     None => {
@@ -1087,12 +1091,13 @@ fn run(
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
                 let rest = &rest[..cut];
-                match find1(rest, 34u8, &["\""]) {
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
                     Some(i) if i > room => fail!(),
                     None if rest.len() - partial(rest, &["\""]) > room => fail!(),
                     _ => {}
                 }
-                let found = match find1(rest, 34u8, &["\""]) {
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => fail!(),
                     None => {
@@ -1231,7 +1236,8 @@ fn run(
             /// Content up to ["[TOOL_CALLS]"]
             83 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 91u8, &["[TOOL_CALLS]"]) {
+                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -1295,7 +1301,8 @@ fn run(
             /// Content up to ["[TOOL_CALLS]"]
             88 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 91u8, &["[TOOL_CALLS]"]) {
+                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -1326,7 +1333,8 @@ fn run(
             /// Content up to ["[TOOL_CALLS]"]
             90 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 91u8, &["[TOOL_CALLS]"]) {
+                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -1606,12 +1614,13 @@ fn run(
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
                 let rest = &rest[..cut];
-                match find1(rest, 34u8, &["\""]) {
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
                     Some(i) if i > room => fail!(),
                     None if rest.len() - partial(rest, &["\""]) > room => fail!(),
                     _ => {}
                 }
-                let found = match find1(rest, 34u8, &["\""]) {
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => fail!(),
                     None => {
@@ -1922,12 +1931,13 @@ fn run(
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
                 let rest = &rest[..cut];
-                match find1(rest, 34u8, &["\""]) {
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
                     Some(i) if i > room => fail!(),
                     None if rest.len() - partial(rest, &["\""]) > room => fail!(),
                     _ => {}
                 }
-                let found = match find1(rest, 34u8, &["\""]) {
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => fail!(),
                     None => {
@@ -2066,7 +2076,8 @@ fn run(
             /// Content up to ["[TOOL_CALLS]"]
             164 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 91u8, &["[TOOL_CALLS]"]) {
+                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {

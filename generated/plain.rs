@@ -206,7 +206,8 @@ fn run(
             /// Content up to []
             2 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match None::<usize> {
+                let hit = None::<usize>;
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {

@@ -242,7 +242,8 @@ fn run(
             /// Content up to []
             2 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match None::<usize> {
+                let hit = None::<usize>;
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -306,7 +307,8 @@ fn run(
             /// Content up to ["<function="]
             7 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<function="]) {
+                let hit = find1(rest, 60u8, &["<function="]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -337,7 +339,8 @@ fn run(
             /// Content up to ["<function="]
             9 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<function="]) {
+                let hit = find1(rest, 60u8, &["<function="]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -445,12 +448,13 @@ fn run(
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
                 let rest = &rest[..cut];
-                match find1(rest, 62u8, &[">"]) {
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
                     Some(i) if i > room => fail!(),
                     None if rest.len() - partial(rest, &[">"]) > room => fail!(),
                     _ => {}
                 }
-                let found = match find1(rest, 62u8, &[">"]) {
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => fail!(),
                     None => {
@@ -494,7 +498,8 @@ fn run(
             /// Content up to ["<function="]
             25 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<function="]) {
+                let hit = find1(rest, 60u8, &["<function="]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -558,7 +563,8 @@ fn run(
             /// Content up to ["<function="]
             30 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<function="]) {
+                let hit = find1(rest, 60u8, &["<function="]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -589,7 +595,8 @@ fn run(
             /// Content up to ["<function="]
             32 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<function="]) {
+                let hit = find1(rest, 60u8, &["<function="]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -697,12 +704,13 @@ fn run(
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
                 let rest = &rest[..cut];
-                match find1(rest, 62u8, &[">"]) {
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
                     Some(i) if i > room => fail!(),
                     None if rest.len() - partial(rest, &[">"]) > room => fail!(),
                     _ => {}
                 }
-                let found = match find1(rest, 62u8, &[">"]) {
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => fail!(),
                     None => {
@@ -746,7 +754,8 @@ fn run(
             /// Content up to ["<function="]
             48 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<function="]) {
+                let hit = find1(rest, 60u8, &["<function="]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {

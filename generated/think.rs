@@ -234,7 +234,8 @@ fn run(
             /// Content up to []
             2 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match None::<usize> {
+                let hit = None::<usize>;
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -295,7 +296,8 @@ fn run(
             /// Reasoning up to ["</think>"]
             6 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["</think>"]) {
+                let hit = find1(rest, 60u8, &["</think>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -397,7 +399,8 @@ fn run(
             /// Reasoning up to ["</think>"]
             15 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["</think>"]) {
+                let hit = find1(rest, 60u8, &["</think>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -438,7 +441,8 @@ fn run(
             /// Content up to []
             18 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match None::<usize> {
+                let hit = None::<usize>;
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -530,7 +534,8 @@ fn run(
             /// Content up to []
             28 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match None::<usize> {
+                let hit = None::<usize>;
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {

@@ -290,7 +290,8 @@ fn run(
             /// Content up to []
             2 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match None::<usize> {
+                let hit = None::<usize>;
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -354,7 +355,8 @@ fn run(
             /// Content up to ["<tool_call>"]
             7 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<tool_call>"]) {
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -385,7 +387,8 @@ fn run(
             /// Content up to ["<tool_call>"]
             9 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<tool_call>"]) {
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -514,7 +517,8 @@ fn run(
             /// ArgString up to ["</parameter>"]
             22 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["</parameter>"]) {
+                let hit = find1(rest, 60u8, &["</parameter>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -614,7 +618,8 @@ fn run(
             /// ArgAuto up to ["</parameter>"]
             32 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["</parameter>"]) {
+                let hit = find1(rest, 60u8, &["</parameter>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -667,12 +672,13 @@ fn run(
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
                 let rest = &rest[..cut];
-                match find1(rest, 62u8, &[">"]) {
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
                     Some(i) if i > room => fail!(),
                     None if rest.len() - partial(rest, &[">"]) > room => fail!(),
                     _ => {}
                 }
-                let found = match find1(rest, 62u8, &[">"]) {
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => fail!(),
                     None => {
@@ -730,12 +736,13 @@ fn run(
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
                 let rest = &rest[..cut];
-                match find1(rest, 62u8, &[">"]) {
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
                     Some(i) if i > room => fail!(),
                     None if rest.len() - partial(rest, &[">"]) > room => fail!(),
                     _ => {}
                 }
-                let found = match find1(rest, 62u8, &[">"]) {
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => fail!(),
                     None => {
@@ -798,7 +805,8 @@ fn run(
             /// Content up to ["<tool_call>"]
             49 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<tool_call>"]) {
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -862,7 +870,8 @@ fn run(
             /// Content up to ["<tool_call>"]
             54 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<tool_call>"]) {
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -893,7 +902,8 @@ fn run(
             /// Content up to ["<tool_call>"]
             56 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<tool_call>"]) {
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -1022,7 +1032,8 @@ fn run(
             /// ArgString up to ["</parameter>"]
             69 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["</parameter>"]) {
+                let hit = find1(rest, 60u8, &["</parameter>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -1122,7 +1133,8 @@ fn run(
             /// ArgAuto up to ["</parameter>"]
             79 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["</parameter>"]) {
+                let hit = find1(rest, 60u8, &["</parameter>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {
@@ -1175,12 +1187,13 @@ fn run(
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
                 let rest = &rest[..cut];
-                match find1(rest, 62u8, &[">"]) {
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
                     Some(i) if i > room => fail!(),
                     None if rest.len() - partial(rest, &[">"]) > room => fail!(),
                     _ => {}
                 }
-                let found = match find1(rest, 62u8, &[">"]) {
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => fail!(),
                     None => {
@@ -1238,12 +1251,13 @@ fn run(
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
                 let rest = &rest[..cut];
-                match find1(rest, 62u8, &[">"]) {
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
                     Some(i) if i > room => fail!(),
                     None if rest.len() - partial(rest, &[">"]) > room => fail!(),
                     _ => {}
                 }
-                let found = match find1(rest, 62u8, &[">"]) {
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => fail!(),
                     None => {
@@ -1306,7 +1320,8 @@ fn run(
             /// Content up to ["<tool_call>"]
             96 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = match find1(rest, 60u8, &["<tool_call>"]) {
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
                         Found {

@@ -270,20 +270,25 @@ impl States {
         let is_name = matches!(kind, TextKind::ToolName | TextKind::ArgName);
         let longest = stops.iter().map(String::len).max().unwrap_or(0);
         let find_rest = find(quote!(rest));
-        let limit = if is_name {
-            quote! {
-                // A name is short: look no further than where it could end.
-                let room = c.name_room();
-                let cut = floor_boundary(&t[c.pos..], room + #longest);
-                let rest = &rest[..cut];
-                match #find_rest {
-                    Some(i) if i > room => fail!(),
-                    None if rest.len() - partial(rest, #stops_const) > room => fail!(),
-                    _ => {}
-                }
-            }
+        // The stop search runs once; a name also checks its length on it.
+        let (cut, check) = if is_name {
+            (
+                quote! {
+                    // A name is short: look no further than where it could end.
+                    let room = c.name_room();
+                    let cut = floor_boundary(&t[c.pos..], room + #longest);
+                    let rest = &rest[..cut];
+                },
+                quote! {
+                    match hit {
+                        Some(i) if i > room => fail!(),
+                        None if rest.len() - partial(rest, #stops_const) > room => fail!(),
+                        _ => {}
+                    }
+                },
+            )
         } else {
-            quote! {}
+            (quote! {}, quote! {})
         };
         let at_end = if is_name {
             quote! { None if last => fail!(), }
@@ -303,8 +308,10 @@ impl States {
         }
         self.push(&format!("{kind:?} up to {stops:?}"), quote! {
             let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            #limit
-            let found = match #find_rest {
+            #cut
+            let hit = #find_rest;
+            #check
+            let found = match hit {
                 Some(i) => Found { take: i, done: true },
                 #at_end
                 None => Found { take: rest.len() - #partial_len, done: false },
