@@ -46,6 +46,8 @@ pub mod utf8;
 #[cfg(feature = "alloc")]
 pub mod delta;
 #[cfg(feature = "alloc")]
+pub mod grammar;
+#[cfg(feature = "alloc")]
 pub mod message;
 
 pub use machine::{Options, ReasoningFormat};

@@ -1,0 +1,1 @@
+//! The envelope of a format: what a tool call looks like around its name and arguments.

@@ -1,0 +1,1 @@
+//! JSON schema to grammar rules (see the module docs of `grammar`).

@@ -1,0 +1,1 @@
+//! A minimal JSON value for schemas given at run time.
