@@ -27,11 +27,137 @@ pub const PRESERVED_TOKENS: &[&str] = &["<tool_call>", "</tool_call>"];
 pub const GRAMMAR_TRIGGERS: &[&str] = &["<tool_call>"];
 /// Stop strings beyond the model's own end-of-turn token.
 pub const STOP_STRINGS: &[&str] = &[];
-/// The output grammar in GBNF (filled by the grammar backend; empty
-/// until then).
-pub const GBNF: &str = "";
-/// The output grammar in Lark (llguidance), likewise.
-pub const LARK: &str = "";
+/// The tool-call grammar in GBNF (llama.cpp), lazy: it applies from a
+/// trigger on (`GRAMMAR_TRIGGERS`; with reasoning on, the patterns in
+/// `ENVELOPE` skip the reasoning block). Tool names are any name and
+/// arguments any JSON object, parallel calls allowed; empty when the
+/// format has no tool calls. For a request's own tools, `tool_choice`
+/// or a reply schema, build one from `ENVELOPE` with
+/// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= \"\\x00\" never-matches\nname ::= [^\"]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20}\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\ncall ::= [^ \\n] name \"\\\"\" ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws object ws \"}\" ws \"</tool_call>\" ws\ncall-2 ::= [^ \\n] name \"\\\"\" ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws object ws \"}\" ws \"</tool_call>\" ws (ws \"<tool_call>\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws \"\\\"\" call)*\ntool-calls ::= \"<tool_call>\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws \"\\\"\" call-2\n";
+/// The same grammar in Lark (llguidance).
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: \"\\u0000\" never_matches\nname: /[^\"]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20}\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\ncall: /[^ \\n]/ name \"\\\"\" ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws object ws \"}\" ws \"</tool_call>\" ws\ncall_2: /[^ \\n]/ name \"\\\"\" ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws object ws \"}\" ws \"</tool_call>\" ws (ws \"<tool_call>\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws \"\\\"\" call)*\ntool_calls: \"<tool_call>\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws \"\\\"\" call_2\n";
+/// How this format writes tool calls, for grammars built at run time.
+pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
+    use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
+    Envelope {
+        strings: &[
+            "<tool_call>",
+            "{",
+            "\"name\"",
+            ":",
+            "\"",
+            ",",
+            "\"arguments\"",
+            "}",
+            "</tool_call>",
+        ],
+        calls: [
+            &[
+                Op::Seq(11),
+                Op::Lit(0),
+                Op::Space,
+                Op::Seq(0),
+                Op::Lit(1),
+                Op::Space,
+                Op::Lit(2),
+                Op::Space,
+                Op::Lit(3),
+                Op::Space,
+                Op::Lit(4),
+                Op::Call,
+                Op::Seq(16),
+                Op::Name { stops: 4, count: 1 },
+                Op::Lit(4),
+                Op::Space,
+                Op::Lit(5),
+                Op::Space,
+                Op::Lit(6),
+                Op::Space,
+                Op::Lit(3),
+                Op::Space,
+                Op::Args { python: false },
+                Op::Space,
+                Op::Lit(7),
+                Op::Space,
+                Op::Lit(8),
+                Op::Seq(0),
+                Op::Space,
+            ],
+            &[
+                Op::Seq(11),
+                Op::Lit(0),
+                Op::Space,
+                Op::Seq(0),
+                Op::Lit(1),
+                Op::Space,
+                Op::Lit(2),
+                Op::Space,
+                Op::Lit(3),
+                Op::Space,
+                Op::Lit(4),
+                Op::Call,
+                Op::Seq(17),
+                Op::Name { stops: 4, count: 1 },
+                Op::Lit(4),
+                Op::Space,
+                Op::Lit(5),
+                Op::Space,
+                Op::Lit(6),
+                Op::Space,
+                Op::Lit(3),
+                Op::Space,
+                Op::Args { python: false },
+                Op::Space,
+                Op::Lit(7),
+                Op::Space,
+                Op::Lit(8),
+                Op::Seq(0),
+                Op::Space,
+                Op::Repeat { max: 65535 },
+                Op::Alt(1),
+                Op::Seq(2),
+                Op::Seq(2),
+                Op::Space,
+                Op::Lit(0),
+                Op::Seq(10),
+                Op::Space,
+                Op::Seq(0),
+                Op::Lit(1),
+                Op::Space,
+                Op::Lit(2),
+                Op::Space,
+                Op::Lit(3),
+                Op::Space,
+                Op::Lit(4),
+                Op::Call,
+                Op::Seq(16),
+                Op::Name { stops: 4, count: 1 },
+                Op::Lit(4),
+                Op::Space,
+                Op::Lit(5),
+                Op::Space,
+                Op::Lit(6),
+                Op::Space,
+                Op::Lit(3),
+                Op::Space,
+                Op::Args { python: false },
+                Op::Space,
+                Op::Lit(7),
+                Op::Space,
+                Op::Lit(8),
+                Op::Seq(0),
+                Op::Space,
+            ],
+        ],
+        reasoning: [&[], &[]],
+        triggers: [
+            &[(TriggerKind::Word, "<tool_call>")],
+            &[(TriggerKind::Word, "<tool_call>")],
+        ],
+        preserved_tokens: &["<tool_call>", "</tool_call>"],
+    }
+};
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.

@@ -27,11 +27,43 @@ pub const PRESERVED_TOKENS: &[&str] = &["<think>", "</think>"];
 pub const GRAMMAR_TRIGGERS: &[&str] = &[];
 /// Stop strings beyond the model's own end-of-turn token.
 pub const STOP_STRINGS: &[&str] = &[];
-/// The output grammar in GBNF (filled by the grammar backend; empty
-/// until then).
+/// The tool-call grammar in GBNF (llama.cpp), lazy: it applies from a
+/// trigger on (`GRAMMAR_TRIGGERS`; with reasoning on, the patterns in
+/// `ENVELOPE` skip the reasoning block). Tool names are any name and
+/// arguments any JSON object, parallel calls allowed; empty when the
+/// format has no tool calls. For a request's own tools, `tool_choice`
+/// or a reply schema, build one from `ENVELOPE` with
+/// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
 pub const GBNF: &str = "";
-/// The output grammar in Lark (llguidance), likewise.
+/// The same grammar in Lark (llguidance).
 pub const LARK: &str = "";
+/// How this format writes tool calls, for grammars built at run time.
+pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
+    use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
+    Envelope {
+        strings: &["</think>"],
+        calls: [&[], &[]],
+        reasoning: [
+            &[
+                Op::Text {
+                    role: TextRole::Reasoning,
+                    stops: 0,
+                    count: 1,
+                },
+                Op::Alt(2),
+                Op::Seq(2),
+                Op::Lit(0),
+                Op::Space,
+                Op::Seq(2),
+                Op::Seq(0),
+                Op::Seq(0),
+            ],
+            &[],
+        ],
+        triggers: [&[], &[]],
+        preserved_tokens: &["<think>", "</think>"],
+    }
+};
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.

@@ -27,6 +27,7 @@ pub mod analysis;
 pub mod build;
 pub mod codegen;
 pub mod diff;
+pub mod grammar;
 pub mod interp;
 pub mod ir;
 pub mod jinja;

@@ -4,7 +4,12 @@
 //! chat-parser analyze TEMPLATE.jinja [--format spec|reference]
 //! chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json
 //! chat-parser generate TEMPLATE.jinja [--out FILE]
+//! chat-parser grammar TEMPLATE.jinja [--json] < REQUEST.json
 //! ```
+//!
+//! `grammar` reads the same request as `parse` (`text` may be left out) and
+//! prints the GBNF grammar that constrains the reply (empty when nothing
+//! does); `--json` prints `{grammar, lazy, triggers, preserved_tokens, lark}`.
 //!
 //! `generate` prints the Rust parser module for the template (what the
 //! build.rs API and the `chat_parser!` macro generate), with a header naming
@@ -33,9 +38,11 @@ use serde_json::{json, Value};
 const ANALYZE_USAGE: &str = "usage: chat-parser analyze TEMPLATE.jinja [--format spec|reference]";
 const PARSE_USAGE: &str = "usage: chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json";
 const GENERATE_USAGE: &str = "usage: chat-parser generate TEMPLATE.jinja [--out FILE]";
+const GRAMMAR_USAGE: &str = "usage: chat-parser grammar TEMPLATE.jinja [--json] < REQUEST.json";
 const USAGE: &str = "usage: chat-parser analyze TEMPLATE.jinja [--format spec|reference]
        chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json
-       chat-parser generate TEMPLATE.jinja [--out FILE]";
+       chat-parser generate TEMPLATE.jinja [--out FILE]
+       chat-parser grammar TEMPLATE.jinja [--json] < REQUEST.json";
 
 const HELP: &str = "\
 commands:
@@ -56,6 +63,11 @@ commands:
   generate  print the generated Rust parser module for the template (a module body:
             include it inside `mod name { ... }`; it needs the chat-parser-runtime crate)
             --out FILE: write it to FILE instead (left untouched when it already holds it)
+  grammar   print the GBNF grammar that constrains the reply for the request on stdin (the fields
+            of `parse`; `text` not needed): tool calls with the request's tools (lazy, from a
+            trigger on, unless tool_choice is required), or the reply schema; empty when nothing
+            constrains the reply. Schema features it cannot express are warned about on stderr.
+            --json: print {\"grammar\", \"lazy\", \"triggers\": [{\"type\", \"value\"}], \"preserved_tokens\", \"lark\"}
 errors print one line `error: ...` on stderr and exit with status 2";
 
 fn main() -> ExitCode {
@@ -80,6 +92,7 @@ fn run(args: &[String], out: &mut impl Write) -> Result<(), String> {
         }
         "parse" => parse_command(rest, out),
         "generate" => generate_command(rest, out),
+        "grammar" => grammar_command(rest, out),
         "-h" | "--help" | "help" => write_line(out, &format!("{USAGE}\n\n{HELP}")),
         other => Err(format!("unknown command `{other}`\n{USAGE}")),
     }
@@ -174,7 +187,7 @@ fn parse_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
     std::io::stdin().read_to_end(&mut input).map_err(|e| format!("cannot read the request on stdin: {e}"))?;
     let body: Value =
         serde_json::from_slice(&input).map_err(|e| one_line(format!("the request on stdin is not valid JSON: {e}")))?;
-    let request = Request::from_json(&body)?;
+    let request = Request::from_json(&body, true)?;
 
     let grammar = build(&spec, &request.options);
     let mut parser = StreamParser::new(&grammar).with_tools(chat_parser_generator::ir::build::tool_signatures(&request.options));
@@ -205,6 +218,56 @@ fn parse_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
         }
     }
     write_line(out, &message_json(&message.into_message()).to_string())
+}
+
+fn grammar_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
+    let mut path = None;
+    let mut as_json = false;
+    for arg in args {
+        match arg.as_str() {
+            "--json" => as_json = true,
+            flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`; {GRAMMAR_USAGE}")),
+            p if path.is_none() => path = Some(p.to_string()),
+            extra => return Err(format!("unexpected argument `{extra}`; {GRAMMAR_USAGE}")),
+        }
+    }
+    let path = path.ok_or(GRAMMAR_USAGE)?;
+    let spec = load_spec(&path)?;
+    let mut input = Vec::new();
+    std::io::stdin().read_to_end(&mut input).map_err(|e| format!("cannot read the request on stdin: {e}"))?;
+    let body: Value =
+        serde_json::from_slice(&input).map_err(|e| one_line(format!("the request on stdin is not valid JSON: {e}")))?;
+    let request = Request::from_json(&body, false)?;
+    let reply = chat_parser_generator::grammar::for_request(&spec, &request.options);
+    if let Some(reply) = &reply {
+        for warning in &reply.warnings {
+            eprintln!("warning: {}", one_line(warning));
+        }
+    }
+    let (gbnf, lark) = reply.as_ref().map(|r| (r.grammar.to_gbnf(), r.grammar.to_lark())).unwrap_or_default();
+    if !as_json {
+        return out.write_all(gbnf.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("cannot write output: {e}"));
+    }
+    let triggers: Vec<Value> = reply
+        .iter()
+        .flat_map(|r| &r.triggers)
+        .map(|t| {
+            let kind = match t.kind {
+                chat_parser_runtime::envelope::TriggerKind::Word => "word",
+                chat_parser_runtime::envelope::TriggerKind::PatternFull => "pattern_full",
+            };
+            json!({"type": kind, "value": t.value})
+        })
+        .collect();
+    let preserved = reply.as_ref().map(|r| r.preserved_tokens.clone()).unwrap_or_else(|| spec.preserved_tokens.clone());
+    let line = json!({
+        "grammar": gbnf,
+        "lazy": reply.as_ref().is_some_and(|r| r.lazy),
+        "triggers": triggers,
+        "preserved_tokens": preserved,
+        "lark": lark,
+    });
+    write_line(out, &line.to_string())
 }
 
 fn chunk_size(value: &str) -> Result<usize, String> {
@@ -250,7 +313,7 @@ struct Request {
 }
 
 impl Request {
-    fn from_json(body: &Value) -> Result<Request, String> {
+    fn from_json(body: &Value, needs_text: bool) -> Result<Request, String> {
         let Value::Object(fields) = body else { return Err("the request on stdin must be a JSON object".into()) };
         // A field given as `null` counts as absent.
         let field = |name: &str| fields.get(name).filter(|v| !v.is_null());
@@ -263,7 +326,8 @@ impl Request {
         let text = match field("text") {
             Some(Value::String(text)) => text.clone(),
             Some(other) => return Err(format!("`text` must be a string, not {}", kind(other))),
-            None => return Err("the request has no `text` (the model output to parse)".into()),
+            None if needs_text => return Err("the request has no `text` (the model output to parse)".into()),
+            None => String::new(),
         };
         let is_partial = boolean("is_partial", field("is_partial"), false)?;
 

@@ -36,6 +36,7 @@ extern crate std;
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+pub mod envelope;
 pub mod escape;
 pub mod holdback;
 pub mod input;

@@ -189,7 +189,9 @@ fn requires_nonnull_content(r: &mut Renderer<'_>, spec: &FormatSpec) -> bool {
     }
 }
 
-/// Every non-empty marker, trimmed, once, in spec order.
+/// Every marker, trimmed, once, in spec order; markers without a letter or
+/// digit (`>`, `">`, `[`) are bare punctuation that ordinary text tokenizes
+/// too, so keeping them whole would change how plain text is encoded.
 fn preserved_tokens(spec: &FormatSpec) -> Vec<String> {
     let t = &spec.tools;
     let candidates = [
@@ -217,7 +219,8 @@ fn preserved_tokens(spec: &FormatSpec) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for c in candidates {
         let token = c.trim();
-        if !token.is_empty() && !out.iter().any(|t| t == token) {
+        let marker = token.chars().any(char::is_alphanumeric);
+        if marker && !out.iter().any(|t| t == token) {
             out.push(token.to_string());
         }
     }

@@ -180,6 +180,18 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     let preserved = spec.preserved_tokens.iter().map(|t| text(t));
     let triggers = crate::ir::build::tool_triggers(spec).into_iter().map(|t| Literal::string(&t));
     let template = text(&spec.template);
+    let envelope = crate::grammar::envelope(spec);
+    let envelope_tokens = envelope.tokens();
+    let static_grammar = envelope.with(|env| {
+        chat_parser_runtime::grammar::request::build(
+            env,
+            &chat_parser_runtime::grammar::request::Request { parallel_tool_calls: true, ..Default::default() },
+        )
+    });
+    let (gbnf, lark) = match &static_grammar {
+        Some(g) => (text(&g.grammar.to_gbnf()), text(&g.grammar.to_lark())),
+        None => (text(""), text("")),
+    };
 
     Ok(quote! {
         #![allow(clippy::all, unused_labels, unused_variables, unused_imports, unreachable_code, unused_mut)]
@@ -202,11 +214,21 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         pub const GRAMMAR_TRIGGERS: &[&str] = &[#(#triggers),*];
         /// Stop strings beyond the model's own end-of-turn token.
         pub const STOP_STRINGS: &[&str] = &[];
-        /// The output grammar in GBNF (filled by the grammar backend; empty
-        /// until then).
-        pub const GBNF: &str = "";
-        /// The output grammar in Lark (llguidance), likewise.
-        pub const LARK: &str = "";
+        /// The tool-call grammar in GBNF (llama.cpp), lazy: it applies from a
+        /// trigger on (`GRAMMAR_TRIGGERS`; with reasoning on, the patterns in
+        /// `ENVELOPE` skip the reasoning block). Tool names are any name and
+        /// arguments any JSON object, parallel calls allowed; empty when the
+        /// format has no tool calls. For a request's own tools, `tool_choice`
+        /// or a reply schema, build one from `ENVELOPE` with
+        /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
+        pub const GBNF: &str = #gbnf;
+        /// The same grammar in Lark (llguidance).
+        pub const LARK: &str = #lark;
+        /// How this format writes tool calls, for grammars built at run time.
+        pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
+            use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
+            #envelope_tokens
+        };
 
         /// The longest markup the parser reads before it knows what it is
         /// (from the start of an uncommitted call, or from the last reported

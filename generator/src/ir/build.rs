@@ -263,6 +263,26 @@ pub fn tool_triggers(spec: &FormatSpec) -> Vec<String> {
     }
 }
 
+/// The tool calls from their trigger on, for a grammar: the section (or
+/// the first call) and, for formats whose every call starts with the
+/// trigger, further calls when parallel calls are on. `None` when the format
+/// has no tool calls or nothing marks them.
+pub fn tool_calls(spec: &FormatSpec, parallel: bool) -> Option<Node> {
+    if spec.tools.format.mode == ToolFormatMode::None {
+        return None;
+    }
+    let (trigger, guard, body) = tool_section(spec, parallel);
+    if trigger.trim().is_empty() {
+        return None;
+    }
+    let one = Node::seq(vec![guard.clone(), body.clone()]);
+    if !parallel || !spec.tools.format.section_start.trim().is_empty() {
+        return Some(one);
+    }
+    let again = Alt { guard: Node::seq(vec![Node::Space, guard]), body };
+    Some(Node::seq(vec![one, Node::Repeat { alts: vec![again], limits: vec![None], recover: None }]))
+}
+
 /// Reasoning text up to the end marker, the marker and the space after it.
 /// When the template's markers carry newlines (`<think>\n`, `\n</think>`),
 /// one newline at each side of the text is layout, not reasoning.

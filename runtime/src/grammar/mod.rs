@@ -23,7 +23,7 @@
 //! assert!(g.to_lark().starts_with("start: root\n"));
 //! ```
 
-pub mod envelope;
+pub mod request;
 pub mod schema;
 pub mod value;
 
@@ -73,7 +73,7 @@ impl Expr {
     pub fn not_chars(chars: &[char]) -> Expr {
         Expr::Class { negated: true, ranges: chars.iter().map(|&c| (c, c)).collect() }
     }
-    /// A sequence, flattened, without empty literals; adjacent literals join.
+    /// A sequence, flattened, without empty literals.
     pub fn seq(items: impl IntoIterator<Item = Expr>) -> Expr {
         let mut flat: Vec<Expr> = Vec::new();
         for e in items {
@@ -81,13 +81,9 @@ impl Expr {
                 Expr::Seq(inner) => inner,
                 other => vec![other],
             };
-            for p in parts {
-                match (flat.last_mut(), p) {
-                    (_, Expr::Lit(s)) if s.is_empty() => {}
-                    (Some(Expr::Lit(prev)), Expr::Lit(s)) => prev.push_str(&s),
-                    (_, p) => flat.push(p),
-                }
-            }
+            // Literals are not joined: a caller may have split one into
+            // characters on purpose (see `Grammar::text_without`).
+            flat.extend(parts.into_iter().filter(|p| !p.is_empty()));
         }
         match flat.len() {
             0 => Expr::empty(),
@@ -196,64 +192,35 @@ impl Grammar {
     }
 
     /// Text containing none of `stops` (the text a parser reads up to the
-    /// first stop), as rules over the automaton that finds the stops: one
-    /// rule per proper stop prefix, each saying which characters may follow.
-    /// Unlike the common `([^<] | "<" [^/] | ...)*` pattern this is exact:
-    /// text ending in `<` before `</parameter>`, or `<<`, is accepted.
-    /// An empty stop list gives "any text".
+    /// first stop). An empty stop list gives "any text".
+    ///
+    /// The rule is exact: text ending in `<` before `</parameter>`, or `<<`,
+    /// is accepted, unlike the common `([^<] | "<" [^/] | ...)*` pattern. It
+    /// is the automaton that finds the stops (one state per proper stop
+    /// prefix) turned into a regular expression by eliminating states, so it
+    /// loops with `*` instead of recursing: engines parse it in linear time.
+    /// Its literals are single characters, and it has an alternative that
+    /// never matches (a self-recursive rule) so converters that turn a rule
+    /// of plain terminals into one greedy lexeme (llguidance reading GBNF)
+    /// keep it a rule: a greedy lexeme would swallow the start of the stop.
     pub fn text_without(&mut self, hint: &str, stops: &[&str]) -> Expr {
         let stops: Vec<Vec<char>> = stops.iter().filter(|s| !s.is_empty()).map(|s| s.chars().collect()).collect();
-        if stops.is_empty() {
-            return Expr::star(Expr::not_chars(&[]));
-        }
-        // States: distinct proper prefixes of the stops, shortest first.
-        let mut states: Vec<Vec<char>> = vec![Vec::new()];
-        for s in &stops {
-            for i in 1..s.len() {
-                let p = s[..i].to_vec();
-                if !states.contains(&p) {
-                    states.push(p);
-                }
-            }
-        }
-        states.sort_by_key(Vec::len);
-        let mut alphabet: Vec<char> = stops.iter().flatten().copied().collect();
-        alphabet.sort_unstable();
-        alphabet.dedup();
-        // The state after reading `c` in state `p`: the longest suffix of
-        // `p c` that is a proper prefix of a stop, or None when `p c` ends
-        // with a stop (the text would contain it).
-        let next = |p: &[char], c: char| -> Option<usize> {
-            let mut t = p.to_vec();
-            t.push(c);
-            if stops.iter().any(|s| t.ends_with(s)) {
-                return None;
-            }
-            (0..=t.len()).find_map(|k| states.iter().position(|q| q.as_slice() == &t[k..]))
+        let body = if stops.is_empty() {
+            Expr::star(Expr::Alt(vec![Expr::not_chars(&['\0']), Expr::lit("\0")]))
+        } else {
+            stop_free(&stops)
         };
-        let base = rule_name(hint);
-        let names: Vec<String> = (0..states.len())
-            .map(|i| {
-                let mut name = if i == 0 { base.clone() } else { format!("{base}-{i}") };
-                let mut n = 1;
-                while self.get(&name).is_some() {
-                    n += 1;
-                    name = if i == 0 { format!("{base}-{n}") } else { format!("{base}-{n}-{i}") };
-                }
-                name
-            })
-            .collect();
-        for (i, p) in states.iter().enumerate() {
-            let mut alts = vec![Expr::seq([Expr::not_chars(&alphabet), Expr::Ref(names[0].clone())])];
-            for &c in &alphabet {
-                if let Some(q) = next(p, c) {
-                    alts.push(Expr::seq([Expr::Lit(c.into()), Expr::Ref(names[q].clone())]));
-                }
-            }
-            alts.push(Expr::empty());
-            self.rules.push((names[i].clone(), Expr::Alt(alts)));
+        let never = self.never();
+        self.rule(hint, Expr::Alt(vec![body, never]))
+    }
+
+    /// A rule that matches nothing (see [`Grammar::text_without`]).
+    fn never(&mut self) -> Expr {
+        let name = "never-matches";
+        if self.get(name).is_none() {
+            self.rules.push((name.to_owned(), Expr::Seq(vec![Expr::lit("\0"), Expr::Ref(name.to_owned())])));
         }
-        Expr::Ref(names[0].clone())
+        Expr::Ref(name.to_owned())
     }
 
     /// The grammar in llama.cpp's GBNF, `root` first.
@@ -285,6 +252,105 @@ impl Grammar {
         let rest = self.rules.iter().filter(|(n, _)| n != "root");
         root.chain(rest).map(|(n, e)| (n.as_str(), e))
     }
+}
+
+/// The strings over all characters that contain none of `stops`, as one
+/// expression: the stop-finding automaton (states = proper stop prefixes,
+/// every state accepting) with its states eliminated one by one.
+fn stop_free(stops: &[Vec<char>]) -> Expr {
+    let mut states: Vec<Vec<char>> = vec![Vec::new()];
+    for s in stops {
+        for i in 1..s.len() {
+            let p = s[..i].to_vec();
+            if !states.contains(&p) {
+                states.push(p);
+            }
+        }
+    }
+    states.sort_by_key(Vec::len);
+    let mut alphabet: Vec<char> = stops.iter().flatten().copied().collect();
+    alphabet.sort_unstable();
+    alphabet.dedup();
+    let n = states.len();
+    let fin = n;
+    // edges[p][q]: the expression that takes state p to q (fin: accept).
+    let mut edges: Vec<Vec<Option<Expr>>> = vec![vec![None; n + 1]; n + 1];
+    let add = |slot: &mut Option<Expr>, e: Expr| {
+        *slot = Some(match slot.take() {
+            None => e,
+            Some(prev) => alt2(prev, e),
+        });
+    };
+    for (p, prefix) in states.iter().enumerate() {
+        // Where each stop character leads: `None` when the text would then
+        // contain a stop, else the state of the longest suffix that is a
+        // stop prefix. Every other character leads back to state 0.
+        let moves: Vec<(char, Option<usize>)> = alphabet
+            .iter()
+            .map(|&c| {
+                let mut t = prefix.clone();
+                t.push(c);
+                if stops.iter().any(|s| t.ends_with(s)) {
+                    return (c, None);
+                }
+                (c, (0..=t.len()).find_map(|k| states.iter().position(|st| st.as_slice() == &t[k..])))
+            })
+            .filter(|&(_, q)| q != Some(0))
+            .collect();
+        let special: Vec<char> = moves.iter().map(|&(c, _)| c).collect();
+        add(&mut edges[p][0], Expr::not_chars(&special));
+        for (c, q) in moves {
+            if let Some(q) = q {
+                add(&mut edges[p][q], Expr::lit(c));
+            }
+        }
+        edges[p][fin] = Some(Expr::empty());
+    }
+    for k in (1..n).rev() {
+        let self_loop = edges[k][k].take().map(Expr::star);
+        for p in 0..k {
+            let Some(into) = edges[p][k].take() else { continue };
+            for q in (0..k).chain([fin]) {
+                let Some(out) = edges[k][q].clone() else { continue };
+                let mut path = vec![into.clone()];
+                path.extend(self_loop.clone());
+                path.push(out);
+                add(&mut edges[p][q], seq_keep(path));
+            }
+        }
+    }
+    let loop0 = edges[0][0].take().map(Expr::star).unwrap_or_else(Expr::empty);
+    let exit = edges[0][fin].take().unwrap_or_else(Expr::empty);
+    seq_keep(vec![loop0, exit])
+}
+
+/// A sequence that keeps literals apart (single characters stay single
+/// lexemes for engines with a greedy lexer).
+fn seq_keep(items: Vec<Expr>) -> Expr {
+    let mut flat: Vec<Expr> = Vec::new();
+    for e in items {
+        match e {
+            Expr::Seq(inner) => flat.extend(inner),
+            e if e.is_empty() => {}
+            e => flat.push(e),
+        }
+    }
+    match flat.len() {
+        0 => Expr::empty(),
+        1 => flat.pop().unwrap_or_else(Expr::empty),
+        _ => Expr::Seq(flat),
+    }
+}
+
+fn alt2(a: Expr, b: Expr) -> Expr {
+    let mut items = match a {
+        Expr::Alt(v) => v,
+        other => vec![other],
+    };
+    if !items.contains(&b) {
+        items.push(b);
+    }
+    Expr::Alt(items)
 }
 
 /// A valid GBNF rule name from free text: lower-case letters, digits and
@@ -453,7 +519,9 @@ fn lark_literal(out: &mut String, s: &str) {
 fn class(out: &mut String, negated: bool, ranges: &[(char, char)], regex: bool) {
     if negated && ranges.is_empty() {
         // Any character, newline included.
-        out.push_str(if regex { "[\\s\\S]" } else { "[\\x00-\\U0010FFFF]" });
+        // Not expressible as one GBNF class that llguidance's converter
+        // reads; callers write "any character" as `[^\x00] | "\x00"`.
+        out.push_str(if regex { "[\\s\\S]" } else { "[^\\x00]" });
         return;
     }
     out.push('[');
@@ -472,6 +540,11 @@ fn class(out: &mut String, negated: bool, ranges: &[(char, char)], regex: bool) 
 
 fn class_char(out: &mut String, c: char, regex: bool) {
     match c {
+        // GBNF (llama.cpp, and llguidance's converter) knows no `\-` or
+        // `\^`: those two are written as hex there.
+        '^' | '-' if !regex => {
+            let _ = write!(out, "\\x{:02X}", c as u32);
+        }
         '\\' | ']' | '[' | '^' | '-' => {
             out.push('\\');
             out.push(c);
@@ -491,37 +564,54 @@ fn class_char(out: &mut String, c: char, regex: bool) {
 mod tests {
     use super::*;
 
-    /// Whether `text` is in the language of `text_without(stops)`, by
-    /// walking the rules it built (a tiny recogniser for this rule shape).
-    fn without_accepts(g: &Grammar, start: &Expr, text: &str) -> bool {
-        let mut state = match start {
-            Expr::Ref(n) => n.clone(),
-            _ => return true,
-        };
-        for c in text.chars() {
-            let Some(Expr::Alt(alts)) = g.get(&state) else { return false };
-            let mut moved = None;
-            for a in alts {
-                if let Expr::Seq(items) = a {
-                    let ok = match &items[0] {
-                        Expr::Lit(s) => s.chars().eq(core::iter::once(c)),
-                        Expr::Class { negated: true, ranges } => !ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi),
-                        _ => false,
-                    };
-                    if ok {
-                        if let Expr::Ref(n) = &items[1] {
-                            moved = Some(n.clone());
-                        }
+    /// End positions of `e` matched from `at` (a naive recogniser for tests).
+    fn ends(g: &Grammar, e: &Expr, text: &[char], at: usize, depth: usize) -> Vec<usize> {
+        if depth > 200 {
+            return Vec::new();
+        }
+        let mut out: Vec<usize> = match e {
+            Expr::Lit(s) => {
+                let s: Vec<char> = s.chars().collect();
+                if text[at..].starts_with(&s) { vec![at + s.len()] } else { Vec::new() }
+            }
+            Expr::Class { negated, ranges } => match text.get(at) {
+                Some(&c) if ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated => vec![at + 1],
+                _ => Vec::new(),
+            },
+            Expr::Ref(n) => g.get(n).map(|r| ends(g, r, text, at, depth + 1)).unwrap_or_default(),
+            Expr::Seq(items) => items.iter().fold(vec![at], |acc, item| {
+                acc.into_iter().flat_map(|p| ends(g, item, text, p, depth + 1)).collect()
+            }),
+            Expr::Alt(items) => items.iter().flat_map(|item| ends(g, item, text, at, depth + 1)).collect(),
+            Expr::Repeat { expr, min, max } => {
+                let mut all = Vec::new();
+                let mut frontier = vec![at];
+                let mut count = 0;
+                loop {
+                    if count >= *min {
+                        all.extend(frontier.iter().copied());
+                    }
+                    if max.is_some_and(|m| count >= m) || frontier.is_empty() {
                         break;
                     }
+                    let mut next: Vec<usize> =
+                        frontier.iter().flat_map(|&p| ends(g, expr, text, p, depth + 1).into_iter().filter(move |&q| q > p)).collect();
+                    next.sort_unstable();
+                    next.dedup();
+                    frontier = next;
+                    count += 1;
                 }
+                all
             }
-            match moved {
-                Some(n) => state = n,
-                None => return false,
-            }
-        }
-        true
+        };
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn without_accepts(g: &Grammar, start: &Expr, text: &str) -> bool {
+        let chars: Vec<char> = text.chars().collect();
+        ends(g, start, &chars, 0, 0).contains(&chars.len())
     }
 
     #[test]

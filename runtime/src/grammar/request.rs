@@ -1,0 +1,416 @@
+//! The grammar for one request: a format's [`Envelope`] with the request's
+//! tools (names and argument schemas), `tool_choice`, parallel calls and
+//! structured output.
+//!
+//! - `tool_choice` auto: a *lazy* grammar. The output is free until a
+//!   trigger appears (a call or section marker; with reasoning on, a pattern
+//!   that only fires after the reasoning block); from the trigger on it must
+//!   be tool calls.
+//! - `tool_choice` required: the whole reply is the reasoning block (free
+//!   text) and then tool calls.
+//! - a JSON schema for the reply: the reasoning block, then one JSON value
+//!   matching the schema.
+//! - `parallel_tool_calls` false: exactly one call.
+//!
+//! Without declared tools the call's name is any text up to its end marker
+//! and its arguments any JSON object (the module's static grammar).
+//!
+//! # Example
+//! ```
+//! use chat_parser_runtime::envelope::{Envelope, Op};
+//! use chat_parser_runtime::grammar::request::{build, Request, ToolSchema};
+//! use chat_parser_runtime::grammar::value::Value;
+//! static CALL: &[Op] = &[
+//!     Op::Seq(3), Op::Lit(0), Op::Call,
+//!         Op::Seq(4), Op::Name { stops: 1, count: 1 }, Op::Lit(1), Op::Args { python: false }, Op::Lit(2),
+//!     Op::Space,
+//! ];
+//! let envelope = Envelope {
+//!     strings: &["<call>", ">", "</call>"],
+//!     calls: [CALL, CALL],
+//!     reasoning: [&[], &[]],
+//!     triggers: [&[], &[]],
+//!     preserved_tokens: &["<call>", "</call>"],
+//! };
+//! let params = Value::parse(r#"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#).unwrap();
+//! let tools = [ToolSchema { name: "get_weather", parameters: Some(&params) }];
+//! let reply = build(&envelope, &Request { tools: &tools, ..Request::default() }).unwrap();
+//! assert!(reply.lazy);
+//! assert!(reply.grammar.to_gbnf().contains("\"<call>get_weather>\""));
+//! ```
+
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::schema::{any_object, any_value, schema_rule, SchemaOptions};
+use super::value::Value;
+use super::{Expr, Grammar};
+use crate::envelope::{Envelope, Op, TextRole, TriggerKind};
+
+/// The request's `tool_choice`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    #[default]
+    Auto,
+    Required,
+    /// No tool calls: no tool grammar (a reply schema still applies).
+    None,
+}
+
+/// A declared tool: its name and its parameters' JSON schema.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolSchema<'a> {
+    pub name: &'a str,
+    pub parameters: Option<&'a Value>,
+}
+
+/// What shapes the grammar of a request.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub tools: &'a [ToolSchema<'a>],
+    pub tool_choice: ToolChoice,
+    pub parallel_tool_calls: bool,
+    /// Structured output: the reply is one JSON value matching this schema.
+    pub json_schema: Option<&'a Value>,
+    pub enable_thinking: bool,
+}
+
+impl Default for Request<'_> {
+    fn default() -> Self {
+        Request { tools: &[], tool_choice: ToolChoice::Auto, parallel_tool_calls: false, json_schema: None, enable_thinking: true }
+    }
+}
+
+/// A trigger that switches a lazy grammar on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trigger {
+    pub kind: TriggerKind,
+    pub value: String,
+}
+
+/// The grammar for a request and how an engine applies it.
+#[derive(Debug, Clone)]
+pub struct ReplyGrammar {
+    pub grammar: Grammar,
+    /// Applies only from a trigger on.
+    pub lazy: bool,
+    pub triggers: Vec<Trigger>,
+    pub preserved_tokens: Vec<String>,
+    /// Schema features the grammar could not express exactly.
+    pub warnings: Vec<String>,
+}
+
+/// The grammar for `request` in the format of `envelope`, or `None` when
+/// nothing constrains the reply (`tool_choice` none without a reply schema,
+/// or a format without tool calls).
+pub fn build(envelope: &Envelope<'_>, request: &Request<'_>) -> Option<ReplyGrammar> {
+    let thinking = usize::from(!request.enable_thinking);
+    let mut b = Builder { env: envelope, g: Grammar::new(), warnings: Vec::new(), depth: 0, stops: stop_strings(envelope) };
+    let reasoning = b.tree_all(envelope.reasoning[thinking], &Ctx::default());
+    let (root, lazy) = if let Some(schema) = request.json_schema {
+        let reply = schema_rule(&mut b.g, "reply", schema, &SchemaOptions::default(), &mut b.warnings);
+        let ws = b.space();
+        (Expr::seq([reasoning, ws.clone(), reply, ws]), false)
+    } else {
+        if request.tool_choice == ToolChoice::None {
+            return None;
+        }
+        let ops = envelope.calls[usize::from(request.parallel_tool_calls)];
+        if ops.is_empty() {
+            return None;
+        }
+        let ctx = Ctx { tools: request.tools, ..Ctx::default() };
+        let calls = b.tree_all(ops, &ctx);
+        let calls = b.g.rule("tool-calls", calls);
+        if request.tool_choice == ToolChoice::Required {
+            let ws = b.space();
+            (Expr::seq([reasoning, ws, calls]), false)
+        } else {
+            (calls, true)
+        }
+    };
+    b.g.define("root", root);
+    let triggers = if lazy {
+        envelope.triggers[thinking].iter().map(|&(kind, value)| Trigger { kind, value: value.to_owned() }).collect()
+    } else {
+        Vec::new()
+    };
+    Some(ReplyGrammar {
+        grammar: b.g,
+        lazy,
+        triggers,
+        preserved_tokens: envelope.preserved_tokens.iter().map(|s| (*s).to_owned()).collect(),
+        warnings: b.warnings,
+    })
+}
+
+/// Where in a call the builder is.
+#[derive(Clone, Copy, Default)]
+struct Ctx<'r> {
+    tools: &'r [ToolSchema<'r>],
+    /// The call being written (with declared tools).
+    tool: Option<ToolSchema<'r>>,
+    /// The argument being written: its name and schema.
+    arg: Option<(&'r str, &'r Value)>,
+}
+
+struct Builder<'e, 'a> {
+    env: &'e Envelope<'a>,
+    g: Grammar,
+    warnings: Vec<String>,
+    depth: usize,
+    /// Strings that end free text somewhere in the envelope.
+    stops: Vec<&'a str>,
+}
+
+/// Every string that ends free text (a stop of a text, name or argument
+/// name) in the envelope.
+fn stop_strings<'a>(env: &Envelope<'a>) -> Vec<&'a str> {
+    let mut out: Vec<&'a str> = Vec::new();
+    for ops in env.calls.iter().chain(env.reasoning.iter()) {
+        for op in ops.iter() {
+            if let Op::Text { stops, count, .. } | Op::Name { stops, count } | Op::ArgName { stops, count } = *op {
+                for s in env.stops(stops, count) {
+                    if !out.contains(s) {
+                        out.push(s);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Envelopes are shallow; a deeper tree is malformed data, not a format.
+const MAX_DEPTH: usize = 64;
+
+impl<'a> Builder<'_, 'a> {
+    /// Whitespace between markup pieces: bounded, so a model cannot loop on
+    /// whitespace forever inside a call.
+    fn space(&mut self) -> Expr {
+        let ws = Expr::repeat(Expr::class(&[(' ', ' '), ('\t', '\t'), ('\n', '\n'), ('\r', '\r')]), 0, Some(32));
+        self.g.rule("ws", ws)
+    }
+
+    /// All subtrees of `ops`, in sequence.
+    fn tree_all(&mut self, ops: &[Op], ctx: &Ctx<'_>) -> Expr {
+        let mut i = 0;
+        let mut items = Vec::new();
+        while i < ops.len() {
+            items.push(self.tree(ops, &mut i, ctx));
+        }
+        Expr::seq(items)
+    }
+
+    /// The subtree at `*i`, advancing `*i` past it.
+    fn tree(&mut self, ops: &[Op], i: &mut usize, ctx: &Ctx<'_>) -> Expr {
+        let Some(&op) = ops.get(*i) else { return Expr::empty() };
+        *i += 1;
+        if self.depth >= MAX_DEPTH {
+            return Expr::empty();
+        }
+        self.depth += 1;
+        let e = self.op(op, ops, i, ctx);
+        self.depth -= 1;
+        e
+    }
+
+    /// Advances `*i` past the subtree there.
+    fn skip(ops: &[Op], i: &mut usize) {
+        let mut pending = 1usize;
+        while pending > 0 {
+            let Some(op) = ops.get(*i) else { return };
+            *i += 1;
+            pending -= 1;
+            pending += match *op {
+                Op::Seq(n) | Op::Alt(n) => usize::from(n),
+                Op::Repeat { .. } | Op::Call | Op::TaggedArgs => 1,
+                Op::ByArgType => 3,
+                _ => 0,
+            };
+        }
+    }
+
+    fn op(&mut self, op: Op, ops: &[Op], i: &mut usize, ctx: &Ctx<'_>) -> Expr {
+        let env = self.env;
+        match op {
+            Op::Seq(n) => {
+                let items: Vec<Expr> = (0..n).map(|_| self.tree(ops, i, ctx)).collect();
+                Expr::seq(items)
+            }
+            Op::Alt(n) => {
+                let items: Vec<Expr> = (0..n).map(|_| self.tree(ops, i, ctx)).collect();
+                Expr::alt(items)
+            }
+            Op::Repeat { max } => {
+                let body = self.tree(ops, i, ctx);
+                Expr::repeat(body, 0, (max != u16::MAX).then_some(u32::from(max)))
+            }
+            Op::Lit(s) => {
+                let s = env.string(s);
+                if self.stops.contains(&s) && s.chars().nth(1).is_some() {
+                    // A marker that ends free text is written character by
+                    // character: engines with a greedy lexer (llguidance)
+                    // would otherwise commit to the marker on its first
+                    // characters and reject text like `</b>` before
+                    // `</parameter>`.
+                    Expr::Seq(s.chars().map(Expr::lit).collect())
+                } else {
+                    Expr::lit(s)
+                }
+            }
+            Op::Space => self.space(),
+            Op::OptionalNewline => Expr::opt(Expr::lit("\n")),
+            Op::Text { role, stops, count } => {
+                let hint = match role {
+                    TextRole::Reasoning => "reasoning",
+                    TextRole::Content => "content",
+                    TextRole::ToolId => "call-id",
+                    TextRole::ArgString => "string-value",
+                    TextRole::ArgAuto => "value",
+                };
+                self.g.text_without(hint, env.stops(stops, count))
+            }
+            Op::Call => {
+                if ctx.tools.is_empty() {
+                    let body = self.tree(ops, i, ctx);
+                    return self.g.rule("call", body);
+                }
+                // One alternative per declared tool, each with its own name
+                // and argument schema.
+                let start = *i;
+                let mut alts = Vec::new();
+                for tool in ctx.tools {
+                    *i = start;
+                    let inner = Ctx { tool: Some(*tool), ..*ctx };
+                    let body = self.tree(ops, i, &inner);
+                    alts.push(self.g.rule(&format!("call-{}", tool.name), body));
+                }
+                if alts.is_empty() {
+                    Self::skip(ops, i);
+                }
+                Expr::alt(alts)
+            }
+            Op::Name { stops, count } => match ctx.tool {
+                Some(tool) => Expr::lit(tool.name),
+                None => {
+                    let free = self.g.text_without("name", env.stops(stops, count));
+                    // A name is never empty.
+                    Expr::seq([Expr::not_chars(&[' ', '\n']), free])
+                }
+            },
+            Op::Args { python } => {
+                let options = SchemaOptions { python };
+                match ctx.tool.and_then(|t| t.parameters.map(|p| (t.name, p))) {
+                    Some((name, params)) => schema_rule(&mut self.g, &format!("{name}-args"), params, &options, &mut self.warnings),
+                    None => any_object(&mut self.g, &options),
+                }
+            }
+            Op::TaggedArgs => self.tagged_args(ops, i, ctx),
+            Op::ArgName { stops, count } => match ctx.arg {
+                Some((name, _)) => Expr::lit(name),
+                None => {
+                    let free = self.g.text_without("arg-name", env.stops(stops, count));
+                    Expr::seq([Expr::not_chars(&[' ', '\n']), free])
+                }
+            },
+            Op::ByArgType => {
+                // Children: raw string, JSON, untyped.
+                let pick = match ctx.arg {
+                    Some((_, schema)) => match arg_kind(schema) {
+                        ArgKind::String => 0,
+                        ArgKind::Json => 1,
+                        ArgKind::Auto => 2,
+                    },
+                    None => 2,
+                };
+                let mut chosen = Expr::empty();
+                for k in 0..3 {
+                    if k == pick {
+                        chosen = self.tree(ops, i, ctx);
+                    } else {
+                        Self::skip(ops, i);
+                    }
+                }
+                chosen
+            }
+            Op::Json { python } => {
+                let options = SchemaOptions { python };
+                match ctx.arg {
+                    Some((name, schema)) => {
+                        let hint = format!("{}-{name}", ctx.tool.map(|t| t.name).unwrap_or("arg"));
+                        schema_rule(&mut self.g, &hint, schema, &options, &mut self.warnings)
+                    }
+                    None => any_value(&mut self.g, &options),
+                }
+            }
+            Op::JsonStringContent { python } => {
+                let quote = if python { '\'' } else { '"' };
+                let plain = Expr::not_class(&[(quote, quote), ('\\', '\\'), ('\0', '\u{1f}')]);
+                let escape = Expr::seq([Expr::lit("\\"), Expr::not_class(&[('\0', '\u{1f}')])]);
+                let chars = Expr::star(Expr::alt([plain, escape]));
+                self.g.rule(if python { "py-string-content" } else { "string-content" }, chars)
+            }
+        }
+    }
+
+    /// Tagged arguments: with a schema, each declared property in order
+    /// (required ones present, optional ones at most once); otherwise any
+    /// number of arguments with free names and untyped values.
+    fn tagged_args(&mut self, ops: &[Op], i: &mut usize, ctx: &Ctx<'_>) -> Expr {
+        let params = ctx.tool.and_then(|t| t.parameters);
+        let props = params.and_then(|p| p.get("properties")).and_then(Value::as_object);
+        let Some(props) = props else {
+            let one = self.tree(ops, i, ctx);
+            let one = self.g.rule("arg", one);
+            return Expr::star(one);
+        };
+        let required: Vec<&str> = params
+            .and_then(|p| p.get("required"))
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let start = *i;
+        let mut items = Vec::new();
+        for (name, schema) in props {
+            *i = start;
+            let inner = Ctx { arg: Some((name.as_str(), schema)), ..*ctx };
+            let arg = self.tree(ops, i, &inner);
+            let hint = format!("{}-arg-{name}", ctx.tool.map(|t| t.name).unwrap_or(""));
+            let arg = self.g.rule(&hint, arg);
+            items.push(if required.contains(&name.as_str()) { arg } else { Expr::opt(arg) });
+        }
+        if props.is_empty() {
+            Self::skip(ops, i);
+        }
+        Expr::seq(items)
+    }
+}
+
+/// How a tagged value with this schema is written (the parser's rule: a
+/// `string` type is raw text, another single type is JSON, anything else is
+/// untyped).
+enum ArgKind {
+    String,
+    Json,
+    Auto,
+}
+
+fn arg_kind(schema: &Value) -> ArgKind {
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => alloc::vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect(),
+        _ => {
+            let all_strings = schema.get("enum").and_then(Value::as_array).is_some_and(|e| !e.is_empty() && e.iter().all(|v| v.as_str().is_some()));
+            return if all_strings { ArgKind::String } else { ArgKind::Auto };
+        }
+    };
+    match types.as_slice() {
+        ["string"] => ArgKind::String,
+        [] => ArgKind::Auto,
+        ts if ts.contains(&"string") => ArgKind::Auto,
+        _ => ArgKind::Json,
+    }
+}
