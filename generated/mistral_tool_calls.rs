@@ -34,9 +34,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= \"\\x00\" never-matches\nname ::= [^\"]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20}\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\nstring-content ::= ([^\"\\\\\\x00-\\x1F] | \"\\\\\" [^\\x00-\\x1F])*\ncall ::= [^ \\n] name \"\\\"\" ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"id\\\"\" ws \":\" ws \"\\\"\" string-content \"\\\"\" | \"\") ws \"}\"\ncall-2 ::= [^ \\n] name \"\\\"\" ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"id\\\"\" ws \":\" ws \"\\\"\" string-content \"\\\"\" | \"\") ws \"}\" (ws \",\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws \"\\\"\" call)* ws \"]\" ws\ntool-calls ::= \"[TOOL_CALLS]\" ws \"[\" ws ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws \"\\\"\" call-2\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= \"\\x00\" never-matches\nname ::= [^\"]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\nstring-content ::= ([^\"\\\\\\x00-\\x1F] | \"\\\\\" [^\\x00-\\x1F])*\ncall ::= [^ \\n] name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string-content \"\\\"\" | \"\") ws \"}\"\ncontent-part ::= ([^C\\[] | \"C\" ([^A\\[] | \"A\" ([^L\\[] | \"L\" ([^L\\[] | \"L\" ([^S\\[] | \"S\" [^\\[\\]]))))) | never-matches\ncontent-part-2 ::= (\"[\" | \"C\" (\"[\" | \"A\" (\"[\" | \"L\" (\"[\" | \"L\" (\"[\" | \"S\" \"[\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"C\" (\"\" | \"A\" (\"\" | \"L\" (\"\" | \"L\" (\"\" | \"S\"))))) | never-matches\ncontent-part-4 ::= ([^T\\[] | \"T\" ([^O\\[] | \"O\" ([^O\\[] | \"O\" ([^L\\[] | \"L\" ([^\\[_] | \"_\" content-part))))) | never-matches\ncontent-part-5 ::= (\"\" | \"T\" (\"\" | \"O\" (\"\" | \"O\" (\"\" | \"L\" (\"\" | \"_\" content-part-3))))) | never-matches\ncontent ::= ([^\\[] | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content-part-2)))))* content-part-4)* (\"\" | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content-part-2)))))* content-part-5) | never-matches\ncall-2 ::= [^ \\n] name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string-content \"\\\"\" | \"\") ws \"}\" (ws \",\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call)* ws \"]\" ws content\ntool-calls ::= \"[\" \"T\" \"O\" \"O\" \"L\" \"_\" \"C\" \"A\" \"L\" \"L\" \"S\" \"]\" ws \"[\" ws ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call-2\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: \"\\u0000\" never_matches\nname: /[^\"]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20}\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\nstring_content: (/[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" /[^\\x00-\\x1F]/)*\ncall: /[^ \\n]/ name \"\\\"\" ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"id\\\"\" ws \":\" ws \"\\\"\" string_content \"\\\"\" | \"\") ws \"}\"\ncall_2: /[^ \\n]/ name \"\\\"\" ws \",\" ws \"\\\"arguments\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"id\\\"\" ws \":\" ws \"\\\"\" string_content \"\\\"\" | \"\") ws \"}\" (ws \",\" ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws \"\\\"\" call)* ws \"]\" ws\ntool_calls: \"[TOOL_CALLS]\" ws \"[\" ws ws \"{\" ws \"\\\"name\\\"\" ws \":\" ws \"\\\"\" call_2\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: \"\\u0000\" never_matches\nname: /[^\"]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\nstring_content: (/[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" /[^\\x00-\\x1F]/)*\ncall: /[^ \\n]/ name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string_content \"\\\"\" | \"\") ws \"}\"\ncontent_part: (/[^C\\[]/ | \"C\" (/[^A\\[]/ | \"A\" (/[^L\\[]/ | \"L\" (/[^L\\[]/ | \"L\" (/[^S\\[]/ | \"S\" /[^\\[\\]]/))))) | never_matches\ncontent_part_2: (\"[\" | \"C\" (\"[\" | \"A\" (\"[\" | \"L\" (\"[\" | \"L\" (\"[\" | \"S\" \"[\"))))) | never_matches\ncontent_part_3: (\"\" | \"C\" (\"\" | \"A\" (\"\" | \"L\" (\"\" | \"L\" (\"\" | \"S\"))))) | never_matches\ncontent_part_4: (/[^T\\[]/ | \"T\" (/[^O\\[]/ | \"O\" (/[^O\\[]/ | \"O\" (/[^L\\[]/ | \"L\" (/[^\\[_]/ | \"_\" content_part))))) | never_matches\ncontent_part_5: (\"\" | \"T\" (\"\" | \"O\" (\"\" | \"O\" (\"\" | \"L\" (\"\" | \"_\" content_part_3))))) | never_matches\ncontent: (/[^\\[]/ | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content_part_2)))))* content_part_4)* (\"\" | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content_part_2)))))* content_part_5) | never_matches\ncall_2: /[^ \\n]/ name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string_content \"\\\"\" | \"\") ws \"}\" (ws \",\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call)* ws \"]\" ws content\ntool_calls: \"[\" \"T\" \"O\" \"O\" \"L\" \"_\" \"C\" \"A\" \"L\" \"L\" \"S\" \"]\" ws \"[\" ws ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call_2\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -71,7 +71,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                 Op::Space,
                 Op::Lit(5),
                 Op::Call,
-                Op::Seq(18),
+                Op::Seq(19),
                 Op::Name { stops: 5, count: 1 },
                 Op::Lit(5),
                 Op::Space,
@@ -157,6 +157,11 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                 Op::Space,
                 Op::Lit(10),
                 Op::Space,
+                Op::Text {
+                    role: TextRole::Content,
+                    stops: 0,
+                    count: 1,
+                },
             ],
             &[
                 Op::Seq(14),
@@ -174,7 +179,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                 Op::Space,
                 Op::Lit(5),
                 Op::Call,
-                Op::Seq(18),
+                Op::Seq(19),
                 Op::Name { stops: 5, count: 1 },
                 Op::Lit(5),
                 Op::Space,
@@ -260,6 +265,11 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                 Op::Space,
                 Op::Lit(10),
                 Op::Space,
+                Op::Text {
+                    role: TextRole::Content,
+                    stops: 0,
+                    count: 1,
+                },
             ],
         ],
         reasoning: [&[], &[]],

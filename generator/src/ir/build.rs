@@ -264,8 +264,8 @@ pub fn tool_triggers(spec: &FormatSpec) -> Vec<String> {
 }
 
 /// The tool calls from their trigger on, for a grammar: the section (or
-/// the first call) and, for formats whose every call starts with the
-/// trigger, further calls when parallel calls are on. `None` when the format
+/// the first call), the content after it and, for formats whose every call
+/// starts with the trigger, further calls when parallel calls are on. `None` when the format
 /// has no tool calls or nothing marks them.
 pub fn tool_calls(spec: &FormatSpec, parallel: bool) -> Option<Node> {
     if spec.tools.format.mode == ToolFormatMode::None {
@@ -275,11 +275,22 @@ pub fn tool_calls(spec: &FormatSpec, parallel: bool) -> Option<Node> {
     if trigger.trim().is_empty() {
         return None;
     }
+    // The content after the calls, as the parser reads it (some templates
+    // write content after them): up to the next trigger or content marker.
+    let mut stops = vec![trigger.clone()];
+    if spec.content.mode != ContentMode::Plain && !spec.content.start.trim().is_empty() {
+        stops.push(spec.content.start.trim().to_string());
+    }
+    if spec.content.mode == ContentMode::EndDelimited && !spec.content.end.trim().is_empty() {
+        stops.push(spec.content.end.trim().to_string());
+    }
+    let content = Node::Until { stops, kind: TextKind::Content, trim_newlines: false };
+    let body = Node::seq(vec![body, content]);
     let one = Node::seq(vec![guard.clone(), body.clone()]);
     if !parallel || !spec.tools.format.section_start.trim().is_empty() {
         return Some(one);
     }
-    let again = Alt { guard: Node::seq(vec![Node::Space, guard]), body };
+    let again = Alt { guard, body };
     Some(Node::seq(vec![one, Node::Repeat { alts: vec![again], limits: vec![None], recover: None }]))
 }
 

@@ -205,13 +205,24 @@ impl Grammar {
     /// keep it a rule: a greedy lexeme would swallow the start of the stop.
     pub fn text_without(&mut self, hint: &str, stops: &[&str]) -> Expr {
         let stops: Vec<Vec<char>> = stops.iter().filter(|s| !s.is_empty()).map(|s| s.chars().collect()).collect();
+        let base = rule_name(hint);
         let body = if stops.is_empty() {
             Expr::star(Expr::Alt(vec![Expr::not_chars(&['\0']), Expr::lit("\0")]))
         } else {
-            stop_free(&stops)
+            self.stop_free(&base, &stops)
         };
+        self.kept_rule(&base, body)
+    }
+
+    /// A rule with an alternative that never matches (see
+    /// [`Grammar::text_without`]).
+    fn kept_rule(&mut self, hint: &str, body: Expr) -> Expr {
         let never = self.never();
         self.rule(hint, Expr::Alt(vec![body, never]))
+    }
+
+    fn stop_free(&mut self, hint: &str, stops: &[Vec<char>]) -> Expr {
+        stop_free_in(self, hint, stops)
     }
 
     /// A rule that matches nothing (see [`Grammar::text_without`]).
@@ -257,7 +268,7 @@ impl Grammar {
 /// The strings over all characters that contain none of `stops`, as one
 /// expression: the stop-finding automaton (states = proper stop prefixes,
 /// every state accepting) with its states eliminated one by one.
-fn stop_free(stops: &[Vec<char>]) -> Expr {
+fn stop_free_in(g: &mut Grammar, hint: &str, stops: &[Vec<char>]) -> Expr {
     let mut states: Vec<Vec<char>> = vec![Vec::new()];
     for s in stops {
         for i in 1..s.len() {
@@ -311,7 +322,13 @@ fn stop_free(stops: &[Vec<char>]) -> Expr {
         for p in 0..k {
             let Some(into) = edges[p][k].take() else { continue };
             for q in (0..k).chain([fin]) {
-                let Some(out) = edges[k][q].clone() else { continue };
+                let Some(mut out) = edges[k][q].clone() else { continue };
+                // Long stops nest deeply; engines limit nesting, so a deep
+                // piece becomes a rule of its own.
+                if depth(&out) > 8 {
+                    out = g.kept_rule(&format!("{hint}-part"), out);
+                    edges[k][q] = Some(out.clone());
+                }
                 let mut path = vec![into.clone()];
                 path.extend(self_loop.clone());
                 path.push(out);
@@ -322,6 +339,15 @@ fn stop_free(stops: &[Vec<char>]) -> Expr {
     let loop0 = edges[0][0].take().map(Expr::star).unwrap_or_else(Expr::empty);
     let exit = edges[0][fin].take().unwrap_or_else(Expr::empty);
     seq_keep(vec![loop0, exit])
+}
+
+/// How deeply groups nest in an expression.
+fn depth(e: &Expr) -> usize {
+    match e {
+        Expr::Seq(items) | Expr::Alt(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Expr::Repeat { expr, .. } => 1 + depth(expr),
+        _ => 0,
+    }
 }
 
 /// A sequence that keeps literals apart (single characters stay single

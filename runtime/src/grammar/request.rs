@@ -107,7 +107,7 @@ pub struct ReplyGrammar {
 /// or a format without tool calls).
 pub fn build(envelope: &Envelope<'_>, request: &Request<'_>) -> Option<ReplyGrammar> {
     let thinking = usize::from(!request.enable_thinking);
-    let mut b = Builder { env: envelope, g: Grammar::new(), warnings: Vec::new(), depth: 0, stops: stop_strings(envelope) };
+    let mut b = Builder { env: envelope, g: Grammar::new(), warnings: Vec::new(), depth: 0 };
     let reasoning = b.tree_all(envelope.reasoning[thinking], &Ctx::default());
     let (root, lazy) = if let Some(schema) = request.json_schema {
         let reply = schema_rule(&mut b.g, "reply", schema, &SchemaOptions::default(), &mut b.warnings);
@@ -161,26 +161,6 @@ struct Builder<'e, 'a> {
     g: Grammar,
     warnings: Vec<String>,
     depth: usize,
-    /// Strings that end free text somewhere in the envelope.
-    stops: Vec<&'a str>,
-}
-
-/// Every string that ends free text (a stop of a text, name or argument
-/// name) in the envelope.
-fn stop_strings<'a>(env: &Envelope<'a>) -> Vec<&'a str> {
-    let mut out: Vec<&'a str> = Vec::new();
-    for ops in env.calls.iter().chain(env.reasoning.iter()) {
-        for op in ops.iter() {
-            if let Op::Text { stops, count, .. } | Op::Name { stops, count } | Op::ArgName { stops, count } = *op {
-                for s in env.stops(stops, count) {
-                    if !out.contains(s) {
-                        out.push(s);
-                    }
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Envelopes are shallow; a deeper tree is malformed data, not a format.
@@ -249,13 +229,13 @@ impl<'a> Builder<'_, 'a> {
                 Expr::repeat(body, 0, (max != u16::MAX).then_some(u32::from(max)))
             }
             Op::Lit(s) => {
+                // Markup is written character by character: an engine with a
+                // greedy lexer (llguidance) commits to a literal once its
+                // first characters match, so free text like `</b>` before
+                // `</parameter>`, or `<|END_THINKING|>` where
+                // `<|START_ACTION|>` may also come, would be rejected.
                 let s = env.string(s);
-                if self.stops.contains(&s) && s.chars().nth(1).is_some() {
-                    // A marker that ends free text is written character by
-                    // character: engines with a greedy lexer (llguidance)
-                    // would otherwise commit to the marker on its first
-                    // characters and reject text like `</b>` before
-                    // `</parameter>`.
+                if s.chars().nth(1).is_some() {
                     Expr::Seq(s.chars().map(Expr::lit).collect())
                 } else {
                     Expr::lit(s)
