@@ -4,6 +4,7 @@
 Usage:
     python3 tests/grammar/check.py CASES.json [--failures FILE]
                                    [--known-failures FILE] [--jobs N]
+                                   [--label NAME]
     python3 tests/grammar/check.py --self-test
 
 CASES.json holds {"cases": [...]}; each case has "template", "name", "gbnf"
@@ -45,10 +46,10 @@ def import_llguidance():
     return llguidance, gbnf_to_lark
 
 
-def skip_if_missing():
+def skip_if_missing(label="grammar"):
     mods = import_llguidance()
     if mods is None:
-        print("grammar: SKIP llguidance not installed (pip install llguidance)")
+        print("%s: SKIP llguidance not installed (pip install llguidance)" % label)
         sys.exit(EXIT_SKIP)
     return mods
 
@@ -312,9 +313,12 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=30.0,
                     help="seconds per text before giving up (default 30)")
     ap.add_argument("--self-test", action="store_true", help="run the built-in checks")
+    ap.add_argument("--label", default="grammar",
+                    help="prefix of the summary lines (default: grammar)")
     args = ap.parse_args(argv)
+    label = args.label
 
-    skip_if_missing()
+    skip_if_missing(label)
     if args.self_test:
         self_test()
         return EXIT_OK
@@ -325,11 +329,11 @@ def main(argv=None):
         with open(args.cases, encoding="utf-8") as fh:
             doc = json.load(fh)
     except (OSError, ValueError) as e:
-        print("grammar: cannot read %s: %s" % (args.cases, e))
+        print("%s: cannot read %s: %s" % (label, args.cases, e))
         return EXIT_INPUT
     cases = doc.get("cases") if isinstance(doc, dict) else None
     if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
-        print('grammar: cannot read %s: expected {"cases": [objects]}' % args.cases)
+        print('%s: cannot read %s: expected {"cases": [objects]}' % (label, args.cases))
         return EXIT_INPUT
     known = read_known(args.known_failures) if args.known_failures else []
 
@@ -341,7 +345,7 @@ def main(argv=None):
     failing = [t for t, fs in per.items() if fs]
     n_acc = sum(r["accept"] for r in results)
     n_rej = sum(r["reject"] for r in results)
-    print("grammar: %d cases, %d accept texts, %d reject texts" % (len(results), n_acc, n_rej))
+    print("%s: %d cases, %d accept texts, %d reject texts" % (label, len(results), n_acc, n_rej))
     for t in failing:
         fs = per[t]
         tag = " (known)" if t in known else ""
@@ -349,13 +353,13 @@ def main(argv=None):
             print("  FAIL%s %s" % (tag, short_line(f)))
         if len(fs) > LINES_PER_TEMPLATE:
             print("  ... %d more failure(s) for %s" % (len(fs) - LINES_PER_TEMPLATE, t))
-    print("grammar: %d/%d templates accept all, reject all" % (len(per) - len(failing), len(per)))
-    print("grammar: checked in %.1fs with %d job(s), llguidance %s"
-          % (elapsed, max(1, args.jobs), getattr(import_llguidance()[0], "__version__", "?")))
+    print("%s: %d/%d templates accept all, reject all" % (label, len(per) - len(failing), len(per)))
+    print("%s: checked in %.1fs with %d job(s), llguidance %s"
+          % (label, elapsed, max(1, args.jobs), getattr(import_llguidance()[0], "__version__", "?")))
 
     for t in known:
         if t in per and not per[t]:
-            print("grammar: note: %s now passes, remove it from the list" % t)
+            print("%s: note: %s now passes, remove it from the list" % (label, t))
 
     if args.failures:
         detail = {"templates": {t: {"pass": not fs, "known": t in known} for t, fs in per.items()},
