@@ -7,6 +7,7 @@ use chat_parser_runtime::{ArgType, Event, MessageBuilder, Options, ReasoningForm
 chat_parser_macros::chat_parser!("templates/think.jinja");
 chat_parser_macros::chat_parser!("templates/xml_args.jinja");
 chat_parser_macros::chat_parser!("templates/xml_args.jinja", module = qwen_coder);
+chat_parser_macros::chat_parser!("templates/xml_args.jinja", module = qwen_weather, tools = "tests/data/weather_tools.json");
 
 #[test]
 fn macro_and_build_script_agree() {
@@ -121,4 +122,42 @@ fn build_script_covers_every_template() {
     let files: Vec<&str> = chat_parser::templates::ALL.iter().map(|t| t.file).collect();
     assert_eq!(files, ["json_tool_call.jinja", "mistral_tool_calls.jinja", "plain.jinja", "tag_json_args.jinja", "think.jinja", "xml_args.jinja"]);
     assert!(chat_parser::templates::ALL.iter().all(|t| t.handler == "autoparser"));
+}
+
+/// Tools declared at build time give the grammar the runtime builds for the
+/// same tools from the module's envelope.
+#[test]
+fn tools_declared_at_build_time() {
+    use chat_parser_runtime::grammar::request::{build, Request, ToolChoice, ToolSchema};
+    use chat_parser_runtime::grammar::value::Value;
+    assert_eq!(qwen_weather::tools::NAMES, &["get_weather"]);
+    assert!(qwen_weather::tools::GBNF.contains("\"get_weather\""), "{}", qwen_weather::tools::GBNF);
+    let file: serde_json::Value = serde_json::from_str(include_str!("data/weather_tools.json")).expect("tools");
+    let params = Value::parse(&file[0]["function"]["parameters"].to_string()).expect("schema");
+    let tools = [ToolSchema { name: "get_weather", parameters: Some(&params) }];
+    let lazy = build(&qwen_weather::ENVELOPE, &Request { tools: &tools, parallel_tool_calls: true, ..Request::default() }).expect("grammar");
+    assert!(lazy.lazy);
+    assert_eq!(lazy.grammar.to_gbnf(), qwen_weather::tools::GBNF);
+    assert_eq!(lazy.grammar.to_lark(), qwen_weather::tools::LARK);
+    let required = Request { tools: &tools, parallel_tool_calls: true, tool_choice: ToolChoice::Required, ..Request::default() };
+    assert_eq!(build(&qwen_weather::ENVELOPE, &required).expect("grammar").grammar.to_gbnf(), qwen_weather::tools::GBNF_REQUIRED);
+    // Without tools: the module's static grammar, the same in both paths.
+    assert_eq!(qwen_weather::GBNF, chat_parser::parsers::xml_args::GBNF);
+    let generic = build(&qwen_weather::ENVELOPE, &Request { parallel_tool_calls: true, ..Request::default() }).expect("grammar");
+    assert_eq!(generic.grammar.to_gbnf(), qwen_weather::GBNF);
+}
+
+/// The build.rs API declares tools for every template of a directory.
+#[test]
+fn builder_declares_tools() {
+    let out = std::env::temp_dir().join(format!("chat-parser-builder-tools-{}.rs", std::process::id()));
+    chat_parser_generator::build::Builder::new(concat!(env!("CARGO_MANIFEST_DIR"), "/templates"))
+        .cargo_directives(false)
+        .tools(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/weather_tools.json"))
+        .write_parser_modules(&out)
+        .expect("modules");
+    let code = std::fs::read_to_string(&out).expect("written");
+    let _ = std::fs::remove_file(&out);
+    assert!(code.matches("pub mod tools").count() >= 5, "a tools module per template with tool calls");
+    assert!(code.contains("get_weather"));
 }

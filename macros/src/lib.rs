@@ -72,6 +72,7 @@ fn expand(input: TokenStream) -> TokenStream {
     };
     let file = path.rsplit('/').next().unwrap_or(&path);
     let mut module = Ident::new(&chat_parser_generator::build::module_name(file), Span::call_site());
+    let mut tools: Option<(String, Span)> = None;
     let mut errors = Vec::new();
     // Options: `, key = value` pairs.
     while let Some(tt) = tokens.next() {
@@ -89,13 +90,28 @@ fn expand(input: TokenStream) -> TokenStream {
             (TokenTree::Ident(k), Some(TokenTree::Punct(p)), Some(TokenTree::Ident(v))) if k == "module" && p.as_char() == '=' => {
                 module = v.clone();
             }
-            (TokenTree::Ident(k), _, _) if k != "module" => {
-                errors.push(Error { span: k.span(), message: format!("chat_parser!: unknown option `{k}` (known options: `module = name`)") });
+            (TokenTree::Ident(k), Some(TokenTree::Punct(p)), Some(TokenTree::Literal(v))) if k == "tools" && p.as_char() == '=' => {
+                match unquote(&v.to_string()) {
+                    Some(file) => tools = Some((file, v.span())),
+                    None => errors.push(Error { span: v.span(), message: "chat_parser!: `tools` takes a string path to a JSON array of tools".to_string() }),
+                }
+            }
+            (TokenTree::Ident(k), _, _) if k != "module" && k != "tools" => {
+                errors.push(Error {
+                    span: k.span(),
+                    message: format!("chat_parser!: unknown option `{k}` (known options: `module = name`, `tools = \"tools.json\"`)"),
+                });
             }
             _ => errors.push(Error { span: key.span(), message: "chat_parser!: expected `module = name`".to_string() }),
         }
     }
-    let generated = generate(&path).map_err(|message| errors.push(Error { span: path_span, message })).ok();
+    let mut generated = generate(&path).map_err(|message| errors.push(Error { span: path_span, message })).ok();
+    if let (Some(g), Some((file, span))) = (&mut generated, &tools) {
+        match tool_grammars(&path, file) {
+            Ok(items) => g.items.extend(items),
+            Err(message) => errors.push(Error { span: *span, message }),
+        }
+    }
     let mut out: TokenStream = errors.iter().flat_map(|e| compile_error(e.span, &e.message)).collect();
     out.extend(match generated {
         Some(g) => parser_module(&module, &path, g),
@@ -119,6 +135,28 @@ fn generate(path: &str) -> Result<Generated, String> {
         }
     })?;
     Ok(Generated { full_path: full.display().to_string(), items: absolute_runtime_paths(items), spec_json: chat_parser_generator::spec_to_json(&spec)? })
+}
+
+/// Grammars for the tools in `file` (a JSON array of OpenAI tool objects,
+/// relative to `CARGO_MANIFEST_DIR`), for the template at `path`.
+fn tool_grammars(path: &str, file: &str) -> Result<TokenStream, String> {
+    let root = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| "chat_parser!: CARGO_MANIFEST_DIR is not set")?;
+    let full = std::path::Path::new(&root).join(file);
+    let text = std::fs::read_to_string(&full).map_err(|e| format!("{file}: cannot read tools: {e}"))?;
+    let tools: Vec<serde_json::Value> = match serde_json::from_str(&text) {
+        Ok(serde_json::Value::Array(tools)) => tools,
+        Ok(_) => return Err(format!("{file}: expected a JSON array of tool objects")),
+        Err(e) => return Err(format!("{file}:{}:{}: {e}", e.line(), e.column())),
+    };
+    let source = std::fs::read_to_string(std::path::Path::new(&root).join(path)).map_err(|e| format!("{path}: {e}"))?;
+    let spec = chat_parser_generator::spec_from_source(path, &source)?;
+    let grammars = absolute_runtime_paths(chat_parser_generator::codegen::tool_grammar_tokens(&spec, &tools));
+    let full = full.display().to_string();
+    Ok(quote! {
+        #grammars
+        // Rebuild when the tools change.
+        const _: &[u8] = ::core::include_bytes!(#full);
+    })
 }
 
 fn parser_module(module: &Ident, path: &str, g: Generated) -> TokenStream {

@@ -124,6 +124,47 @@ pub fn module(spec: &FormatSpec, command: &str) -> Result<String, CodegenError> 
     ))
 }
 
+/// Grammars for tools declared at build time (OpenAI tool objects), as a
+/// `pub mod tools` to put inside the parser module: the lazy grammar with
+/// parallel calls allowed (`GBNF`, `LARK`), the one for
+/// `tool_choice: required` (`GBNF_REQUIRED`, `LARK_REQUIRED`), and the tool
+/// names. Other requests build theirs from `ENVELOPE` at run time.
+pub fn tool_grammar_tokens(spec: &FormatSpec, tools: &[serde_json::Value]) -> TokenStream {
+    use crate::ir::build::{ParseOptions, ToolChoice};
+    let grammar = |tool_choice| {
+        let options = ParseOptions { tools: tools.to_vec(), tool_choice, parallel_tool_calls: true, ..ParseOptions::default() };
+        crate::grammar::for_request(spec, &options)
+    };
+    let text = |s: &str| Literal::string(s);
+    let forms = |g: Option<chat_parser_runtime::grammar::request::ReplyGrammar>| match g {
+        Some(g) => (text(&g.grammar.to_gbnf()), text(&g.grammar.to_lark())),
+        None => (text(""), text("")),
+    };
+    let (gbnf, lark) = forms(grammar(ToolChoice::Auto));
+    let (gbnf_required, lark_required) = forms(grammar(ToolChoice::Required));
+    let names = tools
+        .iter()
+        .filter_map(|t| t.get("function").unwrap_or(t).get("name").and_then(serde_json::Value::as_str))
+        .map(text);
+    quote! {
+        /// Grammars for the tools declared at build time.
+        pub mod tools {
+            /// The declared tools' names.
+            pub const NAMES: &[&str] = &[#(#names),*];
+            /// Lazy tool-call grammar (GBNF): from a trigger on, calls of the
+            /// declared tools with arguments following their schemas; parallel
+            /// calls allowed. Empty when the format has no tool calls.
+            pub const GBNF: &str = #gbnf;
+            /// The same grammar in Lark.
+            pub const LARK: &str = #lark;
+            /// For `tool_choice: required`: the whole reply is reasoning then calls.
+            pub const GBNF_REQUIRED: &str = #gbnf_required;
+            /// The same grammar in Lark.
+            pub const LARK_REQUIRED: &str = #lark_required;
+        }
+    }
+}
+
 /// The module's items as tokens (for the macro, which needs no formatting).
 pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     let (grammars, index) = variants(spec);
