@@ -89,6 +89,18 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 
 /// How values are written.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::grammar::schema::{schema_rule, SchemaOptions};
+/// use chat_parser_runtime::grammar::value::Value;
+/// use chat_parser_runtime::grammar::Grammar;
+/// let schema = Value::parse(r#"{"enum": ["it's", true, null]}"#).unwrap();
+/// let mut g = Grammar::new();
+/// schema_rule(&mut g, "flag", &schema, &SchemaOptions { python: true }, &mut Vec::new());
+/// // Python's repr: "it's" in double quotes, True, None.
+/// assert!(g.to_gbnf().contains(r#"flag ::= "\"" "i" "t" "'" "s" "\"" space | "True" space | "None" space"#));
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SchemaOptions {
     /// Values are Python literals (the template writes arguments with
