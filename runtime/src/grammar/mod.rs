@@ -200,7 +200,7 @@ impl Grammar {
     /// prefix) turned into a regular expression by eliminating states, so it
     /// loops with `*` instead of recursing: engines parse it in linear time.
     /// Its literals are single characters, and it has an alternative that
-    /// never matches (a self-recursive rule) so converters that turn a rule
+    /// never matches (a self-recursive rule over an empty class) so converters that turn a rule
     /// of plain terminals into one greedy lexeme (llguidance reading GBNF)
     /// keep it a rule: a greedy lexeme would swallow the start of the stop.
     pub fn text_without(&mut self, hint: &str, stops: &[&str]) -> Expr {
@@ -229,7 +229,10 @@ impl Grammar {
     fn never(&mut self) -> Expr {
         let name = "never-matches";
         if self.get(name).is_none() {
-            self.rules.push((name.to_owned(), Expr::Seq(vec![Expr::lit("\0"), Expr::Ref(name.to_owned())])));
+            // A character outside every range: no engine can generate it
+            // (a NUL literal would let llama.cpp's engine emit NULs forever).
+            let none = Expr::not_class(&[('\0', char::MAX)]);
+            self.rules.push((name.to_owned(), Expr::Seq(vec![none, Expr::Ref(name.to_owned())])));
         }
         Expr::Ref(name.to_owned())
     }

@@ -36,7 +36,11 @@
 //! let tools = [ToolSchema { name: "get_weather", parameters: Some(&params) }];
 //! let reply = build(&envelope, &Request { tools: &tools, ..Request::default() }).unwrap();
 //! assert!(reply.lazy);
-//! assert!(reply.grammar.to_gbnf().contains("\"<call>get_weather>\""));
+//! let gbnf = reply.grammar.to_gbnf();
+//! // One alternative per tool: its name, then its arguments' schema.
+//! assert!(gbnf.contains(r#"call-get-weather ::= "get_weather" ">" get-weather-args"#), "{gbnf}");
+//! // Markup is written one character per literal (see `Grammar::text_without`).
+//! assert!(gbnf.contains(r#""<" "c" "a" "l" "l" ">""#));
 //! ```
 
 use alloc::borrow::ToOwned;

@@ -98,15 +98,16 @@ use core::fmt::Write;
 /// let schema = Value::parse(r#"{"enum": ["it's", true, null]}"#).unwrap();
 /// let mut g = Grammar::new();
 /// schema_rule(&mut g, "flag", &schema, &SchemaOptions { python: true }, &mut Vec::new());
-/// // Python's repr: "it's" in double quotes, True, None.
-/// assert!(g.to_gbnf().contains(r#"flag ::= "\"" "i" "t" "'" "s" "\"" space | "True" space | "None" space"#));
+/// // Python's repr ("it's" in double quotes, True, None), and JSON as well.
+/// assert!(g.to_gbnf().contains(r#"flag ::= "\"" "i" "t" "'" "s" "\"" space | ("true" | "True") space | ("null" | "None") space"#));
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SchemaOptions {
-    /// Values are Python literals (the template writes arguments with
+    /// Values may be Python literals (the template writes arguments with
     /// Python's `repr`): `True`/`False`/`None`, strings in single quotes (or
     /// double quotes, as `repr` writes a string containing `'` and no `"`),
-    /// dict keys as strings. Generic strings accept either quote.
+    /// dict keys as strings. JSON is accepted as well: templates that write
+    /// scalars with `repr` write nested objects with `tojson`.
     pub python: bool,
 }
 
@@ -148,7 +149,7 @@ pub fn schema_rule(g: &mut Grammar, hint: &str, schema: &Value, options: &Schema
 /// let mut g = Grammar::new();
 /// assert_eq!(any_value(&mut g, &SchemaOptions::default()), Expr::Ref("value".into()));
 /// assert_eq!(any_value(&mut g, &SchemaOptions { python: true }), Expr::Ref("py-value".into()));
-/// assert!(g.to_gbnf().contains("py-null ::= \"None\" space"));
+/// assert!(g.to_gbnf().contains("py-null ::= (\"null\" | \"None\") space"));
 /// ```
 pub fn any_value(g: &mut Grammar, options: &SchemaOptions) -> Expr {
     Prims { g, py: options.python }.generic().0
@@ -543,12 +544,19 @@ impl Prims<'_> {
 
     fn keyword(&mut self, json: &str, python: &str) -> Expr {
         let space = self.space();
-        cat([lit(if self.py { python } else { json }), space])
+        // Python mode takes JSON too: templates that write scalars with
+        // Python's repr still write nested objects with `tojson`.
+        let word = if self.py { Expr::alt([lit(json), lit(python)]) } else { lit(json) };
+        cat([word, space])
     }
 
     fn boolean(&mut self) -> Expr {
         let space = self.space();
-        let words = if self.py { [lit("True"), lit("False")] } else { [lit("true"), lit("false")] };
+        let words = if self.py {
+            vec![lit("true"), lit("false"), lit("True"), lit("False")]
+        } else {
+            vec![lit("true"), lit("false")]
+        };
         self.g.rule(if self.py { "py-boolean" } else { "boolean" }, cat([Expr::alt(words), space]))
     }
 
@@ -1019,13 +1027,16 @@ impl<'a> Conv<'a, '_> {
         }
         let space = self.space();
         let body = match v {
-            Value::Null => lit(if self.py { "None" } else { "null" }),
-            Value::Bool(b) => lit(match (self.py, b) {
-                (false, true) => "true",
-                (false, false) => "false",
-                (true, true) => "True",
-                (true, false) => "False",
-            }),
+            Value::Null if self.py => Expr::alt([lit("null"), lit("None")]),
+            Value::Null => lit("null"),
+            Value::Bool(b) => {
+                let json = lit(if *b { "true" } else { "false" });
+                if self.py {
+                    Expr::alt([json, lit(if *b { "True" } else { "False" })])
+                } else {
+                    json
+                }
+            }
             Value::Number(n) => chars(n),
             Value::String(text) => self.string_literal(text),
             Value::Array(items) => {
@@ -1056,7 +1067,11 @@ impl<'a> Conv<'a, '_> {
     }
 
     fn string_literal(&self, text: &str) -> Expr {
-        chars(&if self.py { py_repr(text) } else { json_quote(text) })
+        if self.py {
+            Expr::alt([chars(&py_repr(text)), chars(&json_quote(text))])
+        } else {
+            chars(&json_quote(text))
+        }
     }
 
     // --- strings --------------------------------------------------------
