@@ -7,10 +7,15 @@
 //! tool name, a missing required argument, a value of the wrong type, an
 //! extra call when parallel calls are off, a call cut short.
 //!
-//! The cases are written to a JSON file and checked by
-//! `tests/grammar/check.py` (llguidance's Python package); when llguidance
-//! is not installed the test prints a skip line. Templates whose grammar may
-//! fail are listed, with the cause, in `tests/grammar/known-failures.txt`.
+//! Two engines judge them, both llguidance: the Lark form is compiled and run
+//! here by the `llguidance` crate (the text from the trigger on, found by the
+//! trigger's rule written out in Rust); then all cases are written to a JSON
+//! file and checked by `tests/grammar/check.py` with llguidance's Python
+//! package, in both forms (GBNF through llguidance's own `gbnf_to_lark`),
+//! finding the trigger with the emitted regular expressions. When the Python
+//! package is not installed that half prints a skip line. Templates whose
+//! grammar may fail are listed, with the cause, in
+//! `tests/grammar/known-failures.txt`.
 
 mod common;
 #[path = "support/roundtrip_texts.rs"]
@@ -41,6 +46,8 @@ struct Case {
     grammar: ReplyGrammar,
     accept: Vec<String>,
     reject: Vec<String>,
+    /// Where the grammar starts in a lazy text (None: no trigger).
+    starts: Vec<Option<usize>>,
 }
 
 impl Case {
@@ -192,7 +199,8 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
     let mut cases = Vec::new();
     let mut push = |case_name: String, g: Option<ReplyGrammar>, accept: Vec<String>, reject: Vec<String>| {
         if let Some(grammar) = g {
-            cases.push(Case { template: name.to_string(), name: case_name, grammar, accept, reject });
+            let starts = accept.iter().chain(&reject).map(|t| if grammar.lazy { constrained_start(spec, t) } else { Some(0) }).collect();
+            cases.push(Case { template: name.to_string(), name: case_name, grammar, accept, reject, starts });
         }
     };
 
@@ -289,6 +297,64 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
     cases
 }
 
+/// Where a lazy grammar starts in `text` (thinking on), by the trigger's
+/// rule: the first trigger word, after the reasoning block when there is one
+/// (the emitted `pattern_full` regex says the same; the Python check uses it).
+fn constrained_start(spec: &FormatSpec, text: &str) -> Option<usize> {
+    let words = chat_parser_generator::ir::build::tool_triggers(spec);
+    let (start, end) = (spec.reasoning.start.trim(), spec.reasoning.end.trim());
+    let prefill = spec.generation_prompt.thinking_prefill;
+    let reasoning = spec.reasoning.mode != ReasoningMode::None && !end.is_empty() && prefill != Prefill::ClosedReasoning;
+    let from = if !reasoning {
+        0
+    } else if prefill == Prefill::OpenReasoning || start.is_empty() || text.trim_start().starts_with(start) {
+        text.find(end)? + end.len()
+    } else {
+        0
+    };
+    words.iter().filter_map(|w| text[from..].find(w.trim()).map(|p| p + from)).min()
+}
+
+/// Runs every case's Lark form through the llguidance crate: accept texts
+/// must be accepted, reject texts rejected, from where the grammar starts.
+/// Returns the templates with a failure, and one message for each.
+fn crate_check(cases: &[Case]) -> Vec<(String, String)> {
+    use llguidance::{api::TopLevelGrammar, toktrie::ApproximateTokEnv, Matcher, ParserFactory};
+    let env = ApproximateTokEnv::single_byte_env();
+    let mut factory = ParserFactory::new_simple(&env).expect("llguidance parser factory");
+    factory.quiet();
+    let mut failures: Vec<(String, String)> = Vec::new();
+    for case in cases {
+        if failures.iter().any(|(t, _)| *t == case.template) {
+            continue;
+        }
+        let lark = case.grammar.grammar.to_lark();
+        let parser = match factory.create_parser(TopLevelGrammar::from_lark(lark)) {
+            Ok(p) => p,
+            Err(e) => {
+                failures.push((case.template.clone(), format!("{}: does not compile: {e}", case.name)));
+                continue;
+            }
+        };
+        let texts = case.accept.iter().map(|t| (t, true)).chain(case.reject.iter().map(|t| (t, false)));
+        for ((text, want), start) in texts.zip(&case.starts) {
+            let Some(start) = *start else {
+                failures.push((case.template.clone(), format!("{}: no trigger in {text:?}", case.name)));
+                break;
+            };
+            let mut m = Matcher::new(Ok(parser.deep_clone()));
+            let fed = text.as_bytes()[start..].iter().all(|&b| m.consume_token(u32::from(b)).is_ok());
+            let accepted = fed && m.is_accepting().unwrap_or(false);
+            if accepted != want {
+                let what = if want { "rejected" } else { "accepted" };
+                failures.push((case.template.clone(), format!("{}: {what} {:?}", case.name, &text[start..])));
+                break;
+            }
+        }
+    }
+    failures
+}
+
 #[test]
 fn corpus_grammars_pass_llguidance() {
     let Some(shared) = common::shared_dir("grammar") else { return };
@@ -307,6 +373,23 @@ fn corpus_grammars_pass_llguidance() {
     }
     let texts: usize = all.iter().map(|c| c.accept.len() + c.reject.len()).sum();
     println!("grammar: {} grammars over {templates} templates, {texts} texts", all.len());
+    let known: Vec<String> = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/grammar/known-failures.txt"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect();
+    let failures = crate_check(&all);
+    for (template, message) in &failures {
+        let mut message = message.clone();
+        message.truncate(300);
+        println!("  FAIL {template} [lark, llguidance crate] {message}");
+    }
+    println!("grammar (llguidance crate, Lark form): {}/{templates} templates accept all, reject all", templates - failures.len());
+    let unexpected: Vec<&String> = failures.iter().map(|(t, _)| t).filter(|t| !known.contains(t)).collect();
+    assert!(unexpected.is_empty(), "grammar failures not in tests/grammar/known-failures.txt: {unexpected:?}");
+
     let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("grammar_cases.json");
     let cases: Vec<Value> = all.iter().map(Case::to_json).collect();
     std::fs::write(&file, serde_json::to_string(&json!({ "cases": cases })).expect("json")).expect("write cases");
