@@ -74,6 +74,39 @@ fn structure(g: &Grammar) -> Vec<String> {
     problems
 }
 
+/// Each case's Lark grammar run by the llguidance crate over its instances
+/// (one token per byte): the cases that disagree, with the first instance.
+fn crate_check(cases: &[serde_json::Value]) -> Vec<String> {
+    use llguidance::{api::TopLevelGrammar, toktrie::ApproximateTokEnv, Matcher, ParserFactory};
+    let env = ApproximateTokEnv::single_byte_env();
+    let mut factory = ParserFactory::new_simple(&env).expect("llguidance parser factory");
+    factory.quiet();
+    let mut wrong = Vec::new();
+    for case in cases {
+        let name = case["name"].as_str().unwrap_or("?");
+        let lark = case["lark"].as_str().unwrap_or("").to_string();
+        let parser = match factory.create_parser(TopLevelGrammar::from_lark(lark)) {
+            Ok(p) => p,
+            Err(e) => {
+                wrong.push(format!("{name}: does not compile: {e}"));
+                continue;
+            }
+        };
+        let texts = |key: &str| case[key].as_array().cloned().unwrap_or_default();
+        let all = texts("accept").into_iter().map(|t| (t, true)).chain(texts("reject").into_iter().map(|t| (t, false)));
+        for (text, want) in all {
+            let text = text.as_str().unwrap_or("").to_string();
+            let mut m = Matcher::new(Ok(parser.deep_clone()));
+            let fed = text.bytes().all(|b| m.consume_token(u32::from(b)).is_ok());
+            if (fed && m.is_accepting().unwrap_or(false)) != want {
+                wrong.push(format!("{name}: {} {text:?}", if want { "rejected" } else { "accepted" }));
+                break;
+            }
+        }
+    }
+    wrong
+}
+
 #[test]
 fn schema_table() {
     let table = table();
@@ -129,6 +162,11 @@ fn schema_table() {
         }));
     }
     assert!(failures.is_empty(), "{} problem(s):\n{}", failures.len(), failures.join("\n"));
+
+    // The Lark form, run by the llguidance crate itself.
+    let wrong = crate_check(&cases);
+    println!("schemas (llguidance crate, Lark form): {}/{} accept all, reject all", cases.len() - wrong.len(), cases.len());
+    assert!(wrong.is_empty(), "{} schema(s) disagree with llguidance:\n{}", wrong.len(), wrong.join("\n"));
 
     let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("schema_cases.json");
     let doc = serde_json::to_string_pretty(&json!({ "cases": cases })).unwrap_or_default();
