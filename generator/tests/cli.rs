@@ -144,3 +144,70 @@ fn generate_errors_are_one_line() {
     let path = scratch("generate_syntax.jinja", "{% for m in messages %}\n{{ m.content }\n{% endfor %}");
     assert_one_line_error(&["generate", &path], &format!("{path}:2: syntax error"));
 }
+
+/// Runs the CLI with `stdin` as its input.
+fn run_with_input(args: &[&str], stdin: &str) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chat-parser"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write request");
+    let out = child.wait_with_output().expect("binary ends");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+const WEATHER: &str = r#"{"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}]"#;
+
+#[test]
+fn grammar_prints_gbnf_for_the_request_tools() {
+    let (code, out, err) = run_with_input(&["grammar", &own("json_tool_call.jinja")], &format!("{WEATHER}}}"));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("root ::= "), "{out}");
+    assert!(out.contains("\"get_weather\""), "the tool's name: {out}");
+    assert!(out.contains("integer"), "the schema's integer rule: {out}");
+}
+
+#[test]
+fn grammar_json_has_lazy_triggers_tokens_and_lark() {
+    let (code, out, err) = run_with_input(&["grammar", &own("xml_args.jinja"), "--json"], &format!("{WEATHER}}}"));
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON line");
+    assert_eq!(v["lazy"], true);
+    assert_eq!(v["triggers"], serde_json::json!([{"type": "word", "value": "<tool_call>"}]));
+    let tokens: Vec<&str> = v["preserved_tokens"].as_array().expect("tokens").iter().filter_map(|t| t.as_str()).collect();
+    assert!(tokens.contains(&"<parameter=") && !tokens.contains(&">"), "no bare punctuation: {tokens:?}");
+    assert!(v["lark"].as_str().is_some_and(|l| l.starts_with("start: root")));
+    assert!(v["grammar"].as_str().is_some_and(|g| g.contains("\"get_weather\"")));
+
+    // tool_choice required: not lazy, no triggers.
+    let (_, out, _) = run_with_input(&["grammar", &own("xml_args.jinja"), "--json"], &format!("{WEATHER}, \"tool_choice\": \"required\"}}"));
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON line");
+    assert_eq!((v["lazy"].clone(), v["triggers"].clone()), (serde_json::json!(false), serde_json::json!([])));
+}
+
+#[test]
+fn grammar_for_a_reply_schema_and_for_nothing() {
+    let request = r#"{"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}}"#;
+    let (code, out, _) = run_with_input(&["grammar", &own("think.jinja"), "--json"], request);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON line");
+    assert_eq!(v["lazy"], false);
+    assert!(v["grammar"].as_str().is_some_and(|g| g.contains("boolean")), "{v}");
+    // No tools, no schema, tool_choice none: nothing constrains the reply.
+    let (code, out, _) = run_with_input(&["grammar", &own("think.jinja")], r#"{"tool_choice": "none"}"#);
+    assert_eq!((code, out.as_str()), (0, ""));
+}
+
+#[test]
+fn grammar_errors_are_one_line() {
+    let (code, _, err) = run_with_input(&["grammar", &own("think.jinja"), "--lark"], "{}");
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown option `--lark`") && err.lines().count() == 1, "{err}");
+    let (code, _, err) = run_with_input(&["grammar", &own("think.jinja")], "{not json");
+    assert_eq!(code, 2);
+    assert!(err.contains("not valid JSON"), "{err}");
+}
