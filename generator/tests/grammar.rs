@@ -234,25 +234,40 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
     let mut generic_reject = Vec::new();
     for case in 0..MESSAGES {
         let g = generate(&mut rng, spec, case);
-        let Ok(text) = assistant_text(template, spec, &g) else { continue };
+        let text = match assistant_text(template, spec, &g) {
+            Ok(text) => text,
+            Err(e) => {
+                if std::env::var_os("GRAMMAR_DEBUG").is_some() {
+                    eprintln!("{name} case {case}: no text: {e}");
+                }
+                continue;
+            }
+        };
         // Only texts the parser reads back as the calls they render: the
         // grammar must allow what the parser accepts.
+        // (Some templates drop some calls from the render: what the text
+        // holds is what counts.)
         let got = parse(spec, &g.tools, &text);
         let names: Vec<&str> = got.tool_calls.iter().map(|c| c.name.as_str()).collect();
-        let want: Vec<&str> = g.expected.tool_calls.iter().map(|c| c.name.as_str()).collect();
-        if names != want || got.tool_calls.iter().any(|c| !c.complete) {
+        let want: Vec<&str> = g.expected.tool_calls.iter().map(|c| c.name.as_str()).filter(|n| text.contains(n)).collect();
+        if want.is_empty() || names != want || got.tool_calls.iter().any(|c| !c.complete) {
+            if std::env::var_os("GRAMMAR_DEBUG").is_some() {
+                eprintln!("{name} case {case}: parsed {names:?}, rendered {want:?}: {text:?}");
+            }
             continue;
         }
         let tools = all_required(&g.tools);
-        let calls = g.expected.tool_calls.len();
+        let calls = got.tool_calls.len();
         let label = format!("roundtrip {case}");
         let mut reject = Vec::new();
         // A name the tools do not declare.
-        let first = &g.expected.tool_calls[0].name;
+        let first = &got.tool_calls[0].name;
+        // The rendered call that comes first in the text.
+        let idx = g.message["tool_calls"].as_array().and_then(|cs| cs.iter().position(|c| c["function"]["name"] == first.as_str())).unwrap_or(0);
         reject.push(text.replacen(first.as_str(), &format!("{first}x"), 1));
         // A required argument left out.
         let mut missing = Generated { message: g.message.clone(), tools: g.tools.clone(), expected: g.expected.clone() };
-        if let Some(args) = missing.message["tool_calls"][0]["function"]["arguments"].as_object_mut() {
+        if let Some(args) = missing.message["tool_calls"][idx]["function"]["arguments"].as_object_mut() {
             let key = args.keys().next().cloned();
             if let Some(key) = key {
                 args.remove(&key);
@@ -264,7 +279,7 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
             }
         }
         // Cut off inside the last call's name.
-        let last = &g.expected.tool_calls[calls - 1].name;
+        let last = &got.tool_calls[calls - 1].name;
         if let Some(at) = text.rfind(last.as_str()) {
             generic_reject.push(text[..at + 3].to_string());
         }
@@ -276,7 +291,7 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
             push(format!("{label}/lazy one call"), single, Vec::new(), vec![text.clone()]);
         }
         // A value of another type than the schema's.
-        let call = &g.message["tool_calls"][0]["function"];
+        let call = &g.message["tool_calls"][idx]["function"];
         let fname = call["name"].as_str().unwrap_or("");
         if let Some((key, value)) = call["arguments"].as_object().and_then(|a| a.iter().next()) {
             let mut wrong = tools.clone();
@@ -373,6 +388,14 @@ fn corpus_grammars_pass_llguidance() {
     }
     let texts: usize = all.iter().map(|c| c.accept.len() + c.reject.len()).sum();
     println!("grammar: {} grammars over {templates} templates, {texts} texts", all.len());
+    // Templates whose rendered calls the parser reads back give the
+    // round-trip texts; the others (no tool calls in the format, or a round
+    // trip that fails: docs/roundtrip-failures.md) are checked on the
+    // grammars alone.
+    let mut with_texts: Vec<&str> = all.iter().filter(|c| c.name.starts_with("roundtrip ") && !c.accept.is_empty()).map(|c| c.template.as_str()).collect();
+    with_texts.dedup();
+    let rendered: usize = all.iter().filter(|c| c.name.ends_with("/lazy parallel") && c.name.starts_with("roundtrip ")).map(|c| c.accept.len()).sum();
+    println!("grammar: {} templates with round-trip texts ({rendered} rendered replies)", with_texts.len());
     let known: Vec<String> = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/grammar/known-failures.txt"))
         .unwrap_or_default()
         .lines()
