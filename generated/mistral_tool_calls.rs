@@ -396,31 +396,31 @@ fn fast(
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, sink),
         7 => {
-            !(s.bytes().any(|x| matches!(x, 91u8)))
+            !(!clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         9 => {
-            !(s.bytes().any(|x| matches!(x, 91u8)))
+            !(!clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         26 => c.fast_json(false, s, sink),
         58 => c.fast_json(false, s, sink),
         83 => {
-            !(s.bytes().any(|x| matches!(x, 91u8)))
+            !(!clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         88 => {
-            !(s.bytes().any(|x| matches!(x, 91u8)))
+            !(!clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         90 => {
-            !(s.bytes().any(|x| matches!(x, 91u8)))
+            !(!clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         107 => c.fast_json(false, s, sink),
         139 => c.fast_json(false, s, sink),
         164 => {
-            !(s.bytes().any(|x| matches!(x, 91u8)))
+            !(!clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         168 => c.fast_json(true, s, sink),

@@ -219,6 +219,48 @@ fn needs_escape(text: &[u8]) -> bool {
     text.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20)
 }
 
+/// Whether `text`, inside a JSON string, stays inside it and leaves the
+/// scanner as it found it: no closing quote, no control character, and
+/// every backslash starts a complete one-character escape (`\n`, `\"`...)
+/// within the text. The scanner copies such text unchanged.
+#[inline]
+fn plain_json_string_run(text: &[u8]) -> bool {
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'"' => return false,
+            b if b < 0x20 => return false,
+            b'\\' => match text.get(i + 1) {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 1,
+                _ => return false,
+            },
+            _ => {}
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Whether reading `chunk` as text up to `stops` reports all of it: no
+/// stop starts in it, not even one cut off at its end.
+#[inline]
+pub fn clear_of_stops(chunk: &[u8], stops: &[&str]) -> bool {
+    for (i, &b) in chunk.iter().enumerate() {
+        for stop in stops {
+            let stop = stop.as_bytes();
+            if stop.first() != Some(&b) {
+                continue;
+            }
+            let rest = &chunk[i..];
+            let n = rest.len().min(stop.len());
+            if rest[..n] == stop[..n] {
+                return false;
+            }
+        }
+    }
+    true
+}
+
 /// What reading text up to a stop found.
 #[derive(Debug, Clone, Copy)]
 pub struct Found {
@@ -676,6 +718,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             Kind::Content => sink.event(Event::Content(chunk)),
             Kind::Reasoning => sink.event(Event::Reasoning(chunk)),
             Kind::ArgString if !needs_escape(chunk.as_bytes()) => sink.event(Event::ToolArgs(chunk)),
+            // A raw value becomes JSON string content: escaped in pieces
+            // (as the machine would), without allocating.
+            Kind::ArgString => crate::escape::json_escape(chunk, &mut |piece: &str| sink.event(Event::ToolArgs(piece))),
             _ => return false,
         }
         self.reported = true;
@@ -686,7 +731,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// `chunk` whole if it holds nothing the scanner must look at.
     #[inline]
     pub fn fast_json(&mut self, content: bool, chunk: &str, sink: &mut impl Sink) -> bool {
-        if !self.json.in_plain_string() || needs_escape(chunk.as_bytes()) {
+        if !self.json.in_plain_string() || !plain_json_string_run(chunk.as_bytes()) {
             return false;
         }
         sink.event(if content { Event::Content(chunk) } else { Event::ToolArgs(chunk) });

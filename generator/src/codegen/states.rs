@@ -298,12 +298,11 @@ impl States {
         let partial_len = if stops.is_empty() { quote!(0) } else { quote!(partial(rest, #stops_const)) };
         if matches!(kind, TextKind::Content | TextKind::Reasoning | TextKind::ArgString) {
             let id = state(self.arms.len() as u16);
-            let bytes: Vec<Literal> = firsts.iter().map(|b| Literal::u8_suffixed(*b)).collect();
-            // Chunks here are small: a plain loop beats a SIMD search's setup.
-            let markup = match bytes.as_slice() {
-                [] => quote! { false },
-                more => quote! { s.bytes().any(|x| matches!(x, #(#more)|*)) },
-            };
+            // Chunks here are small: a plain loop beats a SIMD search's
+            // setup. A stop's first byte alone (`<` in `a < b`) does not stop
+            // the fast path; a stop, or the start of one at the chunk's end,
+            // does.
+            let markup = if stops.is_empty() { quote! { false } } else { quote! { !clear_of_stops(s.as_bytes(), #stops_const) } };
             self.fast.push(quote! { #id => !(#markup) && c.fast_text(#k, #trim, s, sink), });
         }
         self.push(&format!("{kind:?} up to {stops:?}"), quote! {
