@@ -228,6 +228,28 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
         }
     }
 
+    // get_weather with a closed set of cities: the rendered call is
+    // accepted, another city or a word for `days` is not.
+    let call = |city: Value, days: Value| {
+        let message = json!({"role": "assistant", "content": "", "tool_calls": [{"id": "call00001", "type": "function",
+            "function": {"name": "get_weather", "arguments": {"city": city, "days": days}}}]});
+        let expected = Message { content: String::new(), reasoning_content: String::new(), tool_calls: Vec::new() };
+        assistant_text(template, spec, &Generated { message, tools: weather.to_vec(), expected }).ok()
+    };
+    let mut cities = get_weather();
+    cities["function"]["parameters"]["properties"]["city"]["enum"] = json!(["Paris", "Rome"]);
+    if let (Some(good), Some(city), Some(days)) = (call(json!("Paris"), json!(3)), call(json!("Berlin"), json!(3)), call(json!("Paris"), json!("three"))) {
+        let parsed = parse(spec, &[cities.clone()], &good);
+        if parsed.tool_calls.len() == 1 && parsed.tool_calls[0].complete {
+            push(
+                "get_weather enum/lazy".into(),
+                grammar(&env, &Req { tools: &[cities], choice: ToolChoice::Auto, parallel: false, schema: None }),
+                vec![good],
+                vec![city, days],
+            );
+        }
+    }
+
     // The round-trip set.
     let mut rng = Rng(0x51ED_2701_u64 ^ (name.len() as u64) << 9);
     let mut generic_accept = Vec::new();

@@ -247,6 +247,13 @@ impl<'a> Builder<'_, 'a> {
             }
             Op::Space => self.space(),
             Op::OptionalNewline => Expr::opt(Expr::lit("\n")),
+            Op::Text { role: TextRole::ArgString, .. } if raw_enum(ctx).is_some() => {
+                // A raw value limited to the schema's strings (with the
+                // template's layout newline on either side).
+                let values = raw_enum(ctx).unwrap_or_default();
+                let nl = || Expr::opt(Expr::lit("\n"));
+                Expr::seq([nl(), Expr::alt(values.into_iter().map(|v| Expr::Seq(v.chars().map(Expr::lit).collect()))), nl()])
+            }
             Op::Text { role, stops, count } => {
                 let hint = match role {
                     TextRole::Reasoning => "reasoning",
@@ -371,6 +378,18 @@ impl<'a> Builder<'_, 'a> {
         }
         Expr::seq(items)
     }
+}
+
+/// The strings a raw (tagged) value may be, when the argument's schema
+/// lists them (`enum` of strings, or a string `const`).
+fn raw_enum<'r>(ctx: &Ctx<'r>) -> Option<Vec<&'r str>> {
+    let (_, schema) = ctx.arg?;
+    if let Some(c) = schema.get("const").and_then(Value::as_str) {
+        return Some(alloc::vec![c]);
+    }
+    let values = schema.get("enum")?.as_array()?;
+    let strings: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
+    (!strings.is_empty() && strings.len() == values.len()).then_some(strings)
 }
 
 /// How a tagged value with this schema is written (the parser's rule: a
