@@ -287,29 +287,35 @@ fn fast(
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, sink),
         7 => {
-            !(!clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         9 => {
-            !(!clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         17 => c.fast_json(false, s, sink),
         39 => {
-            !(!clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         44 => {
-            !(!clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         46 => {
-            !(!clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         54 => c.fast_json(false, s, sink),
         76 => {
-            !(!clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         80 => c.fast_json(true, s, sink),

@@ -396,31 +396,37 @@ fn fast(
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, sink),
         7 => {
-            !(!clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
+            !(s.bytes().any(|x| matches!(x, 91u8))
+                && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         9 => {
-            !(!clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
+            !(s.bytes().any(|x| matches!(x, 91u8))
+                && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         26 => c.fast_json(false, s, sink),
         58 => c.fast_json(false, s, sink),
         83 => {
-            !(!clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
+            !(s.bytes().any(|x| matches!(x, 91u8))
+                && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         88 => {
-            !(!clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
+            !(s.bytes().any(|x| matches!(x, 91u8))
+                && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         90 => {
-            !(!clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
+            !(s.bytes().any(|x| matches!(x, 91u8))
+                && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         107 => c.fast_json(false, s, sink),
         139 => c.fast_json(false, s, sink),
         164 => {
-            !(!clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
+            !(s.bytes().any(|x| matches!(x, 91u8))
+                && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         168 => c.fast_json(true, s, sink),

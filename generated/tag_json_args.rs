@@ -235,29 +235,35 @@ fn fast(
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, sink),
         7 => {
-            !(!clear_of_stops(s.as_bytes(), &["<function="]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<function="]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         9 => {
-            !(!clear_of_stops(s.as_bytes(), &["<function="]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<function="]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         15 => c.fast_json(false, s, sink),
         25 => {
-            !(!clear_of_stops(s.as_bytes(), &["<function="]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<function="]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         30 => {
-            !(!clear_of_stops(s.as_bytes(), &["<function="]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<function="]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         32 => {
-            !(!clear_of_stops(s.as_bytes(), &["<function="]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<function="]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         38 => c.fast_json(false, s, sink),
         48 => {
-            !(!clear_of_stops(s.as_bytes(), &["<function="]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<function="]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         52 => c.fast_json(true, s, sink),

@@ -180,12 +180,14 @@ fn fast(
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, sink),
         6 => {
-            !(!clear_of_stops(s.as_bytes(), &["</think>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["</think>"]))
                 && c.fast_text(Kind::Reasoning, true, s, sink)
         }
         10 => c.fast_json(true, s, sink),
         15 => {
-            !(!clear_of_stops(s.as_bytes(), &["</think>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["</think>"]))
                 && c.fast_text(Kind::Reasoning, true, s, sink)
         }
         18 => !(false) && c.fast_text(Kind::Content, false, s, sink),

@@ -362,37 +362,45 @@ fn fast(
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, sink),
         7 => {
-            !(!clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         9 => {
-            !(!clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         22 => {
-            !(!clear_of_stops(s.as_bytes(), &["</parameter>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["</parameter>"]))
                 && c.fast_text(Kind::ArgString, true, s, sink)
         }
         27 => c.fast_json(false, s, sink),
         49 => {
-            !(!clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         54 => {
-            !(!clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         56 => {
-            !(!clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         69 => {
-            !(!clear_of_stops(s.as_bytes(), &["</parameter>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["</parameter>"]))
                 && c.fast_text(Kind::ArgString, true, s, sink)
         }
         74 => c.fast_json(false, s, sink),
         96 => {
-            !(!clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+            !(s.bytes().any(|x| matches!(x, 60u8))
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, sink)
         }
         100 => c.fast_json(true, s, sink),

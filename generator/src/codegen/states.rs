@@ -302,7 +302,12 @@ impl States {
             // setup. A stop's first byte alone (`<` in `a < b`) does not stop
             // the fast path; a stop, or the start of one at the chunk's end,
             // does.
-            let markup = if stops.is_empty() { quote! { false } } else { quote! { !clear_of_stops(s.as_bytes(), #stops_const) } };
+            let bytes: Vec<Literal> = firsts.iter().map(|b| Literal::u8_suffixed(*b)).collect();
+            let markup = match bytes.as_slice() {
+                [] => quote! { false },
+                // The exact check only when a first byte is there at all.
+                more => quote! { s.bytes().any(|x| matches!(x, #(#more)|*)) && !clear_of_stops(s.as_bytes(), #stops_const) },
+            };
             self.fast.push(quote! { #id => !(#markup) && c.fast_text(#k, #trim, s, sink), });
         }
         self.push(&format!("{kind:?} up to {stops:?}"), quote! {
