@@ -271,6 +271,26 @@ impl JsonScanner {
         matches!(self.token, Token::Str(s) if s.quote == b'"' && !s.escape && s.hex == 0)
     }
 
+    /// Inside a double-quoted string and not in a `\u` escape: whether a
+    /// backslash was just read (`Some(true)`), or not (`Some(false)`).
+    /// `None` anywhere else.
+    #[doc(hidden)]
+    pub fn string_escape_state(&self) -> Option<bool> {
+        match self.token {
+            Token::Str(s) if s.quote == b'"' && s.hex == 0 => Some(s.escape),
+            _ => None,
+        }
+    }
+
+    /// Sets whether a backslash was just read inside the current string (a
+    /// fast path that copied a run of string content ending in one).
+    #[doc(hidden)]
+    pub fn set_string_escape(&mut self, escape: bool) {
+        if let Token::Str(s) = &mut self.token {
+            s.escape = escape;
+        }
+    }
+
     /// Whether the value is complete.
     pub fn is_done(&self) -> bool {
         self.done

@@ -219,26 +219,28 @@ fn needs_escape(text: &[u8]) -> bool {
     text.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20)
 }
 
-/// Whether `text`, inside a JSON string, stays inside it and leaves the
-/// scanner as it found it: no closing quote, no control character, and
-/// every backslash starts a complete one-character escape (`\n`, `\"`...)
-/// within the text. The scanner copies such text unchanged.
+/// Whether `text`, inside a JSON string, stays inside it: no closing quote,
+/// no control character, and every backslash starts a one-character escape
+/// (`\n`, `\"`...), the last one possibly cut off at the end. The scanner
+/// copies such text unchanged. `Some(true)` when it ends with that cut-off
+/// backslash, `None` when the text needs the scanner.
 #[inline]
-fn plain_json_string_run(text: &[u8]) -> bool {
+fn plain_json_string_run(text: &[u8]) -> Option<bool> {
     let mut i = 0;
     while i < text.len() {
         match text[i] {
-            b'"' => return false,
-            b if b < 0x20 => return false,
+            b'"' => return None,
+            b if b < 0x20 => return None,
             b'\\' => match text.get(i + 1) {
                 Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 1,
-                _ => return false,
+                None => return Some(true),
+                _ => return None,
             },
             _ => {}
         }
         i += 1;
     }
-    true
+    Some(false)
 }
 
 /// Whether reading `chunk` as text up to `stops` reports all of it: no
@@ -731,9 +733,20 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// `chunk` whole if it holds nothing the scanner must look at.
     #[inline]
     pub fn fast_json(&mut self, content: bool, chunk: &str, sink: &mut impl Sink) -> bool {
-        if !self.json.in_plain_string() || !plain_json_string_run(chunk.as_bytes()) {
-            return false;
-        }
+        let Some(escaped) = self.json.string_escape_state() else { return false };
+        let bytes = chunk.as_bytes();
+        // A backslash the last chunk ended with: this one starts with the
+        // escaped character.
+        let from = if escaped {
+            match bytes.first() {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => 1,
+                _ => return false,
+            }
+        } else {
+            0
+        };
+        let Some(ends_escaped) = plain_json_string_run(&bytes[from..]) else { return false };
+        self.json.set_string_escape(ends_escaped);
         sink.event(if content { Event::Content(chunk) } else { Event::ToolArgs(chunk) });
         true
     }
