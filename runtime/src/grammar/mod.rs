@@ -155,7 +155,13 @@ impl Grammar {
     /// a reference to it. An identical rule under the same base name is
     /// reused, so converting the same schema twice adds nothing.
     pub fn rule(&mut self, hint: &str, expr: Expr) -> Expr {
-        let base = rule_name(hint);
+        let mut base = rule_name(hint);
+        // Names with a fixed meaning are never given to a rule made from
+        // request data (a tool argument called `root`, a tool `never` with
+        // an argument `matches`).
+        if matches!(base.as_str(), "root" | "start" | "never-matches") {
+            base.push_str("-rule");
+        }
         let mut name = base.clone();
         let mut n = 1;
         loop {
@@ -226,7 +232,7 @@ impl Grammar {
     }
 
     /// A rule that matches nothing (see [`Grammar::text_without`]).
-    fn never(&mut self) -> Expr {
+    pub(crate) fn never(&mut self) -> Expr {
         let name = "never-matches";
         if self.get(name).is_none() {
             // A character outside every range: no engine can generate it
@@ -436,7 +442,8 @@ fn gbnf_expr(out: &mut String, e: &Expr, ctx: Prec) {
             }
         }),
         Expr::Repeat { expr, min, max } => {
-            gbnf_expr(out, expr, Prec::Postfix);
+            // `x+?` is not a repetition of `x+`: group a repeated repetition.
+            group(out, matches!(**expr, Expr::Repeat { .. }), |out| gbnf_expr(out, expr, Prec::Postfix));
             repetition(out, *min, *max);
         }
     }
@@ -471,7 +478,7 @@ fn lark_expr(out: &mut String, e: &Expr, ctx: Prec) {
             }
         }),
         Expr::Repeat { expr, min, max } => {
-            lark_expr(out, expr, Prec::Postfix);
+            group(out, matches!(**expr, Expr::Repeat { .. }), |out| lark_expr(out, expr, Prec::Postfix));
             repetition(out, *min, *max);
         }
     }
@@ -671,5 +678,11 @@ mod tests {
         assert_eq!(g.rule("my rule!", Expr::seq([Expr::lit("\"q\"\n"), Expr::not_chars(&['/', ']'])])), s);
         assert_eq!(g.rule("my rule", Expr::lit("y")), Expr::Ref("my-rule-2".into()));
         assert_eq!(rule_name("9 lives"), "r-9-lives");
+        // Reserved names stay reserved; a repeated repetition is grouped.
+        assert_eq!(g.rule("root", Expr::lit("z")), Expr::Ref("root-rule".into()));
+        let mut g = Grammar::new();
+        g.define("root", Expr::opt(Expr::plus(Expr::class(&[('0', '9')]))));
+        assert_eq!(g.to_gbnf(), "root ::= ([0-9]+)?\n");
+        assert_eq!(g.to_lark(), "start: root\nroot: (/[0-9]/+)?\n");
     }
 }

@@ -270,26 +270,42 @@ impl<'a> Builder<'_, 'a> {
                     return self.g.rule("call", body);
                 }
                 // One alternative per declared tool, each with its own name
-                // and argument schema.
+                // and argument schema. A name the parser cannot read as one
+                // (too long, holding its end marker, with whitespace around
+                // it) is left out: the grammar must not allow such a call.
                 let start = *i;
+                let stops = match (ops.get(start), ops.get(start + 1)) {
+                    (Some(Op::Seq(_)), Some(&Op::Name { stops, count })) => env.stops(stops, count),
+                    _ => &[],
+                };
+                let readable = |name: &str| {
+                    !name.is_empty()
+                        && name.len() <= crate::machine::MAX_NAME_LEN
+                        && name.trim() == name
+                        && !stops.iter().any(|s| !s.is_empty() && name.contains(s))
+                };
                 let mut alts = Vec::new();
-                for tool in ctx.tools {
+                for tool in ctx.tools.iter().filter(|t| readable(t.name)) {
                     *i = start;
                     let inner = Ctx { tool: Some(*tool), ..*ctx };
                     let body = self.tree(ops, i, &inner);
                     alts.push(self.g.rule(&format!("call-{}", tool.name), body));
                 }
                 if alts.is_empty() {
+                    *i = start;
                     Self::skip(ops, i);
+                    return self.g.never();
                 }
                 Expr::alt(alts)
             }
             Op::Name { stops, count } => match ctx.tool {
                 Some(tool) => Expr::lit(tool.name),
                 None => {
-                    let free = self.g.text_without("name", env.stops(stops, count));
-                    // A name is never empty.
-                    Expr::seq([Expr::not_chars(&[' ', '\n']), free])
+                    let stops = env.stops(stops, count);
+                    let free = self.g.text_without("name", stops);
+                    // A name is never empty, and starts with neither
+                    // whitespace nor the start of its end marker.
+                    Expr::seq([Expr::not_chars(&name_start_excluded(stops)), free])
                 }
             },
             Op::Args { python } => {
@@ -303,8 +319,9 @@ impl<'a> Builder<'_, 'a> {
             Op::ArgName { stops, count } => match ctx.arg {
                 Some((name, _)) => Expr::lit(name),
                 None => {
-                    let free = self.g.text_without("arg-name", env.stops(stops, count));
-                    Expr::seq([Expr::not_chars(&[' ', '\n']), free])
+                    let stops = env.stops(stops, count);
+                    let free = self.g.text_without("arg-name", stops);
+                    Expr::seq([Expr::not_chars(&name_start_excluded(stops)), free])
                 }
             },
             Op::ByArgType => {
@@ -380,6 +397,16 @@ impl<'a> Builder<'_, 'a> {
     }
 }
 
+/// Characters a free name may not start with: whitespace, and the first
+/// character of each of its end markers.
+fn name_start_excluded(stops: &[&str]) -> Vec<char> {
+    let mut out = alloc::vec![' ', '\t', '\n', '\r'];
+    out.extend(stops.iter().filter_map(|s| s.chars().next()));
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The strings a raw (tagged) value may be, when the argument's schema
 /// lists them (`enum` of strings, or a string `const`).
 fn raw_enum<'r>(ctx: &Ctx<'r>) -> Option<Vec<&'r str>> {
@@ -415,5 +442,65 @@ fn arg_kind(schema: &Value) -> ArgKind {
         [] => ArgKind::Auto,
         ts if ts.contains(&"string") => ArgKind::Auto,
         _ => ArgKind::Json,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static CALL: &[Op] = &[
+        Op::Seq(3),
+        Op::Lit(0),
+        Op::Call,
+        Op::Seq(4),
+        Op::Name { stops: 1, count: 1 },
+        Op::Lit(1),
+        Op::Args { python: false },
+        Op::Lit(2),
+        Op::Space,
+    ];
+    static ENVELOPE: Envelope<'static> = Envelope {
+        strings: &["<call>", ">", "</call>"],
+        calls: [CALL, CALL],
+        reasoning: [&[], &[]],
+        triggers: [&[], &[]],
+        preserved_tokens: &[],
+    };
+
+    fn gbnf(tools: &[ToolSchema<'_>]) -> String {
+        build(&ENVELOPE, &Request { tools, ..Request::default() }).map(|r| r.grammar.to_gbnf()).unwrap_or_default()
+    }
+
+    /// Names from the request never take a rule name with a fixed meaning.
+    #[test]
+    fn request_names_do_not_take_reserved_rules() {
+        let params = Value::parse(r#"{"type":"object","properties":{"root":{"type":"array","items":{"type":"integer"}},"matches":{"type":"object"}}}"#).unwrap();
+        let out = gbnf(&[ToolSchema { name: "天气", parameters: Some(&params) }, ToolSchema { name: "never", parameters: Some(&params) }]);
+        assert_eq!(out.matches("\nroot ::=").count() + usize::from(out.starts_with("root ::=")), 1, "{out}");
+        assert!(!out.contains("never-matches ::= \"{\""), "{out}");
+    }
+
+    /// Tools whose names the parser cannot read are not in the grammar.
+    #[test]
+    fn unreadable_names_are_left_out() {
+        let long = "x".repeat(65);
+        let out = gbnf(&[
+            ToolSchema { name: &long, parameters: None },
+            ToolSchema { name: "a>b", parameters: None },
+            ToolSchema { name: " padded", parameters: None },
+            ToolSchema { name: "ok", parameters: None },
+        ]);
+        assert!(out.contains("\"ok\"") && !out.contains(&long) && !out.contains("a>b") && !out.contains("padded"), "{out}");
+        // None left: the call cannot match at all (not the empty string).
+        let out = gbnf(&[ToolSchema { name: "a>b", parameters: None }]);
+        assert!(out.contains("tool-calls ::= \"<\" \"c\" \"a\" \"l\" \"l\" \">\" never-matches"), "{out}");
+    }
+
+    /// A free name starts with neither whitespace nor its end marker.
+    #[test]
+    fn free_names_start_with_a_name_character() {
+        let out = gbnf(&[]);
+        assert!(out.contains(r"[^\t\n\r >] name"), "{out}");
     }
 }
