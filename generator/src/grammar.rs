@@ -186,7 +186,9 @@ pub fn for_request(spec: &FormatSpec, options: &ParseOptions) -> Option<ReplyGra
         })
         .collect();
     let tools: Vec<ToolSchema> = params.iter().map(|(name, p)| ToolSchema { name, parameters: p.as_ref() }).collect();
-    let schema = options.json_schema.as_ref().and_then(value);
+    // A reply schema the value type cannot read still asks for a JSON reply:
+    // any value (`{}`), never the tool-call grammar.
+    let schema = options.json_schema.as_ref().map(|s| value(s).unwrap_or(SchemaValue::Object(Vec::new())));
     let tool_choice = match options.tool_choice {
         crate::ir::build::ToolChoice::Auto => Choice::Auto,
         crate::ir::build::ToolChoice::Required => Choice::Required,

@@ -381,8 +381,28 @@ impl<'a> Builder<'_, 'a> {
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let start = *i;
+        // An argument name the parser cannot read (too long, holding its end
+        // marker, padded) cannot be written: an optional one is left out, a
+        // required one makes the call impossible.
+        let stops = ops[start.min(ops.len())..]
+            .iter()
+            .find_map(|op| match *op {
+                Op::ArgName { stops, count } => Some(self.env.stops(stops, count)),
+                _ => None,
+            })
+            .unwrap_or(&[]);
+        let readable = |name: &str| {
+            !name.is_empty()
+                && name.len() <= crate::machine::MAX_NAME_LEN
+                && name.trim() == name
+                && !stops.iter().any(|s| !s.is_empty() && name.contains(s))
+        };
+        if props.iter().any(|(name, _)| !readable(name) && required.contains(&name.as_str())) {
+            Self::skip(ops, i);
+            return self.g.never();
+        }
         let mut items = Vec::new();
-        for (name, schema) in props {
+        for (name, schema) in props.iter().filter(|(name, _)| readable(name)) {
             *i = start;
             let inner = Ctx { arg: Some((name.as_str(), schema)), ..*ctx };
             let arg = self.tree(ops, i, &inner);
@@ -390,7 +410,8 @@ impl<'a> Builder<'_, 'a> {
             let arg = self.g.rule(&hint, arg);
             items.push(if required.contains(&name.as_str()) { arg } else { Expr::opt(arg) });
         }
-        if props.is_empty() {
+        if items.is_empty() {
+            *i = start;
             Self::skip(ops, i);
         }
         Expr::seq(items)
@@ -495,6 +516,54 @@ mod tests {
         // None left: the call cannot match at all (not the empty string).
         let out = gbnf(&[ToolSchema { name: "a>b", parameters: None }]);
         assert!(out.contains("tool-calls ::= \"<\" \"c\" \"a\" \"l\" \"l\" \">\" never-matches"), "{out}");
+    }
+
+    /// Tagged arguments: names the parser cannot read are left out, or make
+    /// the call impossible when required.
+    #[test]
+    fn unreadable_argument_names() {
+        // `<call>NAME>` then arguments `<arg=KEY>VALUE</arg>`.
+        static TAGGED: &[Op] = &[
+            Op::Seq(3),
+            Op::Lit(0),
+            Op::Call,
+            Op::Seq(4),
+            Op::Name { stops: 1, count: 1 },
+            Op::Lit(1),
+            Op::TaggedArgs,
+            Op::Seq(2),
+            Op::Lit(3),
+            Op::Seq(3),
+            Op::ArgName { stops: 1, count: 1 },
+            Op::Lit(1),
+            Op::ByArgType,
+            Op::Seq(2),
+            Op::Text { role: TextRole::ArgString, stops: 4, count: 1 },
+            Op::Lit(4),
+            Op::Seq(2),
+            Op::Json { python: false },
+            Op::Lit(4),
+            Op::Seq(2),
+            Op::Text { role: TextRole::ArgAuto, stops: 4, count: 1 },
+            Op::Lit(4),
+            Op::Lit(2),
+        ];
+        static TAGGED_ENVELOPE: Envelope<'static> = Envelope {
+            strings: &["<call>", ">", "</call>", "<arg=", "</arg>"],
+            calls: [TAGGED, TAGGED],
+            reasoning: [&[], &[]],
+            triggers: [&[], &[]],
+            preserved_tokens: &[],
+        };
+        let grammar = |schema: &str| {
+            let params = Value::parse(schema).unwrap();
+            let tools = [ToolSchema { name: "f", parameters: Some(&params) }];
+            build(&TAGGED_ENVELOPE, &Request { tools: &tools, ..Request::default() }).map(|r| r.grammar.to_gbnf()).unwrap_or_default()
+        };
+        let optional = grammar(r#"{"type":"object","properties":{"a>b":{"type":"string"},"ok":{"type":"string"}}}"#);
+        assert!(optional.contains("\"ok\"") && !optional.contains("a>b"), "{optional}");
+        let required = grammar(r#"{"type":"object","properties":{"a>b":{"type":"string"}},"required":["a>b"]}"#);
+        assert!(required.contains("call-f ::= \"f\" \">\" never-matches"), "{required}");
     }
 
     /// A free name starts with neither whitespace nor its end marker.
