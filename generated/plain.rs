@@ -40,12 +40,16 @@ pub const LARK: &str = "";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
-    Envelope {
-        strings: &[],
-        calls: [&[], &[]],
-        reasoning: [&[], &[]],
-        triggers: [&[], &[]],
-        preserved_tokens: &[],
+    {
+        const REASONING: &[Op] = &[];
+        const TRIGGERS: &[(TriggerKind, &str)] = &[];
+        Envelope {
+            strings: &[],
+            calls: [&[], &[]],
+            reasoning: [REASONING, REASONING],
+            triggers: [TRIGGERS, TRIGGERS],
+            preserved_tokens: &[],
+        }
     }
 };
 /// The longest markup the parser reads before it knows what it is

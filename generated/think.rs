@@ -40,28 +40,45 @@ pub const LARK: &str = "";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
-    Envelope {
-        strings: &["</think>"],
-        calls: [&[], &[]],
-        reasoning: [
-            &[
-                Op::Text {
-                    role: TextRole::Reasoning,
-                    stops: 0,
-                    count: 1,
-                },
-                Op::Alt(2),
-                Op::Seq(2),
-                Op::Lit(0),
-                Op::Space,
-                Op::Seq(2),
-                Op::Seq(0),
-                Op::Seq(0),
+    {
+        const REASONING: &[Op] = &[
+            Op::Text {
+                role: TextRole::Reasoning,
+                stops: 0,
+                count: 1,
+            },
+            Op::Alt(2),
+            Op::Seq(2),
+            Op::Lit(0),
+            Op::Space,
+            Op::Seq(2),
+            Op::Seq(0),
+            Op::Seq(0),
+        ];
+        const TRIGGERS: &[(TriggerKind, &str)] = &[];
+        Envelope {
+            strings: &["</think>"],
+            calls: [&[], &[]],
+            reasoning: [
+                &[
+                    Op::Text {
+                        role: TextRole::Reasoning,
+                        stops: 0,
+                        count: 1,
+                    },
+                    Op::Alt(2),
+                    Op::Seq(2),
+                    Op::Lit(0),
+                    Op::Space,
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(0),
+                ],
+                &[],
             ],
-            &[],
-        ],
-        triggers: [&[], &[]],
-        preserved_tokens: &["<think>", "</think>"],
+            triggers: [TRIGGERS, TRIGGERS],
+            preserved_tokens: &["<think>", "</think>"],
+        }
     }
 };
 /// The longest markup the parser reads before it knows what it is

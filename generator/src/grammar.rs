@@ -77,14 +77,24 @@ impl EnvelopeBuf {
             quote!(&[#(#items),*])
         };
         let (t0, t1) = (triggers(&self.triggers[0]), triggers(&self.triggers[1]));
+        // The thinking-on and thinking-off variants are often the same:
+        // written once then.
+        let same_reasoning = self.reasoning[0] == self.reasoning[1];
+        let same_triggers = self.triggers[0] == self.triggers[1];
+        let reasoning = if same_reasoning { quote!([REASONING, REASONING]) } else { quote!([#r0, #r1]) };
+        let triggers = if same_triggers { quote!([TRIGGERS, TRIGGERS]) } else { quote!([#t0, #t1]) };
         let preserved = self.preserved_tokens.iter().map(|s| Literal::string(s));
         quote! {
-            Envelope {
-                strings: &[#(#strings),*],
-                calls: [#c0, #c1],
-                reasoning: [#r0, #r1],
-                triggers: [#t0, #t1],
-                preserved_tokens: &[#(#preserved),*],
+            {
+                const REASONING: &[Op] = #r0;
+                const TRIGGERS: &[(TriggerKind, &str)] = #t0;
+                Envelope {
+                    strings: &[#(#strings),*],
+                    calls: [#c0, #c1],
+                    reasoning: #reasoning,
+                    triggers: #triggers,
+                    preserved_tokens: &[#(#preserved),*],
+                }
             }
         }
     }
