@@ -182,6 +182,12 @@ pub fn static_grammar(spec: &FormatSpec) -> Option<ReplyGrammar> {
 /// The grammar for a request (its tools, `tool_choice`, parallel calls, reply
 /// schema and thinking), or `None` when nothing constrains the reply.
 pub fn for_request(spec: &FormatSpec, options: &ParseOptions) -> Option<ReplyGrammar> {
+    envelope_request(&envelope(spec), options)
+}
+
+/// [`for_request`] with the envelope already built (callers that build many
+/// grammars for one template).
+pub fn envelope_request(envelope: &EnvelopeBuf, options: &ParseOptions) -> Option<ReplyGrammar> {
     use chat_parser_runtime::grammar::request::{ToolChoice as Choice, ToolSchema};
     use chat_parser_runtime::grammar::value::Value as SchemaValue;
     // serde_json writes JSON the runtime's parser reads; a schema too deep
@@ -211,7 +217,7 @@ pub fn for_request(spec: &FormatSpec, options: &ParseOptions) -> Option<ReplyGra
         json_schema: schema.as_ref(),
         enable_thinking: options.enable_thinking,
     };
-    envelope(spec).with(|env| build(env, &request))
+    envelope.with(|env| build(env, &request))
 }
 
 /// What the reply holds before its body when the grammar covers all of it:

@@ -32,8 +32,7 @@ use chat_parser_generator::{
     spec::{FormatSpec, Prefill, ReasoningMode},
 };
 use chat_parser_runtime::envelope::TriggerKind;
-use chat_parser_runtime::grammar::request::{self, ReplyGrammar, Request, ToolChoice, ToolSchema};
-use chat_parser_runtime::grammar::value::Value as SchemaValue;
+use chat_parser_runtime::grammar::request::{ReplyGrammar, ToolChoice};
 use chat_parser_runtime::{Message, MessageBuilder};
 use serde_json::{json, Value};
 
@@ -79,33 +78,21 @@ struct Req<'a> {
     schema: Option<&'a Value>,
 }
 
-fn schema_value(v: &Value) -> SchemaValue {
-    SchemaValue::parse(&v.to_string()).expect("serde_json writes valid JSON")
-}
-
 fn grammar(env: &EnvelopeBuf, req: &Req) -> Option<ReplyGrammar> {
-    let params: Vec<(String, Option<SchemaValue>)> = req
-        .tools
-        .iter()
-        .filter_map(|t| {
-            let f = t.get("function").unwrap_or(t);
-            Some((f.get("name")?.as_str()?.to_string(), f.get("parameters").map(schema_value)))
-        })
-        .collect();
-    let tools: Vec<ToolSchema> = params.iter().map(|(name, p)| ToolSchema { name, parameters: p.as_ref() }).collect();
-    let schema = req.schema.map(schema_value);
-    env.with(|e| {
-        request::build(
-            e,
-            &Request {
-                tools: &tools,
-                tool_choice: req.choice,
-                parallel_tool_calls: req.parallel,
-                json_schema: schema.as_ref(),
-                enable_thinking: true,
-            },
-        )
-    })
+    let tool_choice = match req.choice {
+        ToolChoice::Auto => chat_parser_generator::ir::build::ToolChoice::Auto,
+        ToolChoice::Required => chat_parser_generator::ir::build::ToolChoice::Required,
+        ToolChoice::None => chat_parser_generator::ir::build::ToolChoice::None,
+    };
+    let options = ParseOptions {
+        enable_thinking: true,
+        parallel_tool_calls: req.parallel,
+        tools: req.tools.to_vec(),
+        tool_choice,
+        json_schema: req.schema.cloned(),
+        ..ParseOptions::default()
+    };
+    chat_parser_generator::grammar::envelope_request(env, &options)
 }
 
 fn parse(spec: &FormatSpec, tools: &[Value], text: &str) -> Message {
