@@ -41,20 +41,6 @@ pub const LARK: &str = "";
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
     {
-        const REASONING: &[Op] = &[
-            Op::Text {
-                role: TextRole::Reasoning,
-                stops: 0,
-                count: 1,
-            },
-            Op::Alt(2),
-            Op::Seq(2),
-            Op::Lit(0),
-            Op::Space,
-            Op::Seq(2),
-            Op::Seq(0),
-            Op::Seq(0),
-        ];
         const TRIGGERS: &[(TriggerKind, &str)] = &[];
         Envelope {
             strings: &["</think>"],

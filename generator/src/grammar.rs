@@ -81,13 +81,21 @@ impl EnvelopeBuf {
         // written once then.
         let same_reasoning = self.reasoning[0] == self.reasoning[1];
         let same_triggers = self.triggers[0] == self.triggers[1];
-        let reasoning = if same_reasoning { quote!([REASONING, REASONING]) } else { quote!([#r0, #r1]) };
-        let triggers = if same_triggers { quote!([TRIGGERS, TRIGGERS]) } else { quote!([#t0, #t1]) };
+        let (reasoning_const, reasoning) = if same_reasoning {
+            (quote!(const REASONING: &[Op] = #r0;), quote!([REASONING, REASONING]))
+        } else {
+            (quote!(), quote!([#r0, #r1]))
+        };
+        let (triggers_const, triggers) = if same_triggers {
+            (quote!(const TRIGGERS: &[(TriggerKind, &str)] = #t0;), quote!([TRIGGERS, TRIGGERS]))
+        } else {
+            (quote!(), quote!([#t0, #t1]))
+        };
         let preserved = self.preserved_tokens.iter().map(|s| Literal::string(s));
         quote! {
             {
-                const REASONING: &[Op] = #r0;
-                const TRIGGERS: &[(TriggerKind, &str)] = #t0;
+                #reasoning_const
+                #triggers_const
                 Envelope {
                     strings: &[#(#strings),*],
                     calls: [#c0, #c1],
