@@ -246,6 +246,15 @@ impl<'t> Parser<'t> {
             .finish::<Grammar, 1usize, 1usize, 1usize>(&mut self.core, self.entry, sink);
     }
 }
+impl chat_parser_runtime::Parse for Parser<'_> {
+    #[inline]
+    fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
+        Parser::feed(self, bytes, sink)
+    }
+    fn finish<S: Sink>(&mut self, sink: &mut S) {
+        Parser::finish(self, sink)
+    }
+}
 /// This template's state machine.
 struct Grammar;
 impl Machine<1usize, 1usize, 1usize> for Grammar {
@@ -263,9 +272,25 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
     fn fast<S: Sink>(
         c: &mut Core<'_, 1usize, 1usize, 1usize>,
         s: &str,
+        w: Word,
         sink: &mut S,
     ) -> bool {
-        fast(c, s, sink)
+        fast(c, s, w, sink)
+    }
+    fn fast_partial<S: Sink>(
+        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        s: &str,
+        sink: &mut S,
+    ) -> Option<usize> {
+        match c.st {
+            7 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            9 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            39 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            44 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            46 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            76 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            _ => None,
+        }
     }
     fn resume(entry: u16, repeat: usize) -> Resume {
         resume(entry, repeat)
@@ -275,10 +300,11 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
 /// state would report it unchanged (text without any of its stops'
 /// first bytes, a JSON string without escapes). Returns false when
 /// the machine must run.
-#[inline]
+#[inline(always)]
 fn fast(
     c: &mut Core<'_, 1usize, 1usize, 1usize>,
     s: &str,
+    w: Word,
     sink: &mut impl Sink,
 ) -> bool {
     if c.degraded {
@@ -286,40 +312,40 @@ fn fast(
         return true;
     }
     match c.st {
-        2 => !(false) && c.fast_text(Kind::Content, false, s, sink),
+        2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
         7 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
         9 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        17 => c.fast_json(false, s, sink),
+        17 => c.fast_json(false, s, w, sink),
         39 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
         44 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
         46 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        54 => c.fast_json(false, s, sink),
+        54 => c.fast_json(false, s, w, sink),
         76 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        80 => c.fast_json(true, s, sink),
+        80 => c.fast_json(true, s, w, sink),
         _ => false,
     }
 }

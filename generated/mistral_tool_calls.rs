@@ -355,6 +355,15 @@ impl<'t> Parser<'t> {
             .finish::<Grammar, 2usize, 2usize, 1usize>(&mut self.core, self.entry, sink);
     }
 }
+impl chat_parser_runtime::Parse for Parser<'_> {
+    #[inline]
+    fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
+        Parser::feed(self, bytes, sink)
+    }
+    fn finish<S: Sink>(&mut self, sink: &mut S) {
+        Parser::finish(self, sink)
+    }
+}
 /// This template's state machine.
 struct Grammar;
 impl Machine<2usize, 2usize, 1usize> for Grammar {
@@ -372,9 +381,25 @@ impl Machine<2usize, 2usize, 1usize> for Grammar {
     fn fast<S: Sink>(
         c: &mut Core<'_, 2usize, 2usize, 1usize>,
         s: &str,
+        w: Word,
         sink: &mut S,
     ) -> bool {
-        fast(c, s, sink)
+        fast(c, s, w, sink)
+    }
+    fn fast_partial<S: Sink>(
+        c: &mut Core<'_, 2usize, 2usize, 1usize>,
+        s: &str,
+        sink: &mut S,
+    ) -> Option<usize> {
+        match c.st {
+            7 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], sink),
+            9 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], sink),
+            83 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], sink),
+            88 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], sink),
+            90 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], sink),
+            164 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], sink),
+            _ => None,
+        }
     }
     fn resume(entry: u16, repeat: usize) -> Resume {
         resume(entry, repeat)
@@ -384,10 +409,11 @@ impl Machine<2usize, 2usize, 1usize> for Grammar {
 /// state would report it unchanged (text without any of its stops'
 /// first bytes, a JSON string without escapes). Returns false when
 /// the machine must run.
-#[inline]
+#[inline(always)]
 fn fast(
     c: &mut Core<'_, 2usize, 2usize, 1usize>,
     s: &str,
+    w: Word,
     sink: &mut impl Sink,
 ) -> bool {
     if c.degraded {
@@ -395,42 +421,42 @@ fn fast(
         return true;
     }
     match c.st {
-        2 => !(false) && c.fast_text(Kind::Content, false, s, sink),
+        2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
         7 => {
-            !(s.bytes().any(|x| matches!(x, 91u8))
+            !(holds_any(s.as_bytes(), w, [91u8])
                 && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
         9 => {
-            !(s.bytes().any(|x| matches!(x, 91u8))
+            !(holds_any(s.as_bytes(), w, [91u8])
                 && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        26 => c.fast_json(false, s, sink),
-        58 => c.fast_json(false, s, sink),
+        26 => c.fast_json(false, s, w, sink),
+        58 => c.fast_json(false, s, w, sink),
         83 => {
-            !(s.bytes().any(|x| matches!(x, 91u8))
+            !(holds_any(s.as_bytes(), w, [91u8])
                 && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
         88 => {
-            !(s.bytes().any(|x| matches!(x, 91u8))
+            !(holds_any(s.as_bytes(), w, [91u8])
                 && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
         90 => {
-            !(s.bytes().any(|x| matches!(x, 91u8))
+            !(holds_any(s.as_bytes(), w, [91u8])
                 && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        107 => c.fast_json(false, s, sink),
-        139 => c.fast_json(false, s, sink),
+        107 => c.fast_json(false, s, w, sink),
+        139 => c.fast_json(false, s, w, sink),
         164 => {
-            !(s.bytes().any(|x| matches!(x, 91u8))
+            !(holds_any(s.as_bytes(), w, [91u8])
                 && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        168 => c.fast_json(true, s, sink),
+        168 => c.fast_json(true, s, w, sink),
         _ => false,
     }
 }

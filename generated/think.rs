@@ -141,6 +141,15 @@ impl<'t> Parser<'t> {
             .finish::<Grammar, 1usize, 1usize, 1usize>(&mut self.core, self.entry, sink);
     }
 }
+impl chat_parser_runtime::Parse for Parser<'_> {
+    #[inline]
+    fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
+        Parser::feed(self, bytes, sink)
+    }
+    fn finish<S: Sink>(&mut self, sink: &mut S) {
+        Parser::finish(self, sink)
+    }
+}
 /// This template's state machine.
 struct Grammar;
 impl Machine<1usize, 1usize, 1usize> for Grammar {
@@ -158,9 +167,21 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
     fn fast<S: Sink>(
         c: &mut Core<'_, 1usize, 1usize, 1usize>,
         s: &str,
+        w: Word,
         sink: &mut S,
     ) -> bool {
-        fast(c, s, sink)
+        fast(c, s, w, sink)
+    }
+    fn fast_partial<S: Sink>(
+        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        s: &str,
+        sink: &mut S,
+    ) -> Option<usize> {
+        match c.st {
+            6 => c.fast_partial(Kind::Reasoning, true, s, &["</think>"], sink),
+            15 => c.fast_partial(Kind::Reasoning, true, s, &["</think>"], sink),
+            _ => None,
+        }
     }
     fn resume(entry: u16, repeat: usize) -> Resume {
         resume(entry, repeat)
@@ -170,10 +191,11 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
 /// state would report it unchanged (text without any of its stops'
 /// first bytes, a JSON string without escapes). Returns false when
 /// the machine must run.
-#[inline]
+#[inline(always)]
 fn fast(
     c: &mut Core<'_, 1usize, 1usize, 1usize>,
     s: &str,
+    w: Word,
     sink: &mut impl Sink,
 ) -> bool {
     if c.degraded {
@@ -181,22 +203,22 @@ fn fast(
         return true;
     }
     match c.st {
-        2 => !(false) && c.fast_text(Kind::Content, false, s, sink),
+        2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
         6 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["</think>"]))
-                && c.fast_text(Kind::Reasoning, true, s, sink)
+                && c.fast_text(Kind::Reasoning, true, s, w, sink)
         }
-        10 => c.fast_json(true, s, sink),
+        10 => c.fast_json(true, s, w, sink),
         15 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["</think>"]))
-                && c.fast_text(Kind::Reasoning, true, s, sink)
+                && c.fast_text(Kind::Reasoning, true, s, w, sink)
         }
-        18 => !(false) && c.fast_text(Kind::Content, false, s, sink),
-        23 => c.fast_json(true, s, sink),
-        28 => !(false) && c.fast_text(Kind::Content, false, s, sink),
-        32 => c.fast_json(true, s, sink),
+        18 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
+        23 => c.fast_json(true, s, w, sink),
+        28 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
+        32 => c.fast_json(true, s, w, sink),
         _ => false,
     }
 }

@@ -321,6 +321,15 @@ impl<'t> Parser<'t> {
             .finish::<Grammar, 1usize, 2usize, 1usize>(&mut self.core, self.entry, sink);
     }
 }
+impl chat_parser_runtime::Parse for Parser<'_> {
+    #[inline]
+    fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
+        Parser::feed(self, bytes, sink)
+    }
+    fn finish<S: Sink>(&mut self, sink: &mut S) {
+        Parser::finish(self, sink)
+    }
+}
 /// This template's state machine.
 struct Grammar;
 impl Machine<1usize, 2usize, 1usize> for Grammar {
@@ -338,9 +347,27 @@ impl Machine<1usize, 2usize, 1usize> for Grammar {
     fn fast<S: Sink>(
         c: &mut Core<'_, 1usize, 2usize, 1usize>,
         s: &str,
+        w: Word,
         sink: &mut S,
     ) -> bool {
-        fast(c, s, sink)
+        fast(c, s, w, sink)
+    }
+    fn fast_partial<S: Sink>(
+        c: &mut Core<'_, 1usize, 2usize, 1usize>,
+        s: &str,
+        sink: &mut S,
+    ) -> Option<usize> {
+        match c.st {
+            7 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            9 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            22 => c.fast_partial(Kind::ArgString, true, s, &["</parameter>"], sink),
+            49 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            54 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            56 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            69 => c.fast_partial(Kind::ArgString, true, s, &["</parameter>"], sink),
+            96 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            _ => None,
+        }
     }
     fn resume(entry: u16, repeat: usize) -> Resume {
         resume(entry, repeat)
@@ -350,10 +377,11 @@ impl Machine<1usize, 2usize, 1usize> for Grammar {
 /// state would report it unchanged (text without any of its stops'
 /// first bytes, a JSON string without escapes). Returns false when
 /// the machine must run.
-#[inline]
+#[inline(always)]
 fn fast(
     c: &mut Core<'_, 1usize, 2usize, 1usize>,
     s: &str,
+    w: Word,
     sink: &mut impl Sink,
 ) -> bool {
     if c.degraded {
@@ -361,50 +389,50 @@ fn fast(
         return true;
     }
     match c.st {
-        2 => !(false) && c.fast_text(Kind::Content, false, s, sink),
+        2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
         7 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
         9 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
         22 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["</parameter>"]))
-                && c.fast_text(Kind::ArgString, true, s, sink)
+                && c.fast_text(Kind::ArgString, true, s, w, sink)
         }
-        27 => c.fast_json(false, s, sink),
+        27 => c.fast_json(false, s, w, sink),
         49 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
         54 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
         56 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
         69 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["</parameter>"]))
-                && c.fast_text(Kind::ArgString, true, s, sink)
+                && c.fast_text(Kind::ArgString, true, s, w, sink)
         }
-        74 => c.fast_json(false, s, sink),
+        74 => c.fast_json(false, s, w, sink),
         96 => {
-            !(s.bytes().any(|x| matches!(x, 60u8))
+            !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, sink)
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        100 => c.fast_json(true, s, sink),
+        100 => c.fast_json(true, s, w, sink),
         _ => false,
     }
 }

@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use chat_parser_runtime::{Event, Sink};
+use chat_parser_runtime::{Event, Parse, Sink, VisitParser};
 
 pub mod request;
 pub mod shapes;
@@ -51,13 +51,29 @@ impl Sink for Tally {
 
 /// Feeds `text` to `parser` in `chunk`-byte pieces (`usize::MAX`: one
 /// piece), then finishes it unless `partial`.
+///
+/// The template is picked once ([`parsers::AnyParser::visit`]); the chunks
+/// then go to the parser's own type, as in a server that holds the parser
+/// of its model.
 pub fn run_parser(parser: &mut parsers::AnyParser<'_>, text: &[u8], chunk: usize, partial: bool, sink: &mut impl Sink) {
-    for piece in text.chunks(chunk.max(1)) {
-        parser.feed(piece, sink);
+    struct Run<'a, S> {
+        text: &'a [u8],
+        chunk: usize,
+        partial: bool,
+        sink: &'a mut S,
     }
-    if !partial {
-        parser.finish(sink);
+    impl<S: Sink> VisitParser for Run<'_, S> {
+        type Output = ();
+        fn visit<P: Parse>(self, parser: &mut P) {
+            for piece in self.text.chunks(self.chunk.max(1)) {
+                parser.feed(piece, self.sink);
+            }
+            if !self.partial {
+                parser.finish(self.sink);
+            }
+        }
     }
+    parser.visit(Run { text, chunk, partial, sink });
 }
 
 /// The directories the build script read templates from (see `build.rs`).

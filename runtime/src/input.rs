@@ -7,19 +7,37 @@
 //! [`Machine`] and window size.
 
 use crate::machine::{floor_boundary, Core, Resume};
-use crate::utf8::{ascii_str, Utf8Carry};
+use crate::utf8::{ascii_str, complete_prefix, Utf8Carry};
+use crate::word::{is_ascii, Word};
 use crate::Sink;
 
 /// Chunks up to this size take the streaming fast path.
 const SMALL_CHUNK: usize = 64;
+/// Copies a few bytes to `dst[at..]`: a plain loop, where `copy_from_slice`
+/// would call `memcpy` for every handful of bytes.
+#[inline(always)]
+fn put(dst: &mut [u8], at: usize, src: &[u8]) {
+    for (d, s) in dst.iter_mut().skip(at).zip(src) {
+        *d = *s;
+    }
+}
+
+/// Held-back bytes that a small chunk may complete on the fast path.
+const HELD_SMALL: usize = 8;
 
 /// What a generated module provides: its state machine.
 pub trait Machine<const R: usize, const P: usize, const A: usize> {
     /// Runs the machine over `text` from the current position.
     fn run<S: Sink>(c: &mut Core<'_, R, P, A>, entry: u16, text: &str, last: bool, sink: &mut S);
     /// Reports `chunk` whole when the current state would report it
-    /// unchanged; false when the machine must run.
-    fn fast<S: Sink>(c: &mut Core<'_, R, P, A>, chunk: &str, sink: &mut S) -> bool;
+    /// unchanged; false when the machine must run. `word` is the chunk as a
+    /// [`Word`] when it has at most 8 bytes, else [`Word::NONE`].
+    fn fast<S: Sink>(c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool;
+    /// When `chunk` ends with the start of a stop of the current text state
+    /// and holds nothing else that needs a decision: reports the text
+    /// before it and returns the length of that start, for the caller to
+    /// hold back. `None` (and nothing reported) when the machine must run.
+    fn fast_partial<S: Sink>(c: &mut Core<'_, R, P, A>, chunk: &str, sink: &mut S) -> Option<usize>;
     /// Where a loop resumes after a broken round.
     fn resume(entry: u16, repeat: usize) -> Resume;
 }
@@ -42,8 +60,124 @@ impl<const W: usize> Default for Input<W> {
 
 impl<const W: usize> Input<W> {
     /// Parses the next chunk of output with machine `M`.
-    #[inline]
+    ///
+    /// The common streaming case (a few ASCII bytes, nothing held back, a
+    /// state that reports them unchanged) is decided here, inlined into the
+    /// caller; everything else goes to the out-of-line [`Self::feed_slow`].
+    #[inline(always)]
     pub fn feed<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+        &mut self,
+        core: &mut Core<'_, R, P, A>,
+        entry: u16,
+        bytes: &[u8],
+        sink: &mut impl Sink,
+    ) {
+        if self.len == 0 && !self.finished {
+            if let Some(w) = Word::new(bytes) {
+                if self.utf8.is_empty() && is_ascii(w) {
+                    // SAFETY: every ASCII byte sequence is valid UTF-8.
+                    let s = unsafe { core::str::from_utf8_unchecked(bytes) };
+                    if w.len == 0 || M::fast(core, s, w, sink) || self.hold_partial::<M, R, P, A>(core, s, sink) {
+                        return;
+                    }
+                } else if self.feed_small_utf8::<M, R, P, A>(core, bytes, sink) {
+                    return;
+                }
+            }
+        } else if self.len as usize <= HELD_SMALL && core.pos == 0 && !self.finished && bytes.len() <= 8 {
+            if self.feed_held::<M, R, P, A>(core, bytes, sink) {
+                return;
+            }
+        }
+        self.feed_slow::<M, R, P, A>(core, entry, bytes, sink);
+    }
+
+    /// The fast path for a small chunk after a few held-back bytes that the
+    /// current state has not read yet (the start of a stop, cut off at the
+    /// end of the last chunk: `<` in `a <`). When the two together need no
+    /// decision, the state reports them as one piece and nothing stays
+    /// held; false (and nothing changed) otherwise.
+    #[inline(never)]
+    fn feed_held<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+        &mut self,
+        core: &mut Core<'_, R, P, A>,
+        bytes: &[u8],
+        sink: &mut impl Sink,
+    ) -> bool {
+        let mut buf = [0u8; HELD_SMALL + 3 + 8];
+        let held = self.len as usize;
+        let carried = self.utf8.pending();
+        let total = held + carried.len() + bytes.len();
+        put(&mut buf, 0, &self.buf[..held]);
+        put(&mut buf, held, carried);
+        put(&mut buf, held + carried.len(), bytes);
+        let Some(end) = complete_prefix(&buf[..total]) else { return false };
+        // SAFETY: complete_prefix checked that these bytes are whole characters.
+        let s = unsafe { core::str::from_utf8_unchecked(&buf[..end]) };
+        if !M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) {
+            return false;
+        }
+        self.len = 0;
+        self.utf8.set(&buf[end..total]);
+        true
+    }
+
+    /// The fast path for a small chunk that is not plain ASCII, or that
+    /// completes a character the last one cut off: false (and nothing
+    /// changed) when it must go the slow way.
+    #[inline(never)]
+    fn feed_small_utf8<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+        &mut self,
+        core: &mut Core<'_, R, P, A>,
+        bytes: &[u8],
+        sink: &mut impl Sink,
+    ) -> bool {
+        let mut buf = [0u8; 12];
+        let carried = self.utf8.pending();
+        let total = carried.len() + bytes.len();
+        if total > buf.len() {
+            return false;
+        }
+        put(&mut buf, 0, carried);
+        put(&mut buf, carried.len(), bytes);
+        let Some(end) = complete_prefix(&buf[..total]) else { return false };
+        // SAFETY: complete_prefix checked that these bytes are whole characters.
+        let s = unsafe { core::str::from_utf8_unchecked(&buf[..end]) };
+        if !s.is_empty() && !M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) && !self.hold_partial::<M, R, P, A>(core, s, sink) {
+            return false;
+        }
+        self.utf8.set(&buf[end..total]);
+        true
+    }
+
+    /// With nothing held back: reports `s` up to the start of a stop it
+    /// ends with, and holds that start, as the machine would
+    /// ([`Machine::fast_partial`]); false (nothing changed) otherwise.
+    #[inline(never)]
+    fn hold_partial<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+        &mut self,
+        core: &mut Core<'_, R, P, A>,
+        s: &str,
+        sink: &mut impl Sink,
+    ) -> bool {
+        // An uncommitted round keeps its markup in the window: the machine
+        // would hold more than the stop's start.
+        if self.len != 0 || core.pos != 0 || !core.settled() {
+            return false;
+        }
+        match M::fast_partial(core, s, sink) {
+            Some(p) if p <= W && p <= s.len() => {
+                put(&mut self.buf, 0, &s.as_bytes()[s.len() - p..]);
+                self.len = p as u16;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// [`Self::feed`] for a chunk the fast path did not take.
+    #[inline(never)]
+    fn feed_slow<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
         &mut self,
         core: &mut Core<'_, R, P, A>,
         entry: u16,
@@ -58,7 +192,9 @@ impl<const W: usize> Input<W> {
         if bytes.len() <= SMALL_CHUNK {
             if self.utf8.is_empty() {
                 if let Some(s) = ascii_str(bytes) {
-                    if !s.is_empty() && !(self.len == 0 && M::fast(core, s, sink)) {
+                    // Chunks of up to 8 bytes were offered to the fast path
+                    // already.
+                    if !s.is_empty() && !(self.len == 0 && s.len() > 8 && M::fast(core, s, Word::NONE, sink)) {
                         self.push::<M, R, P, A>(core, entry, s, sink);
                     }
                     return;
@@ -80,7 +216,7 @@ impl<const W: usize> Input<W> {
                 if valid < all.len() {
                     let _ = self.utf8.split(&all[valid..]);
                 }
-                if !s.is_empty() && !(self.len == 0 && M::fast(core, s, sink)) {
+                if !s.is_empty() && !(self.len == 0 && M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink)) {
                     self.push::<M, R, P, A>(core, entry, s, sink);
                 }
                 return;

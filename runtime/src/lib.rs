@@ -43,6 +43,7 @@ pub mod input;
 pub mod json;
 pub mod machine;
 pub mod utf8;
+mod word;
 
 #[cfg(feature = "alloc")]
 pub mod delta;
@@ -72,6 +73,7 @@ pub mod __private {
     pub use crate::holdback::{find_first, partial_suffix_len, HoldBuf};
     pub use crate::json::{JsonScanner, Scan, MAX_DEPTH};
     pub use crate::utf8::{ascii_str, Lossy, Utf8Carry, Utf8Split, REPLACEMENT};
+    pub use crate::word::{has_byte, holds_any, holds_json_escape, is_ascii, needs_json_escape, Word};
 }
 
 /// One step of a parsed reply, in output order. Text borrows the input.
@@ -138,4 +140,32 @@ impl<F: FnMut(Event<'_>)> Sink for F {
     fn event(&mut self, event: Event<'_>) {
         self(event)
     }
+}
+
+/// What every generated parser does: take the output chunk by chunk, then
+/// its end. Code generic over `Parse` gets one copy per parser, with the
+/// parser's streaming fast path inlined into it.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::{Event, Parse, Sink};
+/// /// Streams `text` in `n`-byte chunks through any generated parser.
+/// fn stream(parser: &mut impl Parse, text: &[u8], n: usize, sink: &mut impl Sink) {
+///     text.chunks(n).for_each(|chunk| parser.feed(chunk, sink));
+///     parser.finish(sink);
+/// }
+/// ```
+pub trait Parse {
+    /// Parses the next chunk of output (any size, any split).
+    fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S);
+    /// Ends the output.
+    fn finish<S: Sink>(&mut self, sink: &mut S);
+}
+
+/// Code to run on a parser whose template is picked at run time (the
+/// `AnyParser::visit` of a build script's parser modules): one dispatch,
+/// then the concrete parser's own code.
+pub trait VisitParser {
+    type Output;
+    fn visit<P: Parse>(self, parser: &mut P) -> Self::Output;
 }

@@ -23,6 +23,7 @@
 //! held markup counts as broken, by the same rules.
 
 use crate::json::{JsonScanner, Scan};
+use crate::word::{holds_json_escape, Word};
 use crate::{ArgType, Event, Sink, Tool};
 
 /// Bytes of input a parser can hold back across chunks.
@@ -211,12 +212,6 @@ pub fn partial(text: &[u8], stops: &[&str]) -> usize {
         }
     }
     best
-}
-
-/// Whether `text` holds a byte that a JSON string must escape.
-#[inline]
-fn needs_escape(text: &[u8]) -> bool {
-    text.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20)
 }
 
 /// Whether `text`, inside a JSON string, stays inside it: no closing quote,
@@ -709,17 +704,43 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     // reported in one piece, as the state would, without running the
     // machine (streaming a few bytes at a time costs one check).
 
-    /// Text of `kind` read up to a stop, mid-value (no layout newline
-    /// pending): reports `chunk` whole if nothing in it needs a decision.
+    /// Whether no round is uncommitted (none holds markup to rewind to).
     #[inline]
-    pub fn fast_text(&mut self, kind: Kind, trim_newlines: bool, chunk: &str, sink: &mut impl Sink) -> bool {
-        if self.fresh || self.held_newline || (trim_newlines && chunk.ends_with('\n')) {
+    pub fn settled(&self) -> bool {
+        self.regions[..self.n_regions as usize].iter().all(|r| r.committed)
+    }
+
+    /// Text of `kind` read up to `stops`, mid-value, in a chunk that ends
+    /// with the start of a stop (`a <` before `<tool_call>`): reports the
+    /// text before it, as [`Self::fast_text`] would, and returns the length
+    /// of that start. `None` (nothing reported) when the chunk needs the
+    /// machine: no such start, nothing before it, or a stop inside.
+    #[inline]
+    pub fn fast_partial(&mut self, kind: Kind, trim_newlines: bool, chunk: &str, stops: &[&str], sink: &mut impl Sink) -> Option<usize> {
+        let p = partial(chunk.as_bytes(), stops);
+        let body = chunk.get(..chunk.len() - p)?;
+        if p == 0 || body.is_empty() || !clear_of_stops(body.as_bytes(), stops) {
+            return None;
+        }
+        let word = Word::new(body.as_bytes()).unwrap_or(Word::NONE);
+        self.fast_text(kind, trim_newlines, body, word, sink).then_some(p)
+    }
+
+    /// Text of `kind` read up to a stop, mid-value: reports `chunk` whole
+    /// if nothing in it needs a decision.
+    #[inline(always)]
+    pub fn fast_text(&mut self, kind: Kind, trim_newlines: bool, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
+        if self.fresh {
             return false;
+        }
+        let newline_last = trim_newlines && chunk.as_bytes().last() == Some(&b'\n');
+        if self.held_newline || newline_last {
+            return self.fast_text_newlines(kind, newline_last, chunk, word, sink);
         }
         match kind {
             Kind::Content => sink.event(Event::Content(chunk)),
             Kind::Reasoning => sink.event(Event::Reasoning(chunk)),
-            Kind::ArgString if !needs_escape(chunk.as_bytes()) => sink.event(Event::ToolArgs(chunk)),
+            Kind::ArgString if !holds_json_escape(chunk.as_bytes(), word) => sink.event(Event::ToolArgs(chunk)),
             // A raw value becomes JSON string content: escaped in pieces
             // (as the machine would), without allocating.
             Kind::ArgString => crate::escape::json_escape(chunk, &mut |piece: &str| sink.event(Event::ToolArgs(piece))),
@@ -729,12 +750,53 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         true
     }
 
+    /// [`Self::fast_text`] with a layout newline: as `until_step` does, a
+    /// newline that ends the chunk may come right before the stop, so it is
+    /// held; a held one turns out to be text.
+    #[inline(never)]
+    fn fast_text_newlines(&mut self, kind: Kind, newline_last: bool, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
+        let (body, word) = if newline_last { (&chunk[..chunk.len() - 1], word.without_last()) } else { (chunk, word) };
+        let newline_first = self.held_newline;
+        match kind {
+            Kind::Content | Kind::Reasoning => {
+                let event = if kind == Kind::Content { Event::Content } else { Event::Reasoning };
+                if newline_first {
+                    sink.event(event("\n"));
+                }
+                if !body.is_empty() {
+                    sink.event(event(body));
+                }
+            }
+            Kind::ArgString => {
+                if newline_first {
+                    sink.event(Event::ToolArgs("\\n"));
+                }
+                if !holds_json_escape(body.as_bytes(), word) {
+                    if !body.is_empty() {
+                        sink.event(Event::ToolArgs(body));
+                    }
+                } else {
+                    crate::escape::json_escape(body, &mut |piece: &str| sink.event(Event::ToolArgs(piece)));
+                }
+            }
+            _ => return false,
+        }
+        self.held_newline = newline_last;
+        self.reported |= newline_first || !body.is_empty();
+        true
+    }
+
     /// Inside a JSON string (arguments or structured output): reports
     /// `chunk` whole if it holds nothing the scanner must look at.
-    #[inline]
-    pub fn fast_json(&mut self, content: bool, chunk: &str, sink: &mut impl Sink) -> bool {
+    #[inline(always)]
+    pub fn fast_json(&mut self, content: bool, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
         let Some(escaped) = self.json.string_escape_state() else { return false };
         let bytes = chunk.as_bytes();
+        // The common case: no quote, backslash or control character at all.
+        if !escaped && !holds_json_escape(bytes, word) {
+            sink.event(if content { Event::Content(chunk) } else { Event::ToolArgs(chunk) });
+            return true;
+        }
         // A backslash the last chunk ended with: this one starts with the
         // escaped character.
         let from = if escaped {

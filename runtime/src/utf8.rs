@@ -10,6 +10,54 @@
 
 use core::str;
 
+/// How much of `bytes` is whole characters, when all of it is valid UTF-8
+/// except a last character cut off at the end (which the next bytes can
+/// still complete); `None` when it holds invalid UTF-8. The streaming fast
+/// path uses this on a few bytes at a time, where a per-character check is
+/// cheaper than the general validator called twice.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::utf8::complete_prefix;
+/// assert_eq!(complete_prefix("a€".as_bytes()), Some(4));
+/// assert_eq!(complete_prefix(&"a€".as_bytes()[..3]), Some(1));
+/// assert_eq!(complete_prefix(b"a\xe0\x80"), None); // can never complete
+/// ```
+pub fn complete_prefix(bytes: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < bytes.len() {
+        let lead = bytes[i];
+        if lead < 0x80 {
+            i += 1;
+            continue;
+        }
+        // Length, and the range of the second byte (which rules out
+        // overlong forms, surrogates and code points past U+10FFFF).
+        let (n, lo, hi) = match lead {
+            0xC2..=0xDF => (2, 0x80, 0xBF),
+            0xE0 => (3, 0xA0, 0xBF),
+            0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
+            0xED => (3, 0x80, 0x9F),
+            0xF0 => (4, 0x90, 0xBF),
+            0xF1..=0xF3 => (4, 0x80, 0xBF),
+            0xF4 => (4, 0x80, 0x8F),
+            _ => return None,
+        };
+        let avail = (bytes.len() - i).min(n);
+        for k in 1..avail {
+            let (l, h) = if k == 1 { (lo, hi) } else { (0x80, 0xBF) };
+            if !(l..=h).contains(&bytes[i + k]) {
+                return None;
+            }
+        }
+        if avail < n {
+            return Some(i);
+        }
+        i += n;
+    }
+    Some(bytes.len())
+}
+
 /// The replacement character that stands for invalid UTF-8.
 pub const REPLACEMENT: &str = "\u{FFFD}";
 
@@ -116,6 +164,14 @@ impl Utf8Carry {
         self.bytes[..tail.len()].copy_from_slice(tail);
         self.len = tail.len() as u8;
         Utf8Split { head, rest: body }
+    }
+
+    /// Carries `tail`, the start of a character (at most 3 bytes) that
+    /// [`complete_prefix`] found completable.
+    pub(crate) fn set(&mut self, tail: &[u8]) {
+        let n = tail.len().min(3);
+        self.bytes[..n].copy_from_slice(&tail[..n]);
+        self.len = n as u8;
     }
 
     /// Ends the stream: a carried incomplete character becomes U+FFFD.

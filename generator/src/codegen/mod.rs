@@ -194,6 +194,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     });
     let guards = &states.guards;
     let fast = &states.fast;
+    let fast_partial = &states.fast_partial;
     let entry_arms = index.iter().enumerate().map(|(combo, &g)| {
         let combo = Literal::usize_unsuffixed(combo);
         let e = Literal::u16_unsuffixed(entries[g]);
@@ -314,6 +315,16 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             }
         }
 
+        impl chat_parser_runtime::Parse for Parser<'_> {
+            #[inline]
+            fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
+                Parser::feed(self, bytes, sink)
+            }
+            fn finish<S: Sink>(&mut self, sink: &mut S) {
+                Parser::finish(self, sink)
+            }
+        }
+
         /// This template's state machine.
         struct Grammar;
 
@@ -323,8 +334,14 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                 run(c, entry, t, last, sink)
             }
             #[inline]
-            fn fast<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, sink: &mut S) -> bool {
-                fast(c, s, sink)
+            fn fast<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, w: Word, sink: &mut S) -> bool {
+                fast(c, s, w, sink)
+            }
+            fn fast_partial<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, sink: &mut S) -> Option<usize> {
+                match c.st {
+                    #(#fast_partial)*
+                    _ => None,
+                }
             }
             fn resume(entry: u16, repeat: usize) -> Resume {
                 resume(entry, repeat)
@@ -335,8 +352,8 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         /// state would report it unchanged (text without any of its stops'
         /// first bytes, a JSON string without escapes). Returns false when
         /// the machine must run.
-        #[inline]
-        fn fast(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, sink: &mut impl Sink) -> bool {
+        #[inline(always)]
+        fn fast(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, w: Word, sink: &mut impl Sink) -> bool {
             if c.degraded {
                 sink.event(chat_parser_runtime::Event::Content(s));
                 return true;

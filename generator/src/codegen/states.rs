@@ -26,6 +26,9 @@ pub struct States {
     /// Fast-path arms: states where a whole chunk without markup can be
     /// reported without running the machine.
     pub fast: Vec<TokenStream>,
+    /// Text states whose chunk may end with the start of a stop: the text
+    /// before it is reported there, and only the start is held back.
+    pub fast_partial: Vec<TokenStream>,
     /// Per variant: each loop's head and recovery state.
     pub resumes: Vec<Vec<(u16, Option<u16>)>>,
     /// Per variant: entry state.
@@ -56,7 +59,7 @@ impl States {
     fn push_json(&mut self, content: bool, code: TokenStream) -> u16 {
         let id = self.push("json", code);
         let n = state(id);
-        self.fast.push(quote! { #n => c.fast_json(#content, s, sink), });
+        self.fast.push(quote! { #n => c.fast_json(#content, s, w, sink), });
         id
     }
 
@@ -306,9 +309,12 @@ impl States {
             let markup = match bytes.as_slice() {
                 [] => quote! { false },
                 // The exact check only when a first byte is there at all.
-                more => quote! { s.bytes().any(|x| matches!(x, #(#more)|*)) && !clear_of_stops(s.as_bytes(), #stops_const) },
+                more => quote! { holds_any(s.as_bytes(), w, [#(#more),*]) && !clear_of_stops(s.as_bytes(), #stops_const) },
             };
-            self.fast.push(quote! { #id => !(#markup) && c.fast_text(#k, #trim, s, sink), });
+            self.fast.push(quote! { #id => !(#markup) && c.fast_text(#k, #trim, s, w, sink), });
+            if !stops.is_empty() {
+                self.fast_partial.push(quote! { #id => c.fast_partial(#k, #trim, s, #stops_const, sink), });
+            }
         }
         self.push(&format!("{kind:?} up to {stops:?}"), quote! {
             let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);

@@ -1,0 +1,166 @@
+//! Small chunks read as one machine word.
+//!
+//! Streaming hands the parser a few bytes at a time (a token is 3–5 bytes),
+//! and most chunks need no decision: plain ASCII text with none of the
+//! current state's stop bytes in it. Loading such a chunk (up to 8 bytes)
+//! into a `u64` once answers "is it ASCII", "does it hold a `<`" and "does
+//! it hold a byte a JSON string must escape" with a few arithmetic
+//! instructions each, instead of a loop per question.
+//!
+//! Lanes past the chunk's length are zero. Each test below is exact for the
+//! chunk's own bytes: the zero lanes never match a non-zero byte, and the
+//! tests that would flag a zero lane mask the padding off.
+//!
+//! # Example
+//! ```
+//! use chat_parser_runtime::__private::{has_byte, is_ascii, needs_json_escape, Word};
+//! let w = Word::new(b"a < b").unwrap();
+//! assert!(is_ascii(w) && has_byte(w, b'<') && !has_byte(w, b'>'));
+//! assert!(!needs_json_escape(w));
+//! assert!(needs_json_escape(Word::new(b"a\"b").unwrap()));
+//! assert!(Word::new(b"more than 8 bytes").is_none());
+//! ```
+
+const LOW: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Up to 8 bytes as a little-endian word, zero-padded, with their count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Word {
+    pub bits: u64,
+    pub len: usize,
+}
+
+impl Word {
+    /// No word: the chunk is longer than 8 bytes (tests then read its bytes).
+    pub const NONE: Word = Word { bits: 0, len: usize::MAX };
+
+    /// The word of a chunk of at most 8 bytes; `None` for a longer one.
+    #[inline(always)]
+    pub fn new(bytes: &[u8]) -> Option<Word> {
+        let n = bytes.len();
+        let bits = match n {
+            0 => 0,
+            // Two overlapping 4-byte loads: lanes both cover hold the same
+            // byte, so OR-ing them changes nothing.
+            4..=8 => {
+                let (Ok(lo), Ok(hi)) = (<[u8; 4]>::try_from(&bytes[..4]), <[u8; 4]>::try_from(&bytes[n - 4..])) else {
+                    return None;
+                };
+                u32::from_le_bytes(lo) as u64 | (u32::from_le_bytes(hi) as u64) << ((n - 4) * 8)
+            }
+            1..=3 => bytes[0] as u64 | (bytes[n / 2] as u64) << (n / 2 * 8) | (bytes[n - 1] as u64) << ((n - 1) * 8),
+            _ => return None,
+        };
+        Some(Word { bits, len: n })
+    }
+
+    /// The word of the chunk without its last byte.
+    #[inline(always)]
+    pub fn without_last(self) -> Word {
+        match self.len {
+            1..=8 => Word { bits: self.bits & ((1u64 << ((self.len - 1) * 8)) - 1), len: self.len - 1 },
+            _ => self,
+        }
+    }
+
+    /// The high bit of each lane that holds a byte of the chunk.
+    #[inline(always)]
+    fn lanes(self) -> u64 {
+        // Shifting twice keeps the count below 64 for a full word.
+        let half = self.len.min(8) * 4;
+        HIGH & !((u64::MAX << half) << half)
+    }
+}
+
+/// Whether every byte is ASCII.
+#[inline(always)]
+pub fn is_ascii(w: Word) -> bool {
+    w.bits & HIGH == 0
+}
+
+/// Whether the chunk holds byte `b` (not zero). Exact for ASCII chunks.
+#[inline(always)]
+pub fn has_byte(w: Word, b: u8) -> bool {
+    zero_lanes(w.bits ^ (LOW * b as u64)) != 0
+}
+
+/// The high bit set in each lane of `x` that is zero (and maybe in lanes
+/// above one: exact as to whether there is any).
+#[inline(always)]
+fn zero_lanes(x: u64) -> u64 {
+    x.wrapping_sub(LOW) & !x & HIGH
+}
+
+/// Whether an ASCII chunk holds a byte a JSON string must escape: `"`,
+/// `\` or a control character. One branch for the three tests.
+#[inline(always)]
+pub fn needs_json_escape(w: Word) -> bool {
+    let control = w.bits.wrapping_sub(LOW * 0x20) & !w.bits & w.lanes();
+    let quote = zero_lanes(w.bits ^ (LOW * b'"' as u64));
+    let backslash = zero_lanes(w.bits ^ (LOW * b'\\' as u64));
+    control | quote | backslash != 0
+}
+
+/// Whether chunk `s`, with its word `w` (or [`Word::NONE`]), holds any of
+/// `bytes`.
+#[inline(always)]
+pub fn holds_any<const N: usize>(s: &[u8], w: Word, bytes: [u8; N]) -> bool {
+    if w.len <= 8 {
+        bytes.iter().any(|&b| has_byte(w, b))
+    } else {
+        s.iter().any(|x| bytes.contains(x))
+    }
+}
+
+/// Whether chunk `s`, with its word `w` (or [`Word::NONE`]), holds a byte a
+/// JSON string must escape.
+#[inline(always)]
+pub fn holds_json_escape(s: &[u8], w: Word) -> bool {
+    if w.len <= 8 {
+        needs_json_escape(w)
+    } else {
+        s.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every test agrees with the byte loop on every chunk of up to 8 bytes
+    /// drawn from bytes around the interesting values.
+    #[test]
+    fn word_tests_match_byte_loops() {
+        let alphabet = [0u8, 1, 0x1f, 0x20, b'"', b'<', b'\\', b'a', 0x7f, 0x80, 0xff];
+        let mut chunk = [0u8; 8];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = (state % 9) as usize;
+            for (i, c) in chunk.iter_mut().enumerate() {
+                *c = alphabet[((state >> (8 + 4 * i)) % alphabet.len() as u64) as usize];
+            }
+            let bytes = &chunk[..len];
+            let w = Word::new(bytes).unwrap();
+            assert_eq!(is_ascii(w), bytes.is_ascii(), "{bytes:?}");
+            if !bytes.is_ascii() {
+                continue;
+            }
+            for b in [b'<', b'"', b'a', 1] {
+                assert_eq!(has_byte(w, b), bytes.contains(&b), "{bytes:?} {b}");
+            }
+            let escape = bytes.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20);
+            assert_eq!(needs_json_escape(w), escape, "{bytes:?}");
+            assert_eq!(holds_json_escape(bytes, w), escape);
+            if len > 0 {
+                assert_eq!(w.without_last(), Word::new(&bytes[..len - 1]).unwrap());
+            }
+            assert_eq!(holds_json_escape(bytes, Word::NONE), escape);
+            assert_eq!(holds_any(bytes, w, [b'<', b'a']), holds_any(bytes, Word::NONE, [b'<', b'a']));
+        }
+        assert!(Word::new(&[b'a'; 9]).is_none());
+    }
+}
