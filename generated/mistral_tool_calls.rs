@@ -377,7 +377,7 @@ impl Machine<2usize, 2usize, 1usize> for Grammar {
     ) {
         run(c, entry, t, last, sink)
     }
-    #[inline]
+    #[inline(always)]
     fn fast<S: Sink>(
         c: &mut Core<'_, 2usize, 2usize, 1usize>,
         s: &str,

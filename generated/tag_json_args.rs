@@ -216,7 +216,7 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
     ) {
         run(c, entry, t, last, sink)
     }
-    #[inline]
+    #[inline(always)]
     fn fast<S: Sink>(
         c: &mut Core<'_, 1usize, 1usize, 1usize>,
         s: &str,

@@ -343,7 +343,7 @@ impl Machine<1usize, 2usize, 1usize> for Grammar {
     ) {
         run(c, entry, t, last, sink)
     }
-    #[inline]
+    #[inline(always)]
     fn fast<S: Sink>(
         c: &mut Core<'_, 1usize, 2usize, 1usize>,
         s: &str,

@@ -267,6 +267,7 @@ impl JsonScanner {
     /// escape: text without `"`, `\` and control characters is then copied
     /// unchanged and changes nothing (what streaming parsers' fast path
     /// relies on).
+    #[inline]
     pub fn in_plain_string(&self) -> bool {
         matches!(self.token, Token::Str(s) if s.quote == b'"' && !s.escape && s.hex == 0)
     }
@@ -275,6 +276,7 @@ impl JsonScanner {
     /// backslash was just read (`Some(true)`), or not (`Some(false)`).
     /// `None` anywhere else.
     #[doc(hidden)]
+    #[inline]
     pub fn string_escape_state(&self) -> Option<bool> {
         match self.token {
             Token::Str(s) if s.quote == b'"' && s.hex == 0 => Some(s.escape),
@@ -285,6 +287,7 @@ impl JsonScanner {
     /// Sets whether a backslash was just read inside the current string (a
     /// fast path that copied a run of string content ending in one).
     #[doc(hidden)]
+    #[inline]
     pub fn set_string_escape(&mut self, escape: bool) {
         if let Token::Str(s) = &mut self.token {
             s.escape = escape;
@@ -292,6 +295,7 @@ impl JsonScanner {
     }
 
     /// Whether the value is complete.
+    #[inline]
     pub fn is_done(&self) -> bool {
         self.done
     }

@@ -23,6 +23,7 @@ use core::str;
 /// assert_eq!(complete_prefix(&"a€".as_bytes()[..3]), Some(1));
 /// assert_eq!(complete_prefix(b"a\xe0\x80"), None); // can never complete
 /// ```
+#[inline]
 pub fn complete_prefix(bytes: &[u8]) -> Option<usize> {
     let mut i = 0;
     while i < bytes.len() {
@@ -90,6 +91,7 @@ pub struct Utf8Carry {
 
 impl Utf8Carry {
     /// Nothing carried.
+    #[inline]
     pub const fn new() -> Utf8Carry {
         Utf8Carry {
             bytes: [0; 4],
@@ -99,11 +101,13 @@ impl Utf8Carry {
 
     /// The carried bytes: empty, or the start (1 to 3 bytes) of a character
     /// that can still be completed.
+    #[inline]
     pub fn pending(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
     }
 
     /// Whether no bytes are carried.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -168,6 +172,7 @@ impl Utf8Carry {
 
     /// Carries `tail`, the start of a character (at most 3 bytes) that
     /// [`complete_prefix`] found completable.
+    #[inline]
     pub(crate) fn set(&mut self, tail: &[u8]) {
         let n = tail.len().min(3);
         self.bytes[..n].copy_from_slice(&tail[..n]);

@@ -333,8 +333,8 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             fn run<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, entry: u16, t: &str, last: bool, sink: &mut S) {
                 run(c, entry, t, last, sink)
             }
-            #[inline]
-            fn fast<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, w: Word, sink: &mut S) -> bool {
+            #[inline(always)]
+                        fn fast<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, w: Word, sink: &mut S) -> bool {
                 fast(c, s, w, sink)
             }
             fn fast_partial<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, sink: &mut S) -> Option<usize> {
