@@ -104,6 +104,11 @@ impl<const W: usize> Input<W> {
         bytes: &[u8],
         sink: &mut impl Sink,
     ) -> bool {
+        // The held bytes must be only what the state has not read: an
+        // uncommitted round would also hold its markup for a rewind.
+        if !core.settled() {
+            return false;
+        }
         let mut buf = [0u8; HELD_SMALL + 3 + 8];
         let held = self.len as usize;
         let carried = self.utf8.pending();
