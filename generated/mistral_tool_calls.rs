@@ -284,17 +284,23 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.
-pub const HOLD_LIMIT: usize = 111;
+pub const HOLD_LIMIT: usize = 101;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead.
-pub const WINDOW_BYTES: usize = 127;
+pub const WINDOW_BYTES: usize = 116;
 const W: usize = WINDOW_BYTES;
+/// The longest text the machine looks at at once (held text
+/// unpacked, plus a chunk): `W` unless the template packs.
+const F: usize = 127;
+/// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
+/// `HOLD_LIMIT` counts them so.
+pub const PACK: &[&str] = &["[TOOL_CALLS]"];
 /// A streaming parser of the model's output: feed it bytes as they
 /// arrive, then `finish`. Fixed-size state, no heap allocation.
 pub struct Parser<'t> {
     core: Core<'t, 2usize, 2usize, 1usize>,
     entry: u16,
-    input: Input<W>,
+    input: Input<W, F>,
 }
 impl<'t> Parser<'t> {
     /// A parser for a request with these options.
@@ -367,6 +373,7 @@ impl chat_parser_runtime::Parse for Parser<'_> {
 /// This template's state machine.
 struct Grammar;
 impl Machine<2usize, 2usize, 1usize> for Grammar {
+    const PACK: &'static [&'static str] = PACK;
     #[inline]
     fn run<S: Sink>(
         c: &mut Core<'_, 2usize, 2usize, 1usize>,
@@ -652,7 +659,10 @@ fn run(
             c.degrade(t, sink);
             return;
         }
-        if c.pos - c.keep() > HOLD_LIMIT {
+        if c.pos - c.keep() > HOLD_LIMIT
+            && packed_len(t.as_bytes().get(c.keep()..c.pos).unwrap_or(&[]), PACK)
+                > HOLD_LIMIT
+        {
             fail!()
         }
         match c.st {

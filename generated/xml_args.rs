@@ -255,12 +255,18 @@ pub const HOLD_LIMIT: usize = 94;
 /// limit plus the longest lookahead.
 pub const WINDOW_BYTES: usize = 110;
 const W: usize = WINDOW_BYTES;
+/// The longest text the machine looks at at once (held text
+/// unpacked, plus a chunk): `W` unless the template packs.
+const F: usize = 110;
+/// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
+/// `HOLD_LIMIT` counts them so.
+pub const PACK: &[&str] = &[];
 /// A streaming parser of the model's output: feed it bytes as they
 /// arrive, then `finish`. Fixed-size state, no heap allocation.
 pub struct Parser<'t> {
     core: Core<'t, 1usize, 2usize, 1usize>,
     entry: u16,
-    input: Input<W>,
+    input: Input<W, F>,
 }
 impl<'t> Parser<'t> {
     /// A parser for a request with these options.
@@ -333,6 +339,7 @@ impl chat_parser_runtime::Parse for Parser<'_> {
 /// This template's state machine.
 struct Grammar;
 impl Machine<1usize, 2usize, 1usize> for Grammar {
+    const PACK: &'static [&'static str] = PACK;
     #[inline]
     fn run<S: Sink>(
         c: &mut Core<'_, 1usize, 2usize, 1usize>,

@@ -94,6 +94,7 @@ struct Case {
     grammar: Node,
     tools: Vec<ToolSignature>,
     hold_limit: usize,
+    pack: Vec<String>,
 }
 
 impl Case {
@@ -103,7 +104,7 @@ impl Case {
     }
 
     fn reference(&self, chunk: usize, sink: &mut impl Sink) {
-        let mut parser = StreamParser::new(&self.grammar).with_tools(self.tools.clone()).with_hold_limit(self.hold_limit);
+        let mut parser = StreamParser::new(&self.grammar).with_tools(self.tools.clone()).with_hold_limit(self.hold_limit).with_pack(self.pack.clone());
         for piece in self.case.text.as_bytes().chunks(chunk) {
             parser.feed(piece, sink);
         }
@@ -129,6 +130,7 @@ fn cases() -> &'static [Case] {
                 grammar: build(&spec, &options),
                 tools: tool_signatures(&options),
                 hold_limit: chat_parser_generator::codegen::hold_limit(&spec),
+                pack: chat_parser_generator::codegen::pack_table(&spec),
                 case,
             };
             for chunk in [usize::MAX, 4] {

@@ -260,3 +260,43 @@ fn hostile_outputs() {
     }
     println!("hostile outputs: {checked} parses over {} templates equal the reference parser", seen.len());
 }
+
+/// Templates with a pack table (long special-token markers, held back as
+/// codes): their outputs with long runs spliced into the call markup, so
+/// that held markup outgrows the window and is kept packed (names up to and
+/// past the 64-byte limit, padding between markers, cut-off markers).
+#[test]
+fn packed_windows() {
+    let cases = cases();
+    if cases.is_empty() {
+        return;
+    }
+    let mut templates = std::collections::BTreeSet::new();
+    let mut checked = 0;
+    for c in cases.iter().filter(|c| !chat_parser_generator::codegen::pack_table(&c.spec).is_empty()) {
+        if !templates.insert(c.file.clone()) && checked > 4000 {
+            continue;
+        }
+        // Splice runs at the first bytes of the output (where call markup
+        // starts in these texts) and around each `<` of it.
+        let starts: Vec<usize> = (0..c.text.len().min(160)).filter(|&i| i % 9 == 0 || c.text[i] == b'<').collect();
+        for &i in &starts {
+            // Whitespace stays within what the hold limit allows between
+            // two markers (see the note in `codegen::states`): longer runs
+            // break markup at a point that depends on the chunking, packed
+            // or not.
+            for run in [&b"abcdefghij".repeat(4)[..], &b"x".repeat(70)[..], &b" \n".repeat(2)[..]] {
+                let text = [&c.text[..i], run, &c.text[i..]].concat();
+                let want = reference(&c.spec, &c.options, &[&text]);
+                let case = Case { label: format!("packed {} +{}@{i}", c.label, run.len()), file: c.file.clone(), spec: c.spec.clone(), options: c.options.clone(), text, want };
+                for sizes in [&[usize::MAX][..], &[3], &[1, 5, 2]] {
+                    if let Err(e) = check(&case, sizes) {
+                        panic!("{e}");
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    println!("packed windows: {checked} parses over {} templates with a pack table equal the reference parser", templates.len());
+}

@@ -51,7 +51,7 @@ fn reference_parser_reads_the_intended_messages() {
         for chunk in [usize::MAX, 4] {
             let mut parser = StreamParser::new(&grammar)
                 .with_tools(tool_signatures(&options))
-                .with_hold_limit(chat_parser_generator::codegen::hold_limit(&spec));
+                .with_hold_limit(chat_parser_generator::codegen::hold_limit(&spec)).with_pack(chat_parser_generator::codegen::pack_table(&spec));
             let mut message = MessageBuilder::new();
             for piece in case.text.as_bytes().chunks(chunk) {
                 parser.feed(piece, &mut message);

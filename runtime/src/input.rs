@@ -7,6 +7,7 @@
 //! [`Machine`] and window size.
 
 use crate::machine::{floor_boundary, Core, Resume};
+use crate::pack::{pack, unpack};
 use crate::utf8::{ascii_str, complete_prefix, Utf8Carry};
 use crate::word::{is_ascii, Word};
 use crate::Sink;
@@ -38,27 +39,37 @@ pub trait Machine<const R: usize, const P: usize, const A: usize> {
     /// before it and returns the length of that start, for the caller to
     /// hold back. `None` (and nothing reported) when the machine must run.
     fn fast_partial<S: Sink>(c: &mut Core<'_, R, P, A>, chunk: &str, sink: &mut S) -> Option<usize>;
+    /// The template's pack table ([`crate::pack`]): empty for most.
+    const PACK: &'static [&'static str] = &[];
     /// Where a loop resumes after a broken round.
     fn resume(entry: u16, repeat: usize) -> Resume;
 }
 
 /// Input state: the window of held-back text (`W` bytes) and an incomplete
 /// UTF-8 character carried to the next chunk.
+///
+/// `F` is how much text the machine may have to look at once (what it
+/// holds back, plus a chunk): `W` for most templates. Templates with a pack
+/// table ([`Machine::PACK`], see [`crate::pack`]) keep held text longer than
+/// `W` packed, and unpack it into an `F`-byte buffer on the stack to run
+/// the machine over it.
 #[derive(Debug, Clone)]
-pub struct Input<const W: usize> {
+pub struct Input<const W: usize, const F: usize> {
     buf: [u8; W],
     len: u16,
+    /// `buf` holds packed text.
+    packed: bool,
     utf8: Utf8Carry,
     finished: bool,
 }
 
-impl<const W: usize> Default for Input<W> {
+impl<const W: usize, const F: usize> Default for Input<W, F> {
     fn default() -> Self {
-        Input { buf: [0; W], len: 0, utf8: Utf8Carry::new(), finished: false }
+        Input { buf: [0; W], len: 0, packed: false, utf8: Utf8Carry::new(), finished: false }
     }
 }
 
-impl<const W: usize> Input<W> {
+impl<const W: usize, const F: usize> Input<W, F> {
     /// Parses the next chunk of output with machine `M`.
     ///
     /// The common streaming case (a few ASCII bytes, nothing held back, a
@@ -84,7 +95,7 @@ impl<const W: usize> Input<W> {
                     return;
                 }
             }
-        } else if self.len as usize <= HELD_SMALL && core.pos == 0 && !self.finished && bytes.len() <= 8 {
+        } else if self.len as usize <= HELD_SMALL && !self.packed && core.pos == 0 && !self.finished && bytes.len() <= 8 {
             if self.feed_held::<M, R, P, A>(core, bytes, sink) {
                 return;
             }
@@ -174,6 +185,7 @@ impl<const W: usize> Input<W> {
             Some(p) if p <= W && p <= s.len() => {
                 put(&mut self.buf, 0, &s.as_bytes()[s.len() - p..]);
                 self.len = p as u16;
+                self.packed = false;
                 true
             }
             _ => false,
@@ -262,12 +274,41 @@ impl<const W: usize> Input<W> {
         if !tail.is_empty() {
             self.push::<M, R, P, A>(core, entry, tail, sink);
         }
-        let n = self.len as usize;
-        let text = core::str::from_utf8(&self.buf[..n]).unwrap_or("");
+        let mut scratch = [0u8; F];
+        let held = if self.packed {
+            let n = unpack(&self.buf[..self.len as usize], M::PACK, &mut scratch);
+            &scratch[..n]
+        } else {
+            &self.buf[..self.len as usize]
+        };
+        let text = core::str::from_utf8(held).unwrap_or("");
         M::run(core, entry, text, true, sink);
         core.finish(sink);
         self.len = 0;
+        self.packed = false;
         self.finished = true;
+    }
+
+    /// Keeps `held` as the window: as it is when it fits, packed when the
+    /// template packs and that fits; false when neither fits.
+    fn store<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(&mut self, held: &[u8]) -> bool {
+        if held.len() <= W {
+            self.buf[..held.len()].copy_from_slice(held);
+            self.len = held.len() as u16;
+            self.packed = false;
+            return true;
+        }
+        if held.len() > F || M::PACK.is_empty() {
+            return false;
+        }
+        match pack(held, M::PACK, &mut self.buf) {
+            Some(n) => {
+                self.len = n as u16;
+                self.packed = true;
+                true
+            }
+            None => false,
+        }
     }
 
     fn push<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
@@ -285,16 +326,41 @@ impl<const W: usize> Input<W> {
                 loop {
                     M::run(core, entry, piece, false, sink);
                     let keep = core.keep().min(piece.len());
-                    let held = &piece[keep..];
-                    if held.len() <= W {
-                        self.buf[..held.len()].copy_from_slice(held.as_bytes());
-                        self.len = held.len() as u16;
+                    if self.store::<M, R, P, A>(&piece.as_bytes()[keep..]) {
                         core.rebase(keep);
                         break;
                     }
                     // More would have to be held back than fits: the held
                     // markup counts as broken.
                     core.fail(piece, sink, |r| M::resume(entry, r));
+                }
+            } else if !M::PACK.is_empty() && (self.packed || self.len as usize + s.len() > W) {
+                // Held text that is (or will be) longer than the window:
+                // unpacked on the stack, completed, run, kept packed.
+                let mut scratch = [0u8; F];
+                let mut len = if self.packed {
+                    unpack(&self.buf[..self.len as usize], M::PACK, &mut scratch)
+                } else {
+                    let n = self.len as usize;
+                    scratch[..n].copy_from_slice(&self.buf[..n]);
+                    n
+                };
+                let n = floor_boundary(s, F - len);
+                scratch[len..len + n].copy_from_slice(&s.as_bytes()[..n]);
+                s = &s[n..];
+                len += n;
+                let held = &scratch[..len];
+                let text = ascii_str(held).or_else(|| core::str::from_utf8(held).ok()).unwrap_or("");
+                M::run(core, entry, text, false, sink);
+                loop {
+                    let keep = core.keep().min(len);
+                    let stuck = keep == 0 && (len == F || n == 0);
+                    if !stuck && self.store::<M, R, P, A>(&text.as_bytes()[keep..]) {
+                        core.rebase(keep);
+                        break;
+                    }
+                    core.fail(text, sink, |r| M::resume(entry, r));
+                    M::run(core, entry, text, false, sink);
                 }
             } else {
                 // Complete what is held back with the new text.
@@ -307,13 +373,16 @@ impl<const W: usize> Input<W> {
                 let text = ascii_str(held).or_else(|| core::str::from_utf8(held).ok()).unwrap_or("");
                 M::run(core, entry, text, false, sink);
                 let mut keep = core.keep().min(len);
-                while keep == 0 && (len == W || n == 0) {
+                // The window is full (`F` is `W` here unless packing lets
+                // the text grow longer), or nothing more could be added.
+                while keep == 0 && (len == F || n == 0) {
                     core.fail(text, sink, |r| M::resume(entry, r));
                     M::run(core, entry, text, false, sink);
                     keep = core.keep().min(len);
                 }
                 self.buf.copy_within(keep..len, 0);
                 self.len = (len - keep) as u16;
+                self.packed = false;
                 core.rebase(keep);
             }
         }

@@ -41,6 +41,7 @@ pub mod escape;
 pub mod holdback;
 pub mod input;
 pub mod json;
+pub mod pack;
 pub mod machine;
 pub mod utf8;
 mod word;
@@ -72,6 +73,7 @@ pub mod __private {
     pub use memchr;
     pub use crate::holdback::{find_first, partial_suffix_len, HoldBuf};
     pub use crate::json::{JsonScanner, Scan, MAX_DEPTH};
+    pub use crate::pack::packed_len;
     pub use crate::utf8::{ascii_str, Lossy, Utf8Carry, Utf8Split, REPLACEMENT};
     pub use crate::word::{has_byte, holds_any, holds_json_escape, is_ascii, needs_json_escape, Word};
 }

@@ -97,7 +97,62 @@ pub fn variants(spec: &FormatSpec) -> (Vec<Node>, Vec<usize>) {
 /// ([`crate::interp::StreamParser::with_hold_limit`]).
 pub fn hold_limit(spec: &FormatSpec) -> usize {
     let (grammars, _) = variants(spec);
-    grammars.iter().map(states::hold_bound).max().unwrap_or(0).clamp(64, 1024)
+    let pack = pack_table_of(&grammars);
+    hold_of(&grammars, &states::Costs { pack: &pack })
+}
+
+fn hold_of(grammars: &[crate::ir::Node], costs: &states::Costs<'_>) -> usize {
+    grammars.iter().map(|g| states::hold_bound(g, costs)).max().unwrap_or(0).clamp(64, 1024)
+}
+
+/// Windows larger than this (in bytes, unpacked) are worth a pack table.
+const PACK_ABOVE: usize = 120;
+/// Markers shorter than this are not worth packing.
+const PACK_MIN: usize = 6;
+
+/// The template's pack table (see `chat_parser_runtime::pack`): its long
+/// markers, when its window would otherwise be large (long special-token
+/// markers, as DeepSeek's `<｜tool▁calls▁begin｜>`); empty for most
+/// templates. The reference parser applies the same table
+/// ([`crate::interp::StreamParser::with_pack`]), so `HOLD_LIMIT` means the
+/// same for both.
+pub fn pack_table(spec: &FormatSpec) -> Vec<String> {
+    pack_table_of(&variants(spec).0)
+}
+
+fn pack_table_of(grammars: &[crate::ir::Node]) -> Vec<String> {
+    let raw = hold_of(grammars, &states::Costs::RAW) + states::lookahead(grammars, &states::Costs::RAW);
+    if raw <= PACK_ABOVE {
+        return Vec::new();
+    }
+    let mut candidates: Vec<String> = states::markers(grammars).into_iter().filter(|m| m.len() >= PACK_MIN).collect();
+    // Longest first: of two markers that could overlap, the longer is kept.
+    candidates.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    let mut table: Vec<String> = Vec::new();
+    for c in candidates {
+        if !overlaps(&c, &c) && table.iter().all(|t| !overlaps(t, &c) && !overlaps(&c, t)) && table.len() < 256 {
+            table.push(c);
+        }
+    }
+    table
+}
+
+/// Whether `b` can start inside `a` in some text: `b` within `a`, or a
+/// proper end of `a` that is a start of `b` (for `a == b`: a marker that
+/// overlaps itself, such as `aa`).
+fn overlaps(a: &str, b: &str) -> bool {
+    if a != b && (a.contains(b) || b.contains(a)) {
+        return true;
+    }
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    (1..a.len()).any(|i| {
+        let end = &a[i..];
+        if end.len() < b.len() {
+            b.starts_with(end)
+        } else {
+            end.starts_with(b)
+        }
+    })
 }
 
 /// A code generation failure (the grammar is too large for the fixed state).
@@ -176,10 +231,21 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     if states.arms.len() >= u16::MAX as usize {
         return Err(CodegenError(format!("{}: grammar too large ({} states)", spec.template, states.arms.len())));
     }
-    let hold = hold_limit(spec);
-    let window = hold + states::lookahead(&grammars);
+    let pack = pack_table_of(&grammars);
+    let costs = states::Costs { pack: &pack };
+    let hold = hold_of(&grammars, &costs);
+    let window = hold + states::lookahead(&grammars, &costs);
+    // Unpacked, the text the machine may have to look at once.
+    let full = (hold_of(&grammars, &states::Costs::RAW) + states::lookahead(&grammars, &states::Costs::RAW)).max(window);
     let hold_lit = Literal::usize_unsuffixed(hold);
     let window_lit = Literal::usize_unsuffixed(window);
+    let full_lit = Literal::usize_unsuffixed(full);
+    let pack_strs = pack.iter().map(|m| Literal::string(m));
+    let hold_check = if pack.is_empty() {
+        quote! { c.pos - c.keep() > HOLD_LIMIT }
+    } else {
+        quote! { c.pos - c.keep() > HOLD_LIMIT && packed_len(t.as_bytes().get(c.keep()..c.pos).unwrap_or(&[]), PACK) > HOLD_LIMIT }
+    };
     let regions = states.max_regions.max(1);
     let loops = states.max_loops.max(1);
     let alts = states.max_alts.max(1);
@@ -280,13 +346,19 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         /// limit plus the longest lookahead.
         pub const WINDOW_BYTES: usize = #window_lit;
         const W: usize = WINDOW_BYTES;
+        /// The longest text the machine looks at at once (held text
+        /// unpacked, plus a chunk): `W` unless the template packs.
+        const F: usize = #full_lit;
+        /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
+        /// `HOLD_LIMIT` counts them so.
+        pub const PACK: &[&str] = &[#(#pack_strs),*];
 
         /// A streaming parser of the model's output: feed it bytes as they
         /// arrive, then `finish`. Fixed-size state, no heap allocation.
         pub struct Parser<'t> {
             core: Core<'t, #regions, #loops, #alts>,
             entry: u16,
-            input: Input<W>,
+            input: Input<W, F>,
         }
 
         impl<'t> Parser<'t> {
@@ -329,6 +401,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         struct Grammar;
 
         impl Machine<#regions, #loops, #alts> for Grammar {
+            const PACK: &'static [&'static str] = PACK;
             #[inline]
             fn run<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, entry: u16, t: &str, last: bool, sink: &mut S) {
                 run(c, entry, t, last, sink)
@@ -396,7 +469,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                     c.degrade(t, sink);
                     return;
                 }
-                if c.pos - c.keep() > HOLD_LIMIT {
+                if #hold_check {
                     fail!()
                 }
                 match c.st {

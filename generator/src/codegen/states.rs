@@ -449,22 +449,50 @@ const SLACK: usize = 4;
 /// Room for a call id read before the name.
 const ID_ROOM: usize = 32;
 
+/// What a piece of markup costs in a parser's window: its length, or, for a
+/// marker of the template's pack table (see `chat_parser_runtime::pack`),
+/// 2 bytes when whole and 3 when cut off (`partial`).
+pub struct Costs<'p> {
+    pub pack: &'p [String],
+}
+
+impl Costs<'_> {
+    /// No packing: every byte counts.
+    pub const RAW: Costs<'static> = Costs { pack: &[] };
+
+    fn whole(&self, s: &str) -> usize {
+        if self.pack.iter().any(|p| p == s) {
+            2
+        } else {
+            s.len()
+        }
+    }
+
+    fn partial(&self, s: &str) -> usize {
+        if self.pack.iter().any(|p| p == s) {
+            3
+        } else {
+            s.len()
+        }
+    }
+}
+
 /// How much text a parser of `root` must be able to hold back across
 /// chunks: the longest markup a round can read before it commits (its
 /// guard, the markers after it, a call id and a name), plus a stop's
 /// lookahead, and the untyped value length that is decided at its end.
-pub fn hold_bound(root: &Node) -> usize {
+pub fn hold_bound(root: &Node, costs: &Costs<'_>) -> usize {
     let mut bound = 0;
     walk(root, &mut |n| match n {
         Node::Repeat { alts, .. } => {
             for a in alts {
-                let (g, _) = prefix_len(&a.guard);
-                let (b, _) = prefix_len(&a.body);
+                let (g, _) = prefix_len(&a.guard, costs);
+                let (b, _) = prefix_len(&a.body, costs);
                 bound = bound.max(g + b);
             }
         }
         Node::Until { stops, kind: TextKind::ArgAuto, .. } => {
-            let longest = stops.iter().map(String::len).max().unwrap_or(0);
+            let longest = stops.iter().map(|s| costs.partial(s)).max().unwrap_or(0);
             bound = bound.max(crate::ir::AUTO_JSON_MAX + longest + 2 * SLACK);
         }
         _ => {}
@@ -472,7 +500,7 @@ pub fn hold_bound(root: &Node) -> usize {
     // Any marker and its lookahead.
     walk(root, &mut |n| {
         if let Node::Literal(s) = n {
-            bound = bound.max(s.len() + SLACK);
+            bound = bound.max(costs.partial(s) + SLACK);
         }
     });
     bound
@@ -480,14 +508,14 @@ pub fn hold_bound(root: &Node) -> usize {
 
 /// Bytes read before the first node that commits a round (a call's name,
 /// a commit mark), and whether one was reached.
-fn prefix_len(node: &Node) -> (usize, bool) {
+fn prefix_len(node: &Node, costs: &Costs<'_>) -> (usize, bool) {
     match node {
-        Node::Literal(s) => (s.len(), false),
+        Node::Literal(s) => (costs.whole(s), false),
         Node::Space | Node::OptionalNewline => (SLACK, false),
         Node::Seq(items) => {
             let mut total = 0;
             for item in items {
-                let (n, done) = prefix_len(item);
+                let (n, done) = prefix_len(item, costs);
                 total += n;
                 if done {
                     return (total, true);
@@ -498,15 +526,15 @@ fn prefix_len(node: &Node) -> (usize, bool) {
         Node::Choice(alts) => {
             let mut best = (0, true);
             for a in alts {
-                let (g, gd) = prefix_len(&a.guard);
-                let (b, bd) = if gd { (0, true) } else { prefix_len(&a.body) };
+                let (g, gd) = prefix_len(&a.guard, costs);
+                let (b, bd) = if gd { (0, true) } else { prefix_len(&a.body, costs) };
                 best = (best.0.max(g + b), best.1 && (gd || bd));
             }
             best
         }
-        Node::Peek(inner) => (prefix_len(inner).0, false),
+        Node::Peek(inner) => (prefix_len(inner, costs).0, false),
         Node::Until { stops, kind, .. } => {
-            let longest = stops.iter().map(String::len).max().unwrap_or(0);
+            let longest = stops.iter().map(|s| costs.partial(s)).max().unwrap_or(0);
             match kind {
                 TextKind::ToolName => (crate::ir::MAX_NAME_LEN + longest, true),
                 _ => (ID_ROOM + longest, false),
@@ -545,14 +573,29 @@ fn walk(node: &Node, f: &mut impl FnMut(&Node)) {
 
 /// The longest lookahead past the current position: a marker or stop seen
 /// in part, plus whitespace before it.
-pub fn lookahead(grammars: &[Node]) -> usize {
+pub fn lookahead(grammars: &[Node], costs: &Costs<'_>) -> usize {
     let mut longest = 0;
     for g in grammars {
         walk(g, &mut |n| match n {
-            Node::Literal(s) => longest = longest.max(s.len()),
-            Node::Until { stops, .. } => longest = longest.max(stops.iter().map(String::len).max().unwrap_or(0)),
+            Node::Literal(s) => longest = longest.max(costs.partial(s)),
+            Node::Until { stops, .. } => longest = longest.max(stops.iter().map(|s| costs.partial(s)).max().unwrap_or(0)),
             _ => {}
         });
     }
     longest + SLACK
+}
+
+/// Every marker of the grammars: literals and the stops of text.
+pub fn markers(grammars: &[Node]) -> Vec<String> {
+    let mut all: Vec<String> = Vec::new();
+    for g in grammars {
+        walk(g, &mut |n| match n {
+            Node::Literal(s) => all.push(s.clone()),
+            Node::Until { stops, .. } => all.extend(stops.iter().cloned()),
+            _ => {}
+        });
+    }
+    all.sort();
+    all.dedup();
+    all
 }

@@ -153,6 +153,8 @@ pub struct StreamParser<'g> {
     /// Markup longer than this (from an uncommitted round's start or the
     /// last reported piece) is broken; `None`: no limit.
     hold_limit: Option<usize>,
+    /// Markers the hold limit counts as 2 bytes (see `codegen::pack_table`).
+    pack: Vec<String>,
 }
 
 /// `text[from..to]` is known to be whitespace.
@@ -185,6 +187,7 @@ impl<'g> StreamParser<'g> {
             tool: None,
             arg_type: ValueKind::Auto,
             hold_limit: None,
+            pack: Vec::new(),
         }
     }
 
@@ -194,6 +197,24 @@ impl<'g> StreamParser<'g> {
     pub fn with_hold_limit(mut self, limit: usize) -> StreamParser<'g> {
         self.hold_limit = Some(limit);
         self
+    }
+
+    /// Counts the markers of `pack` as 2 bytes in the hold limit, as a
+    /// generated parser with that `PACK` table does.
+    pub fn with_pack(mut self, pack: Vec<String>) -> StreamParser<'g> {
+        self.pack = pack;
+        self
+    }
+
+    /// Whether the held markup is longer than the hold limit.
+    fn over_hold_limit(&self) -> bool {
+        let Some(limit) = self.hold_limit else { return false };
+        let keep = self.keep();
+        if self.pos - keep <= limit {
+            return false;
+        }
+        let table: Vec<&str> = self.pack.iter().map(String::as_str).collect();
+        chat_parser_runtime::pack::packed_len(&self.text.as_bytes()[keep..self.pos], &table) > limit
     }
 
     /// How far back the parser may still have to go.
@@ -414,7 +435,7 @@ impl<'g> StreamParser<'g> {
                 self.pos = self.text.len();
                 return;
             }
-            if self.hold_limit.is_some_and(|limit| self.pos - self.keep() > limit) {
+            if self.over_hold_limit() {
                 self.fail();
                 continue;
             }
