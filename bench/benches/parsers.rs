@@ -17,10 +17,11 @@
 //! - `generated::stream_4b`, `reference::stream_4b`: the same in 4-byte
 //!   chunks (total time).
 //!
-//! The generated parser is driven through `AnyParser` (one `match` per
-//! `feed`), so the benchmark builds without the corpus; the reference
-//! parser gets the request's tool signatures and the template's hold limit,
-//! as in the equivalence tests.
+//! The generated parser is driven through `AnyParser::visit` (one `match`
+//! per output, then the parser's own type, with its fast path inlined into
+//! the chunk loop), so the benchmark builds without the corpus; the reference
+//! parser gets the request's tool signatures and the template's hold limit
+//! and pack table, as in the equivalence tests.
 //!
 //! Before the timed runs, `main` prints (not timed): per case, the output
 //! size, the generated parser's state size (`size_of`), and the heap
