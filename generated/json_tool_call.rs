@@ -177,7 +177,8 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// piece): longer markup is broken, and degrades to content.
 pub const HOLD_LIMIT: usize = 101;
 /// Bytes of output the parser can hold back across chunks: the hold
-/// limit plus the longest lookahead.
+/// limit plus the longest lookahead (packed bytes, when `PACK` is
+/// not empty).
 pub const WINDOW_BYTES: usize = 117;
 const W: usize = WINDOW_BYTES;
 /// The longest text the machine looks at at once (held text
@@ -287,15 +288,16 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
     fn fast_partial<S: Sink>(
         c: &mut Core<'_, 1usize, 1usize, 1usize>,
         s: &str,
+        max: usize,
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
-            9 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
-            39 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
-            44 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
-            46 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
-            76 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            7 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
+            9 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
+            39 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
+            44 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
+            46 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
+            76 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
             _ => None,
         }
     }
@@ -304,9 +306,9 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
     }
 }
 /// Reports a whole chunk without running the machine when the current
-/// state would report it unchanged (text without any of its stops'
-/// first bytes, a JSON string without escapes). Returns false when
-/// the machine must run.
+/// state would report it as it is (text in which no stop starts, JSON
+/// string content with whole one-character escapes). Returns false,
+/// having changed nothing, when the machine must run.
 #[inline(always)]
 fn fast(
     c: &mut Core<'_, 1usize, 1usize, 1usize>,
@@ -372,6 +374,14 @@ fn guard_0(t: &str, p: usize, last: bool) -> G {
 fn guard_1(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<tool_call>", last)
 }
+/// Whether the markup held up to `to` is longer than the hold limit.
+/// Checked before every step, and where a name ends: a name read
+/// whole commits in the same step, so it is checked there too, and
+/// whole and streamed output break the same markup.
+#[inline]
+fn over_hold(c: &Core<'_, 1usize, 1usize, 1usize>, t: &str, to: usize) -> bool {
+    to - c.keep() > HOLD_LIMIT
+}
 /// Runs the state machine over `t` from the current position.
 #[allow(unused_doc_comments)]
 fn run(
@@ -396,7 +406,7 @@ fn run(
             c.degrade(t, sink);
             return;
         }
-        if c.pos - c.keep() > HOLD_LIMIT {
+        if over_hold(c, t, c.pos) {
             fail!()
         }
         match c.st {
@@ -711,6 +721,9 @@ fn run(
                         }
                     }
                 };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
                         c.st = 26;
@@ -1103,6 +1116,9 @@ fn run(
                         }
                     }
                 };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
                         c.st = 63;

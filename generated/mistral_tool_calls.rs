@@ -286,12 +286,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// piece): longer markup is broken, and degrades to content.
 pub const HOLD_LIMIT: usize = 101;
 /// Bytes of output the parser can hold back across chunks: the hold
-/// limit plus the longest lookahead.
+/// limit plus the longest lookahead (packed bytes, when `PACK` is
+/// not empty).
 pub const WINDOW_BYTES: usize = 116;
 const W: usize = WINDOW_BYTES;
 /// The longest text the machine looks at at once (held text
 /// unpacked, plus a chunk): `W` unless the template packs.
-const F: usize = 127;
+const F: usize = 622;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
 pub const PACK: &[&str] = &["[TOOL_CALLS]"];
@@ -396,15 +397,16 @@ impl Machine<2usize, 2usize, 1usize> for Grammar {
     fn fast_partial<S: Sink>(
         c: &mut Core<'_, 2usize, 2usize, 1usize>,
         s: &str,
+        max: usize,
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], sink),
-            9 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], sink),
-            83 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], sink),
-            88 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], sink),
-            90 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], sink),
-            164 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], sink),
+            7 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink),
+            9 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink),
+            83 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink),
+            88 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink),
+            90 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink),
+            164 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink),
             _ => None,
         }
     }
@@ -413,9 +415,9 @@ impl Machine<2usize, 2usize, 1usize> for Grammar {
     }
 }
 /// Reports a whole chunk without running the machine when the current
-/// state would report it unchanged (text without any of its stops'
-/// first bytes, a JSON string without escapes). Returns false when
-/// the machine must run.
+/// state would report it as it is (text in which no stop starts, JSON
+/// string content with whole one-character escapes). Returns false,
+/// having changed nothing, when the machine must run.
 #[inline(always)]
 fn fast(
     c: &mut Core<'_, 2usize, 2usize, 1usize>,
@@ -635,6 +637,15 @@ fn guard_10(t: &str, p: usize, last: bool) -> G {
 fn guard_11(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "[TOOL_CALLS]", last)
 }
+/// Whether the markup held up to `to` is longer than the hold limit.
+/// Checked before every step, and where a name ends: a name read
+/// whole commits in the same step, so it is checked there too, and
+/// whole and streamed output break the same markup.
+#[inline]
+fn over_hold(c: &Core<'_, 2usize, 2usize, 1usize>, t: &str, to: usize) -> bool {
+    to - c.keep() > HOLD_LIMIT
+        && packed_len(t.as_bytes().get(c.keep()..to).unwrap_or(&[]), PACK) > HOLD_LIMIT
+}
 /// Runs the state machine over `t` from the current position.
 #[allow(unused_doc_comments)]
 fn run(
@@ -659,10 +670,7 @@ fn run(
             c.degrade(t, sink);
             return;
         }
-        if c.pos - c.keep() > HOLD_LIMIT
-            && packed_len(t.as_bytes().get(c.keep()..c.pos).unwrap_or(&[]), PACK)
-                > HOLD_LIMIT
-        {
+        if over_hold(c, t, c.pos) {
             fail!()
         }
         match c.st {
@@ -1081,6 +1089,9 @@ fn run(
                         }
                     }
                 };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
                         c.st = 35;
@@ -1398,6 +1409,9 @@ fn run(
                         }
                     }
                 };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
                         c.st = 67;
@@ -1921,6 +1935,9 @@ fn run(
                         }
                     }
                 };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
                         c.st = 116;
@@ -2238,6 +2255,9 @@ fn run(
                         }
                     }
                 };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
                         c.st = 148;

@@ -57,7 +57,8 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// piece): longer markup is broken, and degrades to content.
 pub const HOLD_LIMIT: usize = 64;
 /// Bytes of output the parser can hold back across chunks: the hold
-/// limit plus the longest lookahead.
+/// limit plus the longest lookahead (packed bytes, when `PACK` is
+/// not empty).
 pub const WINDOW_BYTES: usize = 68;
 const W: usize = WINDOW_BYTES;
 /// The longest text the machine looks at at once (held text
@@ -167,6 +168,7 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
     fn fast_partial<S: Sink>(
         c: &mut Core<'_, 1usize, 1usize, 1usize>,
         s: &str,
+        max: usize,
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
@@ -178,9 +180,9 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
     }
 }
 /// Reports a whole chunk without running the machine when the current
-/// state would report it unchanged (text without any of its stops'
-/// first bytes, a JSON string without escapes). Returns false when
-/// the machine must run.
+/// state would report it as it is (text in which no stop starts, JSON
+/// string content with whole one-character escapes). Returns false,
+/// having changed nothing, when the machine must run.
 #[inline(always)]
 fn fast(
     c: &mut Core<'_, 1usize, 1usize, 1usize>,
@@ -203,6 +205,14 @@ fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
         _ => Resume { head: 0, recover: NONE },
     }
+}
+/// Whether the markup held up to `to` is longer than the hold limit.
+/// Checked before every step, and where a name ends: a name read
+/// whole commits in the same step, so it is checked there too, and
+/// whole and streamed output break the same markup.
+#[inline]
+fn over_hold(c: &Core<'_, 1usize, 1usize, 1usize>, t: &str, to: usize) -> bool {
+    to - c.keep() > HOLD_LIMIT
 }
 /// Runs the state machine over `t` from the current position.
 #[allow(unused_doc_comments)]
@@ -228,7 +238,7 @@ fn run(
             c.degrade(t, sink);
             return;
         }
-        if c.pos - c.keep() > HOLD_LIMIT {
+        if over_hold(c, t, c.pos) {
             fail!()
         }
         match c.st {

@@ -252,7 +252,8 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// piece): longer markup is broken, and degrades to content.
 pub const HOLD_LIMIT: usize = 94;
 /// Bytes of output the parser can hold back across chunks: the hold
-/// limit plus the longest lookahead.
+/// limit plus the longest lookahead (packed bytes, when `PACK` is
+/// not empty).
 pub const WINDOW_BYTES: usize = 110;
 const W: usize = WINDOW_BYTES;
 /// The longest text the machine looks at at once (held text
@@ -362,17 +363,18 @@ impl Machine<1usize, 2usize, 1usize> for Grammar {
     fn fast_partial<S: Sink>(
         c: &mut Core<'_, 1usize, 2usize, 1usize>,
         s: &str,
+        max: usize,
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
-            9 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
-            22 => c.fast_partial(Kind::ArgString, true, s, &["</parameter>"], sink),
-            49 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
-            54 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
-            56 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
-            69 => c.fast_partial(Kind::ArgString, true, s, &["</parameter>"], sink),
-            96 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], sink),
+            7 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
+            9 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
+            22 => c.fast_partial(Kind::ArgString, true, s, &["</parameter>"], max, sink),
+            49 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
+            54 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
+            56 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
+            69 => c.fast_partial(Kind::ArgString, true, s, &["</parameter>"], max, sink),
+            96 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
             _ => None,
         }
     }
@@ -381,9 +383,9 @@ impl Machine<1usize, 2usize, 1usize> for Grammar {
     }
 }
 /// Reports a whole chunk without running the machine when the current
-/// state would report it unchanged (text without any of its stops'
-/// first bytes, a JSON string without escapes). Returns false when
-/// the machine must run.
+/// state would report it as it is (text in which no stop starts, JSON
+/// string content with whole one-character escapes). Returns false,
+/// having changed nothing, when the machine must run.
 #[inline(always)]
 fn fast(
     c: &mut Core<'_, 1usize, 2usize, 1usize>,
@@ -491,6 +493,14 @@ fn guard_2(t: &str, p: usize, last: bool) -> G {
 fn guard_3(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<tool_call>", last)
 }
+/// Whether the markup held up to `to` is longer than the hold limit.
+/// Checked before every step, and where a name ends: a name read
+/// whole commits in the same step, so it is checked there too, and
+/// whole and streamed output break the same markup.
+#[inline]
+fn over_hold(c: &Core<'_, 1usize, 2usize, 1usize>, t: &str, to: usize) -> bool {
+    to - c.keep() > HOLD_LIMIT
+}
 /// Runs the state machine over `t` from the current position.
 #[allow(unused_doc_comments)]
 fn run(
@@ -515,7 +525,7 @@ fn run(
             c.degrade(t, sink);
             return;
         }
-        if c.pos - c.keep() > HOLD_LIMIT {
+        if over_hold(c, t, c.pos) {
             fail!()
         }
         match c.st {
@@ -938,6 +948,9 @@ fn run(
                         }
                     }
                 };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
                 match c.until_step(t, Kind::ArgName, false, found, sink) {
                     Some(true) => {
                         c.st = 35;
@@ -1002,6 +1015,9 @@ fn run(
                         }
                     }
                 };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
                         c.st = 41;
@@ -1453,6 +1469,9 @@ fn run(
                         }
                     }
                 };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
                 match c.until_step(t, Kind::ArgName, false, found, sink) {
                     Some(true) => {
                         c.st = 82;
@@ -1517,6 +1536,9 @@ fn run(
                         }
                     }
                 };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
                         c.st = 88;

@@ -281,11 +281,9 @@ fn packed_windows() {
         // starts in these texts) and around each `<` of it.
         let starts: Vec<usize> = (0..c.text.len().min(160)).filter(|&i| i % 9 == 0 || c.text[i] == b'<').collect();
         for &i in &starts {
-            // Whitespace stays within what the hold limit allows between
-            // two markers (see the note in `codegen::states`): longer runs
-            // break markup at a point that depends on the chunking, packed
-            // or not.
-            for run in [&b"abcdefghij".repeat(4)[..], &b"x".repeat(70)[..], &b" \n".repeat(2)[..]] {
+            // Names near and past 64 bytes, and whitespace runs that use up
+            // the hold limit's room.
+            for run in [&b"abcdefghij".repeat(4)[..], &b"x".repeat(70)[..], &b" \n".repeat(30)[..]] {
                 let text = [&c.text[..i], run, &c.text[i..]].concat();
                 let want = reference(&c.spec, &c.options, &[&text]);
                 let case = Case { label: format!("packed {} +{}@{i}", c.label, run.len()), file: c.file.clone(), spec: c.spec.clone(), options: c.options.clone(), text, want };

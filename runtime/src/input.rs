@@ -12,7 +12,8 @@ use crate::utf8::{ascii_str, complete_prefix, Utf8Carry};
 use crate::word::{is_ascii, Word};
 use crate::Sink;
 
-/// Chunks up to this size take the streaming fast path.
+/// Chunks up to this size are decoded into one small buffer on the slow
+/// path (chunks of up to 8 bytes take the inline fast path first).
 const SMALL_CHUNK: usize = 64;
 /// Copies a few bytes to `dst[at..]`: a plain loop, where `copy_from_slice`
 /// would call `memcpy` for every handful of bytes.
@@ -38,7 +39,7 @@ pub trait Machine<const R: usize, const P: usize, const A: usize> {
     /// and holds nothing else that needs a decision: reports the text
     /// before it and returns the length of that start, for the caller to
     /// hold back. `None` (and nothing reported) when the machine must run.
-    fn fast_partial<S: Sink>(c: &mut Core<'_, R, P, A>, chunk: &str, sink: &mut S) -> Option<usize>;
+    fn fast_partial<S: Sink>(c: &mut Core<'_, R, P, A>, chunk: &str, max: usize, sink: &mut S) -> Option<usize>;
     /// The template's pack table ([`crate::pack`]): empty for most.
     const PACK: &'static [&'static str] = &[];
     /// Where a loop resumes after a broken round.
@@ -88,7 +89,11 @@ impl<const W: usize, const F: usize> Input<W, F> {
                 if self.utf8.is_empty() && is_ascii(w) {
                     // SAFETY: every ASCII byte sequence is valid UTF-8.
                     let s = unsafe { core::str::from_utf8_unchecked(bytes) };
-                    if w.len == 0 || M::fast(core, s, w, sink) || self.hold_partial::<M, R, P, A>(core, s, sink) {
+                    if w.len == 0 {
+                        return;
+                    }
+                    if M::fast(core, s, w, sink) || self.hold_partial::<M, R, P, A>(core, s, sink) {
+                        core.fast_consumed();
                         return;
                     }
                 } else if self.feed_small_utf8::<M, R, P, A>(core, bytes, sink) {
@@ -133,6 +138,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
         if !M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) {
             return false;
         }
+        core.fast_consumed();
         self.len = 0;
         self.utf8.set(&buf[end..total]);
         true
@@ -159,8 +165,11 @@ impl<const W: usize, const F: usize> Input<W, F> {
         let Some(end) = complete_prefix(&buf[..total]) else { return false };
         // SAFETY: complete_prefix checked that these bytes are whole characters.
         let s = unsafe { core::str::from_utf8_unchecked(&buf[..end]) };
-        if !s.is_empty() && !M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) && !self.hold_partial::<M, R, P, A>(core, s, sink) {
-            return false;
+        if !s.is_empty() {
+            if !M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) && !self.hold_partial::<M, R, P, A>(core, s, sink) {
+                return false;
+            }
+            core.fast_consumed();
         }
         self.utf8.set(&buf[end..total]);
         true
@@ -181,9 +190,9 @@ impl<const W: usize, const F: usize> Input<W, F> {
         if self.len != 0 || core.pos != 0 || !core.settled() {
             return false;
         }
-        match M::fast_partial(core, s, sink) {
-            Some(p) if p <= W && p <= s.len() => {
-                put(&mut self.buf, 0, &s.as_bytes()[s.len() - p..]);
+        match M::fast_partial(core, s, W, sink) {
+            Some(p) => {
+                put(&mut self.buf, 0, &s.as_bytes()[s.len().saturating_sub(p)..]);
                 self.len = p as u16;
                 self.packed = false;
                 true
@@ -211,7 +220,10 @@ impl<const W: usize, const F: usize> Input<W, F> {
                 if let Some(s) = ascii_str(bytes) {
                     // Chunks of up to 8 bytes were offered to the fast path
                     // already.
-                    if !s.is_empty() && !(self.len == 0 && s.len() > 8 && M::fast(core, s, Word::NONE, sink)) {
+                    if s.is_empty() {
+                    } else if self.len == 0 && s.len() > 8 && M::fast(core, s, Word::NONE, sink) {
+                        core.fast_consumed();
+                    } else {
                         self.push::<M, R, P, A>(core, entry, s, sink);
                     }
                     return;
@@ -233,7 +245,10 @@ impl<const W: usize, const F: usize> Input<W, F> {
                 if valid < all.len() {
                     let _ = self.utf8.split(&all[valid..]);
                 }
-                if !s.is_empty() && !(self.len == 0 && M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink)) {
+                if s.is_empty() {
+                } else if self.len == 0 && M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) {
+                    core.fast_consumed();
+                } else {
                     self.push::<M, R, P, A>(core, entry, s, sink);
                 }
                 return;

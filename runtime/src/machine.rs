@@ -133,6 +133,9 @@ pub struct Core<'t, const R: usize, const P: usize, const A: usize> {
     tools: &'t [Tool<'t>],
     tool: u16,
     arg_type: ArgType,
+    /// A region or failed round sits at position 0, where the next consumed
+    /// text would drop it (see [`Self::fast_consumed`]).
+    anchored: bool,
 }
 
 /// `text[from..]`, or `""` when `from` is out of range or not a boundary.
@@ -291,6 +294,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             tools,
             tool: u16::MAX,
             arg_type: ArgType::Auto,
+            anchored: false,
         }
     }
 
@@ -327,6 +331,26 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         self.acc_from = self.acc_from.saturating_sub(n32);
         self.pending.id_from = self.pending.id_from.saturating_sub(n32);
         self.pending.id_to = self.pending.id_to.saturating_sub(n32);
+        self.anchored = self.regions[..self.n_regions as usize].iter().any(|r| r.pos == 0)
+            || self.rounds.iter().any(|r| r.failed_alt != u8::MAX && r.failed_pos == 0);
+    }
+
+    /// After a fast path reported text the machine did not see: what
+    /// consuming it would have done to positions (regions and failed rounds
+    /// at the start of it are dropped), as the rebase after a run would.
+    #[inline(always)]
+    pub fn fast_consumed(&mut self) {
+        if self.anchored {
+            self.drop_anchors();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn drop_anchors(&mut self) {
+        self.pos += 1;
+        self.emit_pos = self.pos;
+        self.rebase(1);
     }
 
     fn uncommitted(&self) -> bool {
@@ -699,10 +723,12 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
 
     // ---- Fast paths for a whole chunk that changes nothing but the output ----
     //
-    // A generated parser calls these when nothing is held back and the
-    // chunk holds none of the current state's stops: the chunk is then
-    // reported in one piece, as the state would, without running the
-    // machine (streaming a few bytes at a time costs one check).
+    // The input calls these for a small chunk (with at most a few held-back
+    // bytes the state has not read): when the chunk needs no decision, it is
+    // reported as the state would report it, without running the machine.
+    // A stop's start at its end, and a layout newline, are held as the
+    // machine holds them. Each returns false, having changed nothing, when
+    // the machine must run.
 
     /// Whether no round is uncommitted (none holds markup to rewind to).
     #[inline]
@@ -714,20 +740,28 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// with the start of a stop (`a <` before `<tool_call>`): reports the
     /// text before it, as [`Self::fast_text`] would, and returns the length
     /// of that start. `None` (nothing reported) when the chunk needs the
-    /// machine: no such start, nothing before it, or a stop inside.
+    /// machine: no such start, one longer than `max`, nothing before it, or
+    /// a stop inside.
     #[inline]
-    pub fn fast_partial(&mut self, kind: Kind, trim_newlines: bool, chunk: &str, stops: &[&str], sink: &mut impl Sink) -> Option<usize> {
+    pub fn fast_partial(&mut self, kind: Kind, trim_newlines: bool, chunk: &str, stops: &[&str], max: usize, sink: &mut impl Sink) -> Option<usize> {
         let p = partial(chunk.as_bytes(), stops);
         let body = chunk.get(..chunk.len() - p)?;
-        if p == 0 || body.is_empty() || !clear_of_stops(body.as_bytes(), stops) {
+        if p == 0 || p > max || body.is_empty() || !clear_of_stops(body.as_bytes(), stops) {
+            return None;
+        }
+        // A whole stop inside the held start (`</think>` in `\n</think>`,
+        // the start of `\n</think>\n`) is where the machine would stop.
+        let tail = &chunk.as_bytes()[body.len()..];
+        if (1..tail.len()).any(|i| stops.iter().any(|s| !s.is_empty() && tail[i..].starts_with(s.as_bytes()))) {
             return None;
         }
         let word = Word::new(body.as_bytes()).unwrap_or(Word::NONE);
         self.fast_text(kind, trim_newlines, body, word, sink).then_some(p)
     }
 
-    /// Text of `kind` read up to a stop, mid-value: reports `chunk` whole
-    /// if nothing in it needs a decision.
+    /// Text of `kind` read up to a stop, mid-value: reports `chunk` if
+    /// nothing in it needs a decision (a newline at its end that may be
+    /// layout is held, as `until_step` holds it).
     #[inline(always)]
     pub fn fast_text(&mut self, kind: Kind, trim_newlines: bool, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
         if self.fresh {

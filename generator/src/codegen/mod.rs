@@ -92,9 +92,10 @@ pub fn variants(spec: &FormatSpec) -> (Vec<Node>, Vec<usize>) {
 }
 
 /// The hold limit of a template's parsers (see `HOLD_LIMIT` in a generated
-/// module): the reference parser applies the same limit when it is asked to
-/// behave exactly like the generated parser
-/// ([`crate::interp::StreamParser::with_hold_limit`]).
+/// module): the reference parser applies the same limit, counted with the
+/// same [`pack_table`], when it is asked to behave exactly like the
+/// generated parser ([`crate::interp::StreamParser::with_hold_limit`] and
+/// [`crate::interp::StreamParser::with_pack`]).
 pub fn hold_limit(spec: &FormatSpec) -> usize {
     let (grammars, _) = variants(spec);
     let pack = pack_table_of(&grammars);
@@ -125,7 +126,8 @@ fn pack_table_of(grammars: &[crate::ir::Node]) -> Vec<String> {
     if raw <= PACK_ABOVE {
         return Vec::new();
     }
-    let mut candidates: Vec<String> = states::markers(grammars).into_iter().filter(|m| m.len() >= PACK_MIN).collect();
+    // A cut-off marker stores its length in one byte.
+    let mut candidates: Vec<String> = states::markers(grammars).into_iter().filter(|m| (PACK_MIN..=255).contains(&m.len())).collect();
     // Longest first: of two markers that could overlap, the longer is kept.
     candidates.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
     let mut table: Vec<String> = Vec::new();
@@ -235,16 +237,22 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     let costs = states::Costs { pack: &pack };
     let hold = hold_of(&grammars, &costs);
     let window = hold + states::lookahead(&grammars, &costs);
-    // Unpacked, the text the machine may have to look at once.
-    let full = (hold_of(&grammars, &states::Costs::RAW) + states::lookahead(&grammars, &states::Costs::RAW)).max(window);
+    // Unpacked, the text the machine may have to look at once: the raw
+    // bound of the grammar, and, when markers are packed, as much text as
+    // the packed hold limit lets through (markers in free text, such as a
+    // name, shrink too), up to a 4 KiB buffer on the stack.
+    let raw_lookahead = states::lookahead(&grammars, &states::Costs::RAW);
+    let raw = hold_of(&grammars, &states::Costs::RAW) + raw_lookahead;
+    let longest = pack.iter().map(String::len).max().unwrap_or(0);
+    let full = if pack.is_empty() { window } else { raw.max(hold * longest.div_ceil(2) + raw_lookahead).min(4096).max(window) };
     let hold_lit = Literal::usize_unsuffixed(hold);
     let window_lit = Literal::usize_unsuffixed(window);
     let full_lit = Literal::usize_unsuffixed(full);
     let pack_strs = pack.iter().map(|m| Literal::string(m));
     let hold_check = if pack.is_empty() {
-        quote! { c.pos - c.keep() > HOLD_LIMIT }
+        quote! { to - c.keep() > HOLD_LIMIT }
     } else {
-        quote! { c.pos - c.keep() > HOLD_LIMIT && packed_len(t.as_bytes().get(c.keep()..c.pos).unwrap_or(&[]), PACK) > HOLD_LIMIT }
+        quote! { to - c.keep() > HOLD_LIMIT && packed_len(t.as_bytes().get(c.keep()..to).unwrap_or(&[]), PACK) > HOLD_LIMIT }
     };
     let regions = states.max_regions.max(1);
     let loops = states.max_loops.max(1);
@@ -343,7 +351,8 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         /// piece): longer markup is broken, and degrades to content.
         pub const HOLD_LIMIT: usize = #hold_lit;
         /// Bytes of output the parser can hold back across chunks: the hold
-        /// limit plus the longest lookahead.
+        /// limit plus the longest lookahead (packed bytes, when `PACK` is
+        /// not empty).
         pub const WINDOW_BYTES: usize = #window_lit;
         const W: usize = WINDOW_BYTES;
         /// The longest text the machine looks at at once (held text
@@ -410,7 +419,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                         fn fast<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, w: Word, sink: &mut S) -> bool {
                 fast(c, s, w, sink)
             }
-            fn fast_partial<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, sink: &mut S) -> Option<usize> {
+            fn fast_partial<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, max: usize, sink: &mut S) -> Option<usize> {
                 match c.st {
                     #(#fast_partial)*
                     _ => None,
@@ -422,9 +431,9 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         }
 
         /// Reports a whole chunk without running the machine when the current
-        /// state would report it unchanged (text without any of its stops'
-        /// first bytes, a JSON string without escapes). Returns false when
-        /// the machine must run.
+        /// state would report it as it is (text in which no stop starts, JSON
+        /// string content with whole one-character escapes). Returns false,
+        /// having changed nothing, when the machine must run.
         #[inline(always)]
         fn fast(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, w: Word, sink: &mut impl Sink) -> bool {
             if c.degraded {
@@ -446,6 +455,15 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         }
 
         #(#guards)*
+
+        /// Whether the markup held up to `to` is longer than the hold limit.
+        /// Checked before every step, and where a name ends: a name read
+        /// whole commits in the same step, so it is checked there too, and
+        /// whole and streamed output break the same markup.
+        #[inline]
+        fn over_hold(c: &Core<'_, #regions, #loops, #alts>, t: &str, to: usize) -> bool {
+            #hold_check
+        }
 
         /// Runs the state machine over `t` from the current position.
         #[allow(unused_doc_comments)]
@@ -469,7 +487,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                     c.degrade(t, sink);
                     return;
                 }
-                if #hold_check {
+                if over_hold(c, t, c.pos) {
                     fail!()
                 }
                 match c.st {

@@ -293,6 +293,17 @@ impl States {
         } else {
             (quote! {}, quote! {})
         };
+        // A name that ends commits (or reports) in this step: the hold
+        // limit is checked where it ends, not only before the step.
+        let name_end_check = if is_name {
+            quote! {
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+            }
+        } else {
+            quote! {}
+        };
         let at_end = if is_name {
             quote! { None if last => fail!(), }
         } else {
@@ -313,7 +324,7 @@ impl States {
             };
             self.fast.push(quote! { #id => !(#markup) && c.fast_text(#k, #trim, s, w, sink), });
             if !stops.is_empty() {
-                self.fast_partial.push(quote! { #id => c.fast_partial(#k, #trim, s, #stops_const, sink), });
+                self.fast_partial.push(quote! { #id => c.fast_partial(#k, #trim, s, #stops_const, max, sink), });
             }
         }
         self.push(&format!("{kind:?} up to {stops:?}"), quote! {
@@ -326,6 +337,7 @@ impl States {
                 #at_end
                 None => Found { take: rest.len() - #partial_len, done: false },
             };
+            #name_end_check
             match c.until_step(t, #k, #trim, found, sink) {
                 Some(true) => { c.st = #nx; }
                 Some(false) => need_more!(),

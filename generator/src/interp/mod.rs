@@ -192,8 +192,9 @@ impl<'g> StreamParser<'g> {
     }
 
     /// Breaks markup longer than `limit` bytes, as a generated parser with
-    /// that `HOLD_LIMIT` does (see `codegen::hold_limit`), so the two
-    /// behave the same on any output.
+    /// that `HOLD_LIMIT` does (see `codegen::hold_limit`; with the
+    /// template's [`Self::with_pack`] table too), so the two behave the same
+    /// on any output.
     pub fn with_hold_limit(mut self, limit: usize) -> StreamParser<'g> {
         self.hold_limit = Some(limit);
         self
@@ -208,13 +209,18 @@ impl<'g> StreamParser<'g> {
 
     /// Whether the held markup is longer than the hold limit.
     fn over_hold_limit(&self) -> bool {
+        self.over_hold_limit_at(self.pos)
+    }
+
+    /// Whether the markup held up to `to` is longer than the hold limit.
+    fn over_hold_limit_at(&self, to: usize) -> bool {
         let Some(limit) = self.hold_limit else { return false };
         let keep = self.keep();
-        if self.pos - keep <= limit {
+        if to.saturating_sub(keep) <= limit {
             return false;
         }
         let table: Vec<&str> = self.pack.iter().map(String::as_str).collect();
-        chat_parser_runtime::pack::packed_len(&self.text.as_bytes()[keep..self.pos], &table) > limit
+        chat_parser_runtime::pack::packed_len(self.text.as_bytes().get(keep..to).unwrap_or(&[]), &table) > limit
     }
 
     /// How far back the parser may still have to go.
@@ -775,6 +781,12 @@ impl<'g> StreamParser<'g> {
             None if last => (rest.len(), true),
             None => (rest.len() - partial_stop_len(rest, stops_ref), false),
         };
+        // A name that ends commits (or reports) in this step: the hold limit
+        // is checked where it ends too, so that a name read whole breaks
+        // where one read in pieces would.
+        if is_name && done && self.over_hold_limit_at(self.pos + take) {
+            return (Step::Fail, None);
+        }
         // A reused buffer: the piece must outlive the borrow of `self.text`.
         let mut owned = std::mem::take(&mut self.scratch);
         owned.clear();
