@@ -292,12 +292,9 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
-            9 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
-            39 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
-            44 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
-            46 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
-            76 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
+            7 | 9 | 39 | 44 | 46 | 76 => {
+                c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink)
+            }
             _ => None,
         }
     }
@@ -322,38 +319,12 @@ fn fast(
     }
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        7 => {
+        7 | 9 | 39 | 44 | 46 | 76 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        9 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        17 => c.fast_json(false, s, w, sink),
-        39 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        44 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        46 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        54 => c.fast_json(false, s, w, sink),
-        76 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
+        17 | 54 => c.fast_json(false, s, w, sink),
         80 => c.fast_json(true, s, w, sink),
         _ => false,
     }

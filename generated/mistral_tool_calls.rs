@@ -401,12 +401,9 @@ impl Machine<2usize, 2usize, 1usize> for Grammar {
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink),
-            9 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink),
-            83 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink),
-            88 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink),
-            90 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink),
-            164 => c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink),
+            7 | 9 | 83 | 88 | 90 | 164 => {
+                c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink)
+            }
             _ => None,
         }
     }
@@ -431,40 +428,12 @@ fn fast(
     }
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        7 => {
+        7 | 9 | 83 | 88 | 90 | 164 => {
             !(holds_any(s.as_bytes(), w, [91u8])
                 && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        9 => {
-            !(holds_any(s.as_bytes(), w, [91u8])
-                && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        26 => c.fast_json(false, s, w, sink),
-        58 => c.fast_json(false, s, w, sink),
-        83 => {
-            !(holds_any(s.as_bytes(), w, [91u8])
-                && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        88 => {
-            !(holds_any(s.as_bytes(), w, [91u8])
-                && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        90 => {
-            !(holds_any(s.as_bytes(), w, [91u8])
-                && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        107 => c.fast_json(false, s, w, sink),
-        139 => c.fast_json(false, s, w, sink),
-        164 => {
-            !(holds_any(s.as_bytes(), w, [91u8])
-                && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
+        26 | 58 | 107 | 139 => c.fast_json(false, s, w, sink),
         168 => c.fast_json(true, s, w, sink),
         _ => false,
     }

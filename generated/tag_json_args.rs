@@ -240,12 +240,9 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 => c.fast_partial(Kind::Content, false, s, &["<function="], max, sink),
-            9 => c.fast_partial(Kind::Content, false, s, &["<function="], max, sink),
-            25 => c.fast_partial(Kind::Content, false, s, &["<function="], max, sink),
-            30 => c.fast_partial(Kind::Content, false, s, &["<function="], max, sink),
-            32 => c.fast_partial(Kind::Content, false, s, &["<function="], max, sink),
-            48 => c.fast_partial(Kind::Content, false, s, &["<function="], max, sink),
+            7 | 9 | 25 | 30 | 32 | 48 => {
+                c.fast_partial(Kind::Content, false, s, &["<function="], max, sink)
+            }
             _ => None,
         }
     }
@@ -270,38 +267,12 @@ fn fast(
     }
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        7 => {
+        7 | 9 | 25 | 30 | 32 | 48 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<function="]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        9 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<function="]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        15 => c.fast_json(false, s, w, sink),
-        25 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<function="]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        30 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<function="]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        32 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<function="]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        38 => c.fast_json(false, s, w, sink),
-        48 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<function="]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
+        15 | 38 => c.fast_json(false, s, w, sink),
         52 => c.fast_json(true, s, w, sink),
         _ => false,
     }

@@ -187,8 +187,7 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            6 => c.fast_partial(Kind::Reasoning, true, s, &["</think>"], max, sink),
-            15 => c.fast_partial(Kind::Reasoning, true, s, &["</think>"], max, sink),
+            6 | 15 => c.fast_partial(Kind::Reasoning, true, s, &["</think>"], max, sink),
             _ => None,
         }
     }
@@ -212,22 +211,13 @@ fn fast(
         return true;
     }
     match c.st {
-        2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        6 => {
+        2 | 18 | 28 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
+        6 | 15 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["</think>"]))
                 && c.fast_text(Kind::Reasoning, true, s, w, sink)
         }
-        10 => c.fast_json(true, s, w, sink),
-        15 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["</think>"]))
-                && c.fast_text(Kind::Reasoning, true, s, w, sink)
-        }
-        18 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        23 => c.fast_json(true, s, w, sink),
-        28 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        32 => c.fast_json(true, s, w, sink),
+        10 | 23 | 32 => c.fast_json(true, s, w, sink),
         _ => false,
     }
 }

@@ -367,14 +367,12 @@ impl Machine<1usize, 2usize, 1usize> for Grammar {
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
-            9 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
-            22 => c.fast_partial(Kind::ArgString, true, s, &["</parameter>"], max, sink),
-            49 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
-            54 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
-            56 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
-            69 => c.fast_partial(Kind::ArgString, true, s, &["</parameter>"], max, sink),
-            96 => c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink),
+            7 | 9 | 49 | 54 | 56 | 96 => {
+                c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink)
+            }
+            22 | 69 => {
+                c.fast_partial(Kind::ArgString, true, s, &["</parameter>"], max, sink)
+            }
             _ => None,
         }
     }
@@ -399,48 +397,17 @@ fn fast(
     }
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        7 => {
+        7 | 9 | 49 | 54 | 56 | 96 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        9 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        22 => {
+        22 | 69 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["</parameter>"]))
                 && c.fast_text(Kind::ArgString, true, s, w, sink)
         }
-        27 => c.fast_json(false, s, w, sink),
-        49 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        54 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        56 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        69 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["</parameter>"]))
-                && c.fast_text(Kind::ArgString, true, s, w, sink)
-        }
-        74 => c.fast_json(false, s, w, sink),
-        96 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
+        27 | 74 => c.fast_json(false, s, w, sink),
         100 => c.fast_json(true, s, w, sink),
         _ => false,
     }

@@ -96,80 +96,59 @@ impl<const W: usize, const F: usize> Input<W, F> {
                         core.fast_consumed();
                         return;
                     }
-                } else if self.feed_small_utf8::<M, R, P, A>(core, bytes, sink) {
+                } else if self.feed_joined::<M, R, P, A>(core, 0, bytes, sink) {
                     return;
                 }
             }
         } else if self.len as usize <= HELD_SMALL && !self.packed && core.pos == 0 && !self.finished && bytes.len() <= 8 {
-            if self.feed_held::<M, R, P, A>(core, bytes, sink) {
+            if self.feed_joined::<M, R, P, A>(core, self.len as usize, bytes, sink) {
                 return;
             }
         }
         self.feed_slow::<M, R, P, A>(core, entry, bytes, sink);
     }
 
-    /// The fast path for a small chunk after a few held-back bytes that the
-    /// current state has not read yet (the start of a stop, cut off at the
-    /// end of the last chunk: `<` in `a <`). When the two together need no
-    /// decision, the state reports them as one piece and nothing stays
-    /// held; false (and nothing changed) otherwise.
+    /// The fast path for a small chunk joined to what comes before it:
+    /// `held` bytes of the window that the current state has not read yet
+    /// (the start of a stop the last chunk cut off: `<` in `a <`), and the
+    /// start of a character the last chunk cut off. When the joined text
+    /// needs no decision, the state reports it as one piece (with nothing
+    /// held: up to the start of a stop it ends with, which is then held);
+    /// false, and nothing changed, otherwise.
     #[inline(never)]
-    fn feed_held<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+    fn feed_joined<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
         &mut self,
         core: &mut Core<'_, R, P, A>,
+        held: usize,
         bytes: &[u8],
         sink: &mut impl Sink,
     ) -> bool {
         // The held bytes must be only what the state has not read: an
         // uncommitted round would also hold its markup for a rewind.
-        if !core.settled() {
+        if held > 0 && !core.settled() {
             return false;
         }
         let mut buf = [0u8; HELD_SMALL + 3 + 8];
-        let held = self.len as usize;
         let carried = self.utf8.pending();
         let total = held + carried.len() + bytes.len();
+        if total > buf.len() {
+            return false;
+        }
         put(&mut buf, 0, &self.buf[..held]);
         put(&mut buf, held, carried);
         put(&mut buf, held + carried.len(), bytes);
         let Some(end) = complete_prefix(&buf[..total]) else { return false };
         // SAFETY: complete_prefix checked that these bytes are whole characters.
         let s = unsafe { core::str::from_utf8_unchecked(&buf[..end]) };
-        if !M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) {
-            return false;
-        }
-        core.fast_consumed();
-        self.len = 0;
-        self.utf8.set(&buf[end..total]);
-        true
-    }
-
-    /// The fast path for a small chunk that is not plain ASCII, or that
-    /// completes a character the last one cut off: false (and nothing
-    /// changed) when it must go the slow way.
-    #[inline(never)]
-    fn feed_small_utf8<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
-        &mut self,
-        core: &mut Core<'_, R, P, A>,
-        bytes: &[u8],
-        sink: &mut impl Sink,
-    ) -> bool {
-        let mut buf = [0u8; 12];
-        let carried = self.utf8.pending();
-        let total = carried.len() + bytes.len();
-        if total > buf.len() {
-            return false;
-        }
-        put(&mut buf, 0, carried);
-        put(&mut buf, carried.len(), bytes);
-        let Some(end) = complete_prefix(&buf[..total]) else { return false };
-        // SAFETY: complete_prefix checked that these bytes are whole characters.
-        let s = unsafe { core::str::from_utf8_unchecked(&buf[..end]) };
         if !s.is_empty() {
-            if !M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) && !self.hold_partial::<M, R, P, A>(core, s, sink) {
+            let word = Word::new(s.as_bytes()).unwrap_or(Word::NONE);
+            if !M::fast(core, s, word, sink) && !(held == 0 && self.hold_partial::<M, R, P, A>(core, s, sink)) {
                 return false;
             }
             core.fast_consumed();
+        }
+        if held > 0 {
+            self.len = 0;
         }
         self.utf8.set(&buf[end..total]);
         true

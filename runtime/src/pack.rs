@@ -39,17 +39,18 @@ pub const PART: u8 = 0xFF;
 /// What is at `text[i..]`: a whole marker, a marker cut off by the end of
 /// the text (at least 4 bytes of it), or neither.
 #[inline]
-fn marker_at(text: &[u8], i: usize, table: &[&str]) -> Option<(usize, usize)> {
+fn marker_at<S: AsRef<str>>(text: &[u8], i: usize, table: &[S]) -> Option<(usize, usize)> {
     let rest = &text[i..];
     for (k, m) in table.iter().enumerate() {
-        let m = m.as_bytes();
+        let m = m.as_ref().as_bytes();
         if rest.starts_with(m) {
             return Some((k, m.len()));
         }
     }
     if rest.len() >= 4 {
         for (k, m) in table.iter().enumerate() {
-            if m.len() > rest.len() && m.as_bytes().starts_with(rest) {
+            let m = m.as_ref().as_bytes();
+            if m.len() > rest.len() && m.starts_with(rest) {
                 return Some((k, rest.len()));
             }
         }
@@ -59,12 +60,12 @@ fn marker_at(text: &[u8], i: usize, table: &[&str]) -> Option<(usize, usize)> {
 
 /// Whether `b` can start a marker of the table.
 #[inline]
-fn starts_one(b: u8, table: &[&str]) -> bool {
-    table.iter().any(|m| m.as_bytes().first() == Some(&b))
+fn starts_one<S: AsRef<str>>(b: u8, table: &[S]) -> bool {
+    table.iter().any(|m| m.as_ref().as_bytes().first() == Some(&b))
 }
 
-/// The length of `text` packed with `table`.
-pub fn packed_len(text: &[u8], table: &[&str]) -> usize {
+/// The length of `text` packed with `table` (`&str`s, or `String`s).
+pub fn packed_len<S: AsRef<str>>(text: &[u8], table: &[S]) -> usize {
     if table.is_empty() {
         return text.len();
     }
@@ -73,7 +74,7 @@ pub fn packed_len(text: &[u8], table: &[&str]) -> usize {
     while i < text.len() {
         match starts_one(text[i], table).then(|| marker_at(text, i, table)).flatten() {
             Some((k, len)) => {
-                n += if len == table[k].len() { 2 } else { 3 };
+                n += if len == table[k].as_ref().len() { 2 } else { 3 };
                 i += len;
             }
             None => {
@@ -170,7 +171,7 @@ mod tests {
 
     #[test]
     fn no_table_is_no_packing() {
-        assert_eq!(packed_len(b"abc", &[]), 3);
+        assert_eq!(packed_len::<&str>(b"abc", &[]), 3);
         let mut out = [0u8; 3];
         assert_eq!(pack(b"abc", &[], &mut out), Some(3));
         assert_eq!(&out, b"abc");

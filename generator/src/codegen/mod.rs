@@ -157,6 +157,26 @@ fn overlaps(a: &str, b: &str) -> bool {
     })
 }
 
+/// `match` arms for per-state code, one arm per distinct body (`7 | 9 => …`):
+/// the variants of a template share most of their text states.
+fn match_arms(per_state: &[(u16, TokenStream)]) -> Vec<TokenStream> {
+    let mut groups: Vec<(String, Vec<u16>, &TokenStream)> = Vec::new();
+    for (id, body) in per_state {
+        let key = body.to_string();
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push(*id),
+            None => groups.push((key, vec![*id], body)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, ids, body)| {
+            let ids = ids.into_iter().map(Literal::u16_unsuffixed);
+            quote! { #(#ids)|* => #body, }
+        })
+        .collect()
+}
+
 /// A code generation failure (the grammar is too large for the fixed state).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodegenError(pub String);
@@ -267,8 +287,8 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         }
     });
     let guards = &states.guards;
-    let fast = &states.fast;
-    let fast_partial = &states.fast_partial;
+    let fast = match_arms(&states.fast);
+    let fast_partial = match_arms(&states.fast_partial);
     let entry_arms = index.iter().enumerate().map(|(combo, &g)| {
         let combo = Literal::usize_unsuffixed(combo);
         let e = Literal::u16_unsuffixed(entries[g]);

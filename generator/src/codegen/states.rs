@@ -25,10 +25,10 @@ pub struct States {
     pub guards: Vec<TokenStream>,
     /// Fast-path arms: states where a whole chunk without markup can be
     /// reported without running the machine.
-    pub fast: Vec<TokenStream>,
+    pub fast: Vec<(u16, TokenStream)>,
     /// Text states whose chunk may end with the start of a stop: the text
     /// before it is reported there, and only the start is held back.
-    pub fast_partial: Vec<TokenStream>,
+    pub fast_partial: Vec<(u16, TokenStream)>,
     /// Per variant: each loop's head and recovery state.
     pub resumes: Vec<Vec<(u16, Option<u16>)>>,
     /// Per variant: entry state.
@@ -58,8 +58,7 @@ impl States {
 
     fn push_json(&mut self, content: bool, code: TokenStream) -> u16 {
         let id = self.push("json", code);
-        let n = state(id);
-        self.fast.push(quote! { #n => c.fast_json(#content, s, w, sink), });
+        self.fast.push((id, quote! { c.fast_json(#content, s, w, sink) }));
         id
     }
 
@@ -311,7 +310,6 @@ impl States {
         };
         let partial_len = if stops.is_empty() { quote!(0) } else { quote!(partial(rest, #stops_const)) };
         if matches!(kind, TextKind::Content | TextKind::Reasoning | TextKind::ArgString) {
-            let id = state(self.arms.len() as u16);
             // Chunks here are small: a plain loop beats a SIMD search's
             // setup. A stop's first byte alone (`<` in `a < b`) does not stop
             // the fast path; a stop, or the start of one at the chunk's end,
@@ -322,9 +320,10 @@ impl States {
                 // The exact check only when a first byte is there at all.
                 more => quote! { holds_any(s.as_bytes(), w, [#(#more),*]) && !clear_of_stops(s.as_bytes(), #stops_const) },
             };
-            self.fast.push(quote! { #id => !(#markup) && c.fast_text(#k, #trim, s, w, sink), });
+            let n = self.arms.len() as u16;
+            self.fast.push((n, quote! { !(#markup) && c.fast_text(#k, #trim, s, w, sink) }));
             if !stops.is_empty() {
-                self.fast_partial.push(quote! { #id => c.fast_partial(#k, #trim, s, #stops_const, max, sink), });
+                self.fast_partial.push((n, quote! { c.fast_partial(#k, #trim, s, #stops_const, max, sink) }));
             }
         }
         self.push(&format!("{kind:?} up to {stops:?}"), quote! {

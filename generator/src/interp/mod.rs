@@ -219,8 +219,7 @@ impl<'g> StreamParser<'g> {
         if to.saturating_sub(keep) <= limit {
             return false;
         }
-        let table: Vec<&str> = self.pack.iter().map(String::as_str).collect();
-        chat_parser_runtime::pack::packed_len(self.text.as_bytes().get(keep..to).unwrap_or(&[]), &table) > limit
+        chat_parser_runtime::pack::packed_len(self.text.as_bytes().get(keep..to).unwrap_or(&[]), &self.pack) > limit
     }
 
     /// How far back the parser may still have to go.
