@@ -356,7 +356,17 @@ impl JsonScanner {
                                     s.hex = 4;
                                 }
                             }
-                            _ => return (i, Scan::Invalid),
+                            _ => {
+                                // The held backslash is reported after all,
+                                // as a JSON string's is: the text after a
+                                // break starts where the scanner stopped, so
+                                // the same bytes are reported whether or not
+                                // a chunk ended after the backslash.
+                                if python {
+                                    w.replace(i, 0, "\\");
+                                }
+                                return (i, Scan::Invalid);
+                            }
                         }
                         s.escape = false;
                     } else {
@@ -490,7 +500,15 @@ impl JsonScanner {
             self.done = true;
             return (i, Scan::Done);
         }
-        (i, if last { Scan::Invalid } else { Scan::NeedMore })
+        if last {
+            if let Token::Str(s) = self.token {
+                if s.escape && s.quote == b'\'' {
+                    w.replace(i, 0, "\\");
+                }
+            }
+            return (i, Scan::Invalid);
+        }
+        (i, Scan::NeedMore)
     }
 
     /// Starts the value whose first byte `b` is at `at`; false if no value
@@ -658,6 +676,19 @@ mod tests {
         assert_eq!(s.scan("more", true, &mut |_: &str| {}), (0, Scan::Done));
     }
 
+    /// A Python string's backslash is held back until its escape is known;
+    /// when what follows is no escape (or nothing follows), the backslash
+    /// is still reported, so no byte goes missing before the break.
+    #[test]
+    fn a_bad_python_escape_reports_its_backslash() {
+        for_chunkings("{'k': 'tab\\\nthere'}", true, |out, r, n| {
+            assert_eq!((out, r, n), ("{\"k\": \"tab\\", Scan::Invalid, 11));
+        });
+        for_chunkings("['a\\", true, |out, r, n| {
+            assert_eq!((out, r, n), ("[\"a\\", Scan::Invalid, 4));
+        });
+    }
+
     #[test]
     fn python_literals_become_json() {
         let text = "{'a': True, 'b': None, 'c': 'it\\'s \"q\"', 'd': False, 'e': '\\u00e9\\n\t'}";
@@ -715,9 +746,10 @@ mod tests {
     fn invalid_stops_output_at_the_bad_byte() {
         let (out, r, n) = scan_all("{\"a\": [1, x]}", 1000, false);
         assert_eq!((out.as_str(), r, n), ("{\"a\": [1, ", Scan::Invalid, 10));
-        // A Python string's backslash is not reported before what follows it.
+        // A Python string's backslash waits for what follows it, and is
+        // reported when that is no escape, as a JSON string's is.
         let (out, r, n) = scan_all("['a\\x']", 1000, true);
-        assert_eq!((out.as_str(), r, n), ("[\"a", Scan::Invalid, 4));
+        assert_eq!((out.as_str(), r, n), ("[\"a\\", Scan::Invalid, 4));
         let (out, r, n) = scan_all("[\"a\\x\"]", 1000, false);
         assert_eq!((out.as_str(), r, n), ("[\"a\\", Scan::Invalid, 4));
     }
