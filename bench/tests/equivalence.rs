@@ -324,3 +324,31 @@ fn broken_python_escape() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// Broken outputs that once differed, found by `mutated_outputs` (the
+/// case, the mutations, the chunk sizes), kept as fixed cases since that
+/// test draws new ones on every run.
+const MUTATED: &[(&str, &[(u8, usize, usize)], &[usize])] = &[
+    // A Python string's backslash before a newline (see `broken_python_escape`).
+    ("round trip ByteDance-Seed-OSS.jinja #14", &[(152, 742836193261558011, 0), (72, 1988707435711819903, 164733480794223)], &[1]),
+    ("vector ByteDance-Seed-OSS#6", &[(232, 8376322666984857533, 175181509568910641)], &[2, 18, 8, 9, 14]),
+    ("vector deepseek-ai-DeepSeek-V3.2#12", &[(136, 11405705525011178685, 16411365814918901153), (4, 13186463968737515011, 405377163651646670), (31, 10738139944582102790, 1943590888493248959), (105, 11207115696125327580, 2915675032325492684)], &[1]),
+];
+
+#[test]
+fn mutated_regressions() {
+    let mut failures = Vec::new();
+    for (label, ops, sizes) in MUTATED {
+        let Some(c) = cases().iter().find(|c| c.label == *label) else { continue };
+        let text = mutate(&c.text, ops);
+        let want = reference(&c.spec, &c.options, &[&text]);
+        let broken = Case { label: format!("mutated {}", c.label), file: c.file.clone(), spec: c.spec.clone(), options: c.options.clone(), text, want };
+        for sizes in [sizes, &[usize::MAX][..], &[1], &[3]] {
+            if let Err(e) = check(&broken, sizes) {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+

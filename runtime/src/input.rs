@@ -58,15 +58,40 @@ pub trait Machine<const R: usize, const P: usize, const A: usize> {
 pub struct Input<const W: usize, const F: usize> {
     buf: [u8; W],
     len: u16,
-    /// `buf` holds packed text.
-    packed: bool,
+    /// What `buf[..len]` holds.
+    held: Held,
     utf8: Utf8Carry,
     finished: bool,
 }
 
 impl<const W: usize, const F: usize> Default for Input<W, F> {
     fn default() -> Self {
-        Input { buf: [0; W], len: 0, packed: false, utf8: Utf8Carry::new(), finished: false }
+        Input { buf: [0; W], len: 0, held: Held::Text, utf8: Utf8Carry::new(), finished: false }
+    }
+}
+
+/// What the window holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// Whole characters: text cut at character boundaries, so the next
+    /// chunk's text completes it without checking it again.
+    Text,
+    /// Packed text ([`crate::pack`]).
+    Packed,
+    /// Bytes not known to be whole characters: the machine kept text from
+    /// inside a character, which it never should. Checked when read.
+    Bytes,
+}
+
+impl Held {
+    /// `text[keep..]`: whole characters when `keep` is a character boundary.
+    fn of(text: &[u8], keep: usize) -> Held {
+        // A suffix of valid UTF-8 is valid unless it starts inside a
+        // character (with a continuation byte).
+        match text.get(keep) {
+            Some(&b) if (b as i8) < -0x40 => Held::Bytes,
+            _ => Held::Text,
+        }
     }
 }
 
@@ -100,7 +125,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
                     return;
                 }
             }
-        } else if self.len as usize <= HELD_SMALL && !self.packed && core.pos == 0 && !self.finished && bytes.len() <= 8 {
+        } else if self.len as usize <= HELD_SMALL && self.held != Held::Packed && core.pos == 0 && !self.finished && bytes.len() <= 8 {
             if self.feed_joined::<M, R, P, A>(core, self.len as usize, bytes, sink) {
                 return;
             }
@@ -127,6 +152,22 @@ impl<const W: usize, const F: usize> Input<W, F> {
         // uncommitted round would also hold its markup for a rewind.
         if held > 0 && !core.settled() {
             return false;
+        }
+        if held == 0 && self.utf8.is_empty() {
+            // Nothing to join (the common case: a chunk with a multi-byte
+            // character in it): the chunk is checked where it is.
+            let Some(end) = complete_prefix(bytes) else { return false };
+            // SAFETY: complete_prefix checked that these bytes are whole characters.
+            let s = unsafe { core::str::from_utf8_unchecked(&bytes[..end]) };
+            if !s.is_empty() {
+                let word = Word::new(s.as_bytes()).unwrap_or(Word::NONE);
+                if !M::fast(core, s, word, sink) && !self.hold_partial::<M, R, P, A>(core, s, sink) {
+                    return false;
+                }
+                core.fast_consumed();
+            }
+            self.utf8.set(&bytes[end..]);
+            return true;
         }
         let mut buf = [0u8; HELD_SMALL + 3 + 8];
         let carried = self.utf8.pending();
@@ -171,9 +212,10 @@ impl<const W: usize, const F: usize> Input<W, F> {
         }
         match M::fast_partial(core, s, W, sink) {
             Some(p) => {
-                put(&mut self.buf, 0, &s.as_bytes()[s.len().saturating_sub(p)..]);
+                let keep = s.len().saturating_sub(p);
+                put(&mut self.buf, 0, &s.as_bytes()[keep..]);
                 self.len = p as u16;
-                self.packed = false;
+                self.held = Held::of(s.as_bytes(), keep);
                 true
             }
             _ => false,
@@ -269,7 +311,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
             self.push::<M, R, P, A>(core, entry, tail, sink);
         }
         let mut scratch = [0u8; F];
-        let held = if self.packed {
+        let held = if self.held == Held::Packed {
             let n = unpack(&self.buf[..self.len as usize], M::PACK, &mut scratch);
             &scratch[..n]
         } else {
@@ -279,17 +321,18 @@ impl<const W: usize, const F: usize> Input<W, F> {
         M::run(core, entry, text, true, sink);
         core.finish(sink);
         self.len = 0;
-        self.packed = false;
+        self.held = Held::Text;
         self.finished = true;
     }
 
-    /// Keeps `held` as the window: as it is when it fits, packed when the
-    /// template packs and that fits; false when neither fits.
-    fn store<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(&mut self, held: &[u8]) -> bool {
+    /// Keeps `text[keep..]` as the window: as it is when it fits, packed
+    /// when the template packs and that fits; false when neither fits.
+    fn store<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(&mut self, text: &str, keep: usize) -> bool {
+        let held = &text.as_bytes()[keep..];
         if held.len() <= W {
             self.buf[..held.len()].copy_from_slice(held);
             self.len = held.len() as u16;
-            self.packed = false;
+            self.held = Held::of(text.as_bytes(), keep);
             return true;
         }
         if held.len() > F || M::PACK.is_empty() {
@@ -298,7 +341,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
         match pack(held, M::PACK, &mut self.buf) {
             Some(n) => {
                 self.len = n as u16;
-                self.packed = true;
+                self.held = Held::Packed;
                 true
             }
             None => false,
@@ -320,7 +363,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
                 loop {
                     M::run(core, entry, piece, false, sink);
                     let keep = core.keep().min(piece.len());
-                    if self.store::<M, R, P, A>(&piece.as_bytes()[keep..]) {
+                    if self.store::<M, R, P, A>(piece, keep) {
                         core.rebase(keep);
                         break;
                     }
@@ -328,11 +371,11 @@ impl<const W: usize, const F: usize> Input<W, F> {
                     // markup counts as broken.
                     core.fail(piece, sink, |r| M::resume(entry, r));
                 }
-            } else if !M::PACK.is_empty() && (self.packed || self.len as usize + s.len() > W) {
+            } else if !M::PACK.is_empty() && (self.held == Held::Packed || self.len as usize + s.len() > W) {
                 // Held text that is (or will be) longer than the window:
                 // unpacked on the stack, completed, run, kept packed.
                 let mut scratch = [0u8; F];
-                let mut len = if self.packed {
+                let mut len = if self.held == Held::Packed {
                     unpack(&self.buf[..self.len as usize], M::PACK, &mut scratch)
                 } else {
                     let n = self.len as usize;
@@ -349,7 +392,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
                 loop {
                     let keep = core.keep().min(len);
                     let stuck = keep == 0 && (len == F || n == 0);
-                    if !stuck && self.store::<M, R, P, A>(&text.as_bytes()[keep..]) {
+                    if !stuck && self.store::<M, R, P, A>(text, keep) {
                         core.rebase(keep);
                         break;
                     }
@@ -364,7 +407,14 @@ impl<const W: usize, const F: usize> Input<W, F> {
                 s = &s[n..];
                 let len = len + n;
                 let held = &self.buf[..len];
-                let text = ascii_str(held).or_else(|| core::str::from_utf8(held).ok()).unwrap_or("");
+                let text = match self.held {
+                    // SAFETY: `Held::Text` is whole characters, and `s` is
+                    // cut at a character boundary: together whole
+                    // characters. (This text is checked on every chunk
+                    // otherwise, a third of the time spent in markup.)
+                    Held::Text => unsafe { core::str::from_utf8_unchecked(held) },
+                    _ => core::str::from_utf8(held).unwrap_or(""),
+                };
                 M::run(core, entry, text, false, sink);
                 let mut keep = core.keep().min(len);
                 // The window is full (`F` is `W` here unless packing lets
@@ -374,9 +424,10 @@ impl<const W: usize, const F: usize> Input<W, F> {
                     M::run(core, entry, text, false, sink);
                     keep = core.keep().min(len);
                 }
+                let kept = if text.len() == len { Held::of(text.as_bytes(), keep) } else { Held::Bytes };
                 self.buf.copy_within(keep..len, 0);
                 self.len = (len - keep) as u16;
-                self.packed = false;
+                self.held = kept;
                 core.rebase(keep);
             }
         }

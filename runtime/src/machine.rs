@@ -642,7 +642,8 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         // A newline right before the stop is layout: hold it until we know.
         let held_before = core::mem::take(&mut self.held_newline);
         let mut newline_first = false;
-        if from == to {
+        let nothing_new = from == to;
+        if nothing_new {
             // Nothing new: a held newline is still the last character (and
             // is dropped if the stop follows it).
             self.held_newline = held_before && !done;
@@ -655,8 +656,10 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         }
         // The value so far: `text[acc_from..to]` (values that are not
         // reported as they come stay in the window, held newline included).
-        // A held newline (the last character so far) is not part of it.
-        let acc_to = if from == to && held_before { to - 1 } else { to };
+        // A held newline that is still the last character so far is not
+        // part of it (one that new text followed is, even when that text is
+        // a layout newline trimmed here).
+        let acc_to = if nothing_new && held_before { to - 1 } else { to };
         let acc_from = (self.acc_from as usize).min(acc_to);
         match kind {
             Kind::ArgAuto if !self.as_string => {

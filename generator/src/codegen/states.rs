@@ -503,8 +503,11 @@ pub fn hold_bound(root: &Node, costs: &Costs<'_>) -> usize {
             }
         }
         Node::Until { stops, kind: TextKind::ArgAuto, .. } => {
+            // The value is held until it ends, with the markup read since
+            // its key was reported (`" string="true">` before a DSML value).
             let longest = stops.iter().map(|s| costs.partial(s)).max().unwrap_or(0);
-            bound = bound.max(crate::ir::AUTO_JSON_MAX + longest + 2 * SLACK);
+            let lead = auto_lead(root, costs).unwrap_or(0);
+            bound = bound.max(crate::ir::AUTO_JSON_MAX + longest + lead + 2 * SLACK);
         }
         _ => {}
     });
@@ -515,6 +518,76 @@ pub fn hold_bound(root: &Node, costs: &Costs<'_>) -> usize {
         }
     });
     bound
+}
+
+/// The most markup read right before an untyped value (`ArgAuto`) starts,
+/// after the last node that reports: markers and whitespace in front of it
+/// in a sequence, and an alternative's guard. `None` when `node` holds no
+/// untyped value.
+fn auto_lead(node: &Node, costs: &Costs<'_>) -> Option<usize> {
+    lead_of(node, costs).map(|(n, _)| n)
+}
+
+/// [`auto_lead`], and whether only markup comes before the value from
+/// `node`'s start (so that what comes before `node` counts too).
+fn lead_of(node: &Node, costs: &Costs<'_>) -> Option<(usize, bool)> {
+    match node {
+        Node::Until { kind: TextKind::ArgAuto, .. } => Some((0, true)),
+        Node::Seq(items) => {
+            let mut best: Option<(usize, bool)> = None;
+            let mut run = 0;
+            let mut pure = true;
+            for item in items {
+                if let Some((l, from_start)) = lead_of(item, costs) {
+                    let lead = if from_start { run + l } else { l };
+                    let whole = pure && from_start;
+                    best = Some(match best {
+                        Some((b, w)) => (b.max(lead), w && whole),
+                        None => (lead, whole),
+                    });
+                }
+                match item {
+                    Node::Literal(s) => run += costs.whole(s),
+                    Node::Space | Node::OptionalNewline => run += SLACK,
+                    Node::Mark(_) => {}
+                    _ => {
+                        run = 0;
+                        pure = false;
+                    }
+                }
+            }
+            best
+        }
+        Node::Choice(alts) | Node::Repeat { alts, .. } => {
+            let mut best: Option<(usize, bool)> = None;
+            for a in alts {
+                let lead = match (lead_of(&a.guard, costs), lead_of(&a.body, costs)) {
+                    (Some(g), _) => Some(g),
+                    (None, Some((l, true))) => Some((prefix_len(&a.guard, costs).0 + l, true)),
+                    (None, other) => other,
+                };
+                if let Some((l, w)) = lead {
+                    best = Some(match best {
+                        Some((b, bw)) => (b.max(l), bw && w),
+                        None => (l, w),
+                    });
+                }
+            }
+            // A loop's round starts after what the loop reported before.
+            if matches!(node, Node::Repeat { .. }) {
+                best = best.map(|(l, _)| (l, false));
+            }
+            best
+        }
+        Node::Peek(inner) => lead_of(inner, costs),
+        Node::ByArgType { string, json, auto } => {
+            [string, json, auto].iter().filter_map(|n| lead_of(n, costs)).fold(None, |acc: Option<(usize, bool)>, (l, w)| Some(match acc {
+                Some((b, bw)) => (b.max(l), bw && w),
+                None => (l, w),
+            }))
+        }
+        _ => None,
+    }
 }
 
 /// Bytes read before the first node that commits a round (a call's name,
