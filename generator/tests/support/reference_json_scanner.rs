@@ -144,7 +144,12 @@ impl JsonScanner {
                                 self.output.push_str(lead);
                                 self.output.push(c);
                             }
-                            _ => return (i, Scan::Invalid),
+                            _ => {
+                                // A Python string's held backslash is
+                                // reported after all, as a JSON string's is.
+                                self.output.push_str(lead);
+                                return (i, Scan::Invalid);
+                            }
                         }
                         self.token = Token::Str { quote, escape: false, hex: 0, key };
                     } else if c == '\\' {
@@ -270,7 +275,13 @@ impl JsonScanner {
             self.done = true;
             return (i, Scan::Done);
         }
-        (i, if last { Scan::Invalid } else { Scan::NeedMore })
+        if last {
+            if let Token::Str { quote: b'\'', escape: true, .. } = self.token {
+                self.output.push('\\');
+            }
+            return (i, Scan::Invalid);
+        }
+        (i, Scan::NeedMore)
     }
 
     fn start_value(&mut self, b: u8) -> bool {
