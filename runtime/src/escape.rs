@@ -64,6 +64,45 @@ pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
     }
 }
 
+/// The longest text [`json_escape_short`] takes.
+pub const SHORT: usize = 8;
+
+/// A few bytes of text (`prefix` then `text`, `text` at most [`SHORT`]
+/// bytes) escaped as [`json_escape`] escapes them, into `buf`, as one
+/// piece: a streamed chunk with a quote or a newline in it becomes one
+/// event instead of three. `None` when `text` is longer.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::escape::json_escape_short;
+/// let mut buf = [0u8; 64];
+/// assert_eq!(json_escape_short("\\n", "a\"b\n", &mut buf), Some(r#"\na\"b\n"#));
+/// ```
+#[inline]
+pub fn json_escape_short<'b>(prefix: &str, text: &str, buf: &'b mut [u8; 64]) -> Option<&'b str> {
+    // Each byte becomes at most six (`\u001f`): 8 * 6 + a short prefix fit.
+    if text.len() > SHORT || prefix.len() > 8 {
+        return None;
+    }
+    let mut n = prefix.len();
+    buf[..n].copy_from_slice(prefix.as_bytes());
+    for &b in text.as_bytes() {
+        match escape_of(b) {
+            Some(e) => {
+                buf[n..n + e.len()].copy_from_slice(e.as_bytes());
+                n += e.len();
+            }
+            None => {
+                buf[n] = b;
+                n += 1;
+            }
+        }
+    }
+    // SAFETY: `prefix` and `text` are whole characters, and escapes
+    // replace single ASCII bytes with ASCII text, so `buf[..n]` is too.
+    Some(unsafe { core::str::from_utf8_unchecked(&buf[..n]) })
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -79,6 +118,21 @@ mod tests {
             pieces.push(p.into());
         });
         (all, pieces)
+    }
+
+    #[test]
+    fn short_texts_escape_as_one_piece_the_same_way() {
+        let alphabet = ["a", "\"", "\\", "\n", "\u{1}", "é", "🙂", "\u{7f}"];
+        let mut buf = [0u8; 64];
+        for i in 0..4096usize {
+            // Up to four symbols, each picked from the alphabet by i's digits.
+            let text: String = (0..(i % 5)).map(|k| alphabet[(i >> (3 * k)) % alphabet.len()]).collect();
+            let want = escaped(&text).0;
+            match json_escape_short("\\n", &text, &mut buf) {
+                Some(got) => assert_eq!(got, std::format!("\\n{want}"), "{text:?}"),
+                None => assert!(text.len() > SHORT, "{text:?}"),
+            }
+        }
     }
 
     #[test]

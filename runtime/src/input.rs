@@ -62,11 +62,14 @@ pub struct Input<const W: usize, const F: usize> {
     held: Held,
     utf8: Utf8Carry,
     finished: bool,
+    /// Nothing held back, no character carried, not finished: the one test
+    /// before a chunk may be reported where it is (kept by [`Self::settle`]).
+    plain: bool,
 }
 
 impl<const W: usize, const F: usize> Default for Input<W, F> {
     fn default() -> Self {
-        Input { buf: [0; W], len: 0, held: Held::Text, utf8: Utf8Carry::new(), finished: false }
+        Input { buf: [0; W], len: 0, held: Held::Text, utf8: Utf8Carry::new(), finished: false, plain: true }
     }
 }
 
@@ -109,9 +112,9 @@ impl<const W: usize, const F: usize> Input<W, F> {
         bytes: &[u8],
         sink: &mut impl Sink,
     ) {
-        if self.len == 0 && !self.finished {
+        if self.plain {
             if let Some(w) = Word::new(bytes) {
-                if self.utf8.is_empty() && is_ascii(w) {
+                if is_ascii(w) {
                     // SAFETY: every ASCII byte sequence is valid UTF-8.
                     let s = unsafe { core::str::from_utf8_unchecked(bytes) };
                     if w.len == 0 {
@@ -125,7 +128,11 @@ impl<const W: usize, const F: usize> Input<W, F> {
                     return;
                 }
             }
-        } else if self.len as usize <= HELD_SMALL && self.held != Held::Packed && core.pos == 0 && !self.finished && bytes.len() <= 8 {
+        } else if !self.finished
+            && bytes.len() <= 8
+            && self.held != Held::Packed
+            && (self.len == 0 || (self.len as usize <= HELD_SMALL && core.pos == 0))
+        {
             if self.feed_joined::<M, R, P, A>(core, self.len as usize, bytes, sink) {
                 return;
             }
@@ -167,6 +174,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
                 core.fast_consumed();
             }
             self.utf8.set(&bytes[end..]);
+            self.settle();
             return true;
         }
         let mut buf = [0u8; HELD_SMALL + 3 + 8];
@@ -192,6 +200,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
             self.len = 0;
         }
         self.utf8.set(&buf[end..total]);
+        self.settle();
         true
     }
 
@@ -214,17 +223,38 @@ impl<const W: usize, const F: usize> Input<W, F> {
             Some(p) => {
                 let keep = s.len().saturating_sub(p);
                 put(&mut self.buf, 0, &s.as_bytes()[keep..]);
-                self.len = p as u16;
+                // What was written (`p` itself, from a well-behaved machine).
+                self.len = (s.len() - keep) as u16;
                 self.held = Held::of(s.as_bytes(), keep);
+                self.settle();
                 true
             }
             _ => false,
         }
     }
 
+    /// Brings `plain` up to date after anything that may change the window,
+    /// the carried character or `finished`.
+    #[inline(always)]
+    fn settle(&mut self) {
+        self.plain = self.len == 0 && self.utf8.is_empty() && !self.finished;
+    }
+
     /// [`Self::feed`] for a chunk the fast path did not take.
     #[inline(never)]
     fn feed_slow<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+        &mut self,
+        core: &mut Core<'_, R, P, A>,
+        entry: u16,
+        bytes: &[u8],
+        sink: &mut impl Sink,
+    ) {
+        self.feed_slow_body::<M, R, P, A>(core, entry, bytes, sink);
+        self.settle();
+    }
+
+    #[inline(always)]
+    fn feed_slow_body<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
         &mut self,
         core: &mut Core<'_, R, P, A>,
         entry: u16,
@@ -323,6 +353,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
         self.len = 0;
         self.held = Held::Text;
         self.finished = true;
+        self.settle();
     }
 
     /// Keeps `text[keep..]` as the window: as it is when it fits, packed
@@ -338,6 +369,9 @@ impl<const W: usize, const F: usize> Input<W, F> {
         if held.len() > F || M::PACK.is_empty() {
             return false;
         }
+        // `pack` writes as it goes and may give up: until it succeeds the
+        // window holds no text known to be whole characters.
+        self.held = Held::Bytes;
         match pack(held, M::PACK, &mut self.buf) {
             Some(n) => {
                 self.len = n as u16;

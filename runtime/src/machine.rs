@@ -659,7 +659,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         // A held newline that is still the last character so far is not
         // part of it (one that new text followed is, even when that text is
         // a layout newline trimmed here).
-        let acc_to = if nothing_new && held_before { to - 1 } else { to };
+        let acc_to = if nothing_new && held_before { to.saturating_sub(1) } else { to };
         let acc_from = (self.acc_from as usize).min(acc_to);
         match kind {
             Kind::ArgAuto if !self.as_string => {
@@ -778,9 +778,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             Kind::Content => sink.event(Event::Content(chunk)),
             Kind::Reasoning => sink.event(Event::Reasoning(chunk)),
             Kind::ArgString if !holds_json_escape(chunk.as_bytes(), word) => sink.event(Event::ToolArgs(chunk)),
-            // A raw value becomes JSON string content: escaped in pieces
-            // (as the machine would), without allocating.
-            Kind::ArgString => crate::escape::json_escape(chunk, &mut |piece: &str| sink.event(Event::ToolArgs(piece))),
+            // A raw value becomes JSON string content, escaped without
+            // allocating: a small chunk as one piece.
+            Kind::ArgString => args_escaped_chunk("", chunk, sink),
             _ => return false,
         }
         self.reported = true;
@@ -805,15 +805,16 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 }
             }
             Kind::ArgString => {
-                if newline_first {
-                    sink.event(Event::ToolArgs("\\n"));
-                }
+                let newline = if newline_first { "\\n" } else { "" };
                 if !holds_json_escape(body.as_bytes(), word) {
+                    if newline_first {
+                        sink.event(Event::ToolArgs(newline));
+                    }
                     if !body.is_empty() {
                         sink.event(Event::ToolArgs(body));
                     }
                 } else {
-                    crate::escape::json_escape(body, &mut |piece: &str| sink.event(Event::ToolArgs(piece)));
+                    args_escaped_chunk(newline, body, sink);
                 }
             }
             _ => return false,
@@ -924,6 +925,21 @@ fn report_id(raw: &str, escaped: bool, sink: &mut impl Sink) {
         return;
     }
     crate::escape::json_unescape(raw, &mut |piece: &str| sink.event(Event::ToolId(piece)));
+}
+
+/// `prefix` (an escape already) and `text` escaped as JSON string content:
+/// one event for a small chunk, pieces otherwise.
+#[inline(never)]
+fn args_escaped_chunk(prefix: &str, text: &str, sink: &mut impl Sink) {
+    let mut buf = [0u8; 64];
+    if let Some(escaped) = crate::escape::json_escape_short(prefix, text, &mut buf) {
+        sink.event(Event::ToolArgs(escaped));
+        return;
+    }
+    if !prefix.is_empty() {
+        sink.event(Event::ToolArgs(prefix));
+    }
+    crate::escape::json_escape(text, &mut |piece: &str| sink.event(Event::ToolArgs(piece)));
 }
 
 /// Scans JSON at `pos` with `core.json`, reporting pieces; returns the scan

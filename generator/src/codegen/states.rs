@@ -530,6 +530,10 @@ fn auto_lead(node: &Node, costs: &Costs<'_>) -> Option<usize> {
 
 /// [`auto_lead`], and whether only markup comes before the value from
 /// `node`'s start (so that what comes before `node` counts too).
+///
+/// A node other than markup is taken to report what it reads (the name
+/// before a tagged value does, at its end): this is exact for the tagged
+/// arguments of `ir::build`, the only place untyped values come from.
 fn lead_of(node: &Node, costs: &Costs<'_>) -> Option<(usize, bool)> {
     match node {
         Node::Until { kind: TextKind::ArgAuto, .. } => Some((0, true)),
