@@ -18,14 +18,21 @@ const SMALL_CHUNK: usize = 64;
 /// Copies a few bytes to `dst[at..]`: a plain loop, where `copy_from_slice`
 /// would call `memcpy` for every handful of bytes.
 #[inline(always)]
-fn put(dst: &mut [u8], at: usize, src: &[u8]) {
-    for (d, s) in dst.iter_mut().skip(at).zip(src) {
-        *d = *s;
+fn put<const N: usize>(dst: &mut [u8], at: usize, src: &[u8]) {
+    // A fixed count of conditional byte stores: a loop over `src` alone
+    // is turned back into a `memcpy` call.
+    for i in 0..N {
+        if let (Some(&s), Some(d)) = (src.get(i), dst.get_mut(at + i)) {
+            *d = s;
+        }
     }
 }
 
 /// Held-back bytes that a small chunk may complete on the fast path.
 const HELD_SMALL: usize = 8;
+/// The longest stop start the fast path holds back (a chunk of up to 8
+/// bytes and a carried character end with at most 11).
+const SMALL_HOLD: usize = 16;
 
 /// What a generated module provides: its state machine.
 pub trait Machine<const R: usize, const P: usize, const A: usize> {
@@ -183,9 +190,9 @@ impl<const W: usize, const F: usize> Input<W, F> {
         if total > buf.len() {
             return false;
         }
-        put(&mut buf, 0, &self.buf[..held]);
-        put(&mut buf, held, carried);
-        put(&mut buf, held + carried.len(), bytes);
+        put::<HELD_SMALL>(&mut buf, 0, &self.buf[..held]);
+        put::<3>(&mut buf, held, carried);
+        put::<8>(&mut buf, held + carried.len(), bytes);
         let Some(end) = complete_prefix(&buf[..total]) else { return false };
         // SAFETY: complete_prefix checked that these bytes are whole characters.
         let s = unsafe { core::str::from_utf8_unchecked(&buf[..end]) };
@@ -219,10 +226,11 @@ impl<const W: usize, const F: usize> Input<W, F> {
         if self.len != 0 || core.pos != 0 || !core.settled() {
             return false;
         }
-        match M::fast_partial(core, s, W, sink) {
+        // Callers pass a chunk joined to at most a carried character.
+        match M::fast_partial(core, s, W.min(SMALL_HOLD), sink) {
             Some(p) => {
-                let keep = s.len().saturating_sub(p);
-                put(&mut self.buf, 0, &s.as_bytes()[keep..]);
+                let keep = s.len().saturating_sub(p.min(SMALL_HOLD));
+                put::<SMALL_HOLD>(&mut self.buf, 0, &s.as_bytes()[keep..]);
                 // What was written (`p` itself, from a well-behaved machine).
                 self.len = (s.len() - keep) as u16;
                 self.held = Held::of(s.as_bytes(), keep);
