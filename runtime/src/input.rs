@@ -167,35 +167,25 @@ impl<const W: usize, const F: usize> Input<W, F> {
         if held > 0 && !core.settled() {
             return false;
         }
-        if held == 0 && self.utf8.is_empty() {
+        let mut buf = [0u8; HELD_SMALL + 3 + 8];
+        let joined: &[u8] = if held == 0 && self.utf8.is_empty() {
             // Nothing to join (the common case: a chunk with a multi-byte
             // character in it): the chunk is checked where it is.
-            let Some(end) = complete_prefix(bytes) else { return false };
-            // SAFETY: complete_prefix checked that these bytes are whole characters.
-            let s = unsafe { core::str::from_utf8_unchecked(&bytes[..end]) };
-            if !s.is_empty() {
-                let word = Word::new(s.as_bytes()).unwrap_or(Word::NONE);
-                if !M::fast(core, s, word, sink) && !self.hold_partial::<M, R, P, A>(core, s, sink) {
-                    return false;
-                }
-                core.fast_consumed();
+            bytes
+        } else {
+            let carried = self.utf8.pending();
+            let total = held + carried.len() + bytes.len();
+            if total > buf.len() {
+                return false;
             }
-            self.utf8.set(&bytes[end..]);
-            self.settle();
-            return true;
-        }
-        let mut buf = [0u8; HELD_SMALL + 3 + 8];
-        let carried = self.utf8.pending();
-        let total = held + carried.len() + bytes.len();
-        if total > buf.len() {
-            return false;
-        }
-        put::<HELD_SMALL>(&mut buf, 0, &self.buf[..held]);
-        put::<3>(&mut buf, held, carried);
-        put::<8>(&mut buf, held + carried.len(), bytes);
-        let Some(end) = complete_prefix(&buf[..total]) else { return false };
+            put::<HELD_SMALL>(&mut buf, 0, &self.buf[..held]);
+            put::<3>(&mut buf, held, carried);
+            put::<8>(&mut buf, held + carried.len(), bytes);
+            &buf[..total]
+        };
+        let Some(end) = complete_prefix(joined) else { return false };
         // SAFETY: complete_prefix checked that these bytes are whole characters.
-        let s = unsafe { core::str::from_utf8_unchecked(&buf[..end]) };
+        let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };
         if !s.is_empty() {
             let word = Word::new(s.as_bytes()).unwrap_or(Word::NONE);
             if !M::fast(core, s, word, sink) && !(held == 0 && self.hold_partial::<M, R, P, A>(core, s, sink)) {
@@ -206,7 +196,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
         if held > 0 {
             self.len = 0;
         }
-        self.utf8.set(&buf[end..total]);
+        self.utf8.set(&joined[end..]);
         self.settle();
         true
     }
