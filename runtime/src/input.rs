@@ -247,81 +247,74 @@ impl<const W: usize, const F: usize> Input<W, F> {
         bytes: &[u8],
         sink: &mut impl Sink,
     ) {
-        self.feed_slow_body::<M, R, P, A>(core, entry, bytes, sink);
-        self.settle();
-    }
-
-    #[inline(always)]
-    fn feed_slow_body<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
-        &mut self,
-        core: &mut Core<'_, R, P, A>,
-        entry: u16,
-        bytes: &[u8],
-        sink: &mut impl Sink,
-    ) {
-        if self.finished {
-            return;
-        }
-        // Streaming case: a small chunk (with the start of a character the
-        // last one cut off) becomes text once.
-        if bytes.len() <= SMALL_CHUNK {
-            if self.utf8.is_empty() {
-                if let Some(s) = ascii_str(bytes) {
-                    // Chunks of up to 8 bytes were offered to the fast path
-                    // already.
+        // Every way out passes `settle`: the window, the carried character
+        // or `finished` may have changed.
+        'slow: {
+            if self.finished {
+                break 'slow;
+            }
+            // Streaming case: a small chunk (with the start of a character the
+            // last one cut off) becomes text once.
+            if bytes.len() <= SMALL_CHUNK {
+                if self.utf8.is_empty() {
+                    if let Some(s) = ascii_str(bytes) {
+                        // Chunks of up to 8 bytes were offered to the fast path
+                        // already.
+                        if s.is_empty() {
+                        } else if self.len == 0 && s.len() > 8 && M::fast(core, s, Word::NONE, sink) {
+                            core.fast_consumed();
+                        } else {
+                            self.push::<M, R, P, A>(core, entry, s, sink);
+                        }
+                        break 'slow;
+                    }
+                }
+                let mut tmp = [0u8; SMALL_CHUNK + 4];
+                let carried = self.utf8.pending().len();
+                tmp[..carried].copy_from_slice(self.utf8.pending());
+                tmp[carried..carried + bytes.len()].copy_from_slice(bytes);
+                let all = &tmp[..carried + bytes.len()];
+                let text = match core::str::from_utf8(all) {
+                    Ok(s) => Some((s, all.len())),
+                    // Only an incomplete character at the end.
+                    Err(e) if e.error_len().is_none() => core::str::from_utf8(&all[..e.valid_up_to()]).ok().map(|s| (s, e.valid_up_to())),
+                    Err(_) => None,
+                };
+                if let Some((s, valid)) = text {
+                    self.utf8 = Utf8Carry::new();
+                    if valid < all.len() {
+                        let _ = self.utf8.split(&all[valid..]);
+                    }
                     if s.is_empty() {
-                    } else if self.len == 0 && s.len() > 8 && M::fast(core, s, Word::NONE, sink) {
+                    } else if self.len == 0 && M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) {
                         core.fast_consumed();
                     } else {
                         self.push::<M, R, P, A>(core, entry, s, sink);
                     }
-                    return;
+                    break 'slow;
                 }
-            }
-            let mut tmp = [0u8; SMALL_CHUNK + 4];
-            let carried = self.utf8.pending().len();
-            tmp[..carried].copy_from_slice(self.utf8.pending());
-            tmp[carried..carried + bytes.len()].copy_from_slice(bytes);
-            let all = &tmp[..carried + bytes.len()];
-            let text = match core::str::from_utf8(all) {
-                Ok(s) => Some((s, all.len())),
-                // Only an incomplete character at the end.
-                Err(e) if e.error_len().is_none() => core::str::from_utf8(&all[..e.valid_up_to()]).ok().map(|s| (s, e.valid_up_to())),
-                Err(_) => None,
-            };
-            if let Some((s, valid)) = text {
-                self.utf8 = Utf8Carry::new();
-                if valid < all.len() {
-                    let _ = self.utf8.split(&all[valid..]);
-                }
-                if s.is_empty() {
-                } else if self.len == 0 && M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) {
-                    core.fast_consumed();
-                } else {
+            } else if self.utf8.is_empty() {
+                if let Some(s) = ascii_str(bytes).or_else(|| core::str::from_utf8(bytes).ok()) {
                     self.push::<M, R, P, A>(core, entry, s, sink);
+                    break 'slow;
                 }
-                return;
             }
-        } else if self.utf8.is_empty() {
-            if let Some(s) = ascii_str(bytes).or_else(|| core::str::from_utf8(bytes).ok()) {
-                self.push::<M, R, P, A>(core, entry, s, sink);
-                return;
+            // Invalid UTF-8, or a character cut off before a large chunk.
+            let split = self.utf8.split(bytes);
+            let head = split.head();
+            if !head.is_empty() {
+                let mut b = [0u8; 4];
+                let n = head.len();
+                b[..n].copy_from_slice(head.as_bytes());
+                if let Ok(h) = core::str::from_utf8(&b[..n]) {
+                    self.push::<M, R, P, A>(core, entry, h, sink);
+                }
             }
-        }
-        // Invalid UTF-8, or a character cut off before a large chunk.
-        let split = self.utf8.split(bytes);
-        let head = split.head();
-        if !head.is_empty() {
-            let mut b = [0u8; 4];
-            let n = head.len();
-            b[..n].copy_from_slice(head.as_bytes());
-            if let Ok(h) = core::str::from_utf8(&b[..n]) {
-                self.push::<M, R, P, A>(core, entry, h, sink);
+            for piece in split.rest() {
+                self.push::<M, R, P, A>(core, entry, piece, sink);
             }
         }
-        for piece in split.rest() {
-            self.push::<M, R, P, A>(core, entry, piece, sink);
-        }
+        self.settle();
     }
 
     /// Ends the output: runs the machine over what was held back.

@@ -544,11 +544,7 @@ fn lead_of(node: &Node, costs: &Costs<'_>) -> Option<(usize, bool)> {
             for item in items {
                 if let Some((l, from_start)) = lead_of(item, costs) {
                     let lead = if from_start { run + l } else { l };
-                    let whole = pure && from_start;
-                    best = Some(match best {
-                        Some((b, w)) => (b.max(lead), w && whole),
-                        None => (lead, whole),
-                    });
+                    best = longer_lead(best, (lead, pure && from_start));
                 }
                 match item {
                     Node::Literal(s) => run += costs.whole(s),
@@ -570,11 +566,8 @@ fn lead_of(node: &Node, costs: &Costs<'_>) -> Option<(usize, bool)> {
                     (None, Some((l, true))) => Some((prefix_len(&a.guard, costs).0 + l, true)),
                     (None, other) => other,
                 };
-                if let Some((l, w)) = lead {
-                    best = Some(match best {
-                        Some((b, bw)) => (b.max(l), bw && w),
-                        None => (l, w),
-                    });
+                if let Some(lead) = lead {
+                    best = longer_lead(best, lead);
                 }
             }
             // A loop's round starts after what the loop reported before.
@@ -584,14 +577,18 @@ fn lead_of(node: &Node, costs: &Costs<'_>) -> Option<(usize, bool)> {
             best
         }
         Node::Peek(inner) => lead_of(inner, costs),
-        Node::ByArgType { string, json, auto } => {
-            [string, json, auto].iter().filter_map(|n| lead_of(n, costs)).fold(None, |acc: Option<(usize, bool)>, (l, w)| Some(match acc {
-                Some((b, bw)) => (b.max(l), bw && w),
-                None => (l, w),
-            }))
-        }
+        Node::ByArgType { string, json, auto } => [string, json, auto].iter().filter_map(|n| lead_of(n, costs)).fold(None, longer_lead),
         _ => None,
     }
+}
+
+/// Two places an untyped value may start: the longer lead, reached from the
+/// start only when both are.
+fn longer_lead(best: Option<(usize, bool)>, (lead, from_start): (usize, bool)) -> Option<(usize, bool)> {
+    Some(match best {
+        Some((b, w)) => (b.max(lead), w && from_start),
+        None => (lead, from_start),
+    })
 }
 
 /// Bytes read before the first node that commits a round (a call's name,
