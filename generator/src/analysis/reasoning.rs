@@ -26,14 +26,19 @@ pub fn analyze(r: &mut Renderer<'_>, supports_tool_calls: bool) -> ReasoningSpec
 /// R1: where does `reasoning_content` land in a past assistant turn?
 fn reasoning_presence(r: &mut Renderer<'_>, spec: &mut ReasoningSpec) {
     let without = Scenario { messages: convo(assistant_text()), tools: None, add_generation_prompt: false, enable_thinking: true };
-    let with = Scenario {
-        messages: convo(json!({"role": "assistant", "content": ASSISTANT_MSG, "reasoning_content": THINKING_CONTENT})),
-        ..without.clone()
+    // Reasoning is given as `reasoning_content`, or (Mistral 3, Magistral)
+    // as a typed content block `{"type": "thinking", "thinking": ...}` that
+    // the template renders between its own markers.
+    let as_field = json!({"role": "assistant", "content": ASSISTANT_MSG, "reasoning_content": THINKING_CONTENT});
+    let as_block = json!({"role": "assistant", "content": [
+        {"type": "thinking", "thinking": THINKING_CONTENT},
+        {"type": "text", "text": ASSISTANT_MSG},
+    ]});
+    let found_in = |r: &mut Renderer<'_>, turn: Value| {
+        let with = Scenario { messages: convo(turn), ..without.clone() };
+        r.compare("R1 reasoning presence", &without, &with).filter(|cmp| cmp.diff.right.contains(THINKING_CONTENT))
     };
-    let Some(cmp) = r.compare("R1 reasoning presence", &without, &with) else { return };
-    if cmp.diff.right.is_empty() || !cmp.diff.right.contains(THINKING_CONTENT) {
-        return;
-    }
+    let Some(cmp) = found_in(r, as_field).or_else(|| found_in(r, as_block)) else { return };
     let wrapped = seq(vec![
         tag("pre", seq(vec![marker(), space()])),
         lit(THINKING_CONTENT),

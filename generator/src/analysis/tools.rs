@@ -284,9 +284,14 @@ fn function_markers(r: &mut Renderer<'_>, t: &mut ToolsSpec) {
     // arguments begin.
     if t.format.mode == ToolFormatMode::TagWithJson {
         let non_json = choice(vec![marker(), seq(vec![not(lit("{")), not(lit("[")), any()])]);
-        let after_json = seq(vec![non_markers(), marker()]);
+        // The arguments run to a marker, or to the end of the turn when the
+        // template writes nothing after them (Mistral's `name[ARGS]{...}`
+        // with an empty end-of-sequence token).
+        let after_json = seq(vec![non_markers(), choice(vec![marker(), end()])]);
         let ext = seq(vec![tag("ext", many(non_json)), after_json]).match_start(&d.suffix);
-        if ext.matched {
+        // A call id between the name and the arguments is not part of the
+        // name's suffix (T7 finds its markers).
+        if ext.matched && !ext.get("ext").contains(CALL_ID_001) && !d.left.contains(CALL_ID_001) {
             t.function.name_suffix.push_str(ext.get("ext"));
         }
     } else {

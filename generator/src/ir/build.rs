@@ -192,9 +192,14 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     }
 
     if let Some(schema) = &options.json_schema {
+        // Models often fence the JSON as a Markdown code block (```json ... ```):
+        // the fence is markup, not the reply.
+        let fence = "```";
         items.push(Node::Space);
+        items.push(Node::optional(Node::lit(fence), Node::seq(vec![Node::optional(Node::lit("json"), Node::Empty), Node::Space])));
         items.push(Node::Json { kind: JsonKind::Content, schema: Some(schema.clone()), python: false });
         items.push(Node::Space);
+        items.push(Node::optional(Node::lit(fence), Node::Space));
         items.push(Node::End);
         return Node::seq(items);
     }
