@@ -213,19 +213,19 @@ impl<'t> Parser<'t> {
             0 => 3,
             1 => 40,
             2 => 77,
-            3 => 82,
+            3 => 87,
             4 => 3,
             5 => 40,
             6 => 77,
-            7 => 82,
+            7 => 87,
             8 => 3,
             9 => 40,
             10 => 77,
-            11 => 82,
+            11 => 87,
             12 => 3,
             13 => 40,
             14 => 77,
-            15 => 82,
+            15 => 87,
             _ => 0,
         };
         Parser {
@@ -325,7 +325,7 @@ fn fast(
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
         17 | 54 => c.fast_json(false, s, w, sink),
-        80 => c.fast_json(true, s, w, sink),
+        82 => c.fast_json(true, s, w, sink),
         _ => false,
     }
 }
@@ -344,6 +344,30 @@ fn guard_0(t: &str, p: usize, last: bool) -> G {
 #[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<tool_call>", last)
+}
+#[inline]
+fn guard_2(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_3(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_4(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "json", last)
+}
+#[inline]
+fn guard_5(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_6(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_7(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
@@ -1239,28 +1263,110 @@ fn run(
                 }
                 c.st = 78;
             }
-            /// json
+            /// choice
             80 => {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 79;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 78;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            81 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 80;
+            }
+            /// json
+            82 => {
                 match json_step(c, t, true, last, sink) {
                     Scan::Done => {
-                        c.st = 79;
+                        c.st = 81;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            81 => {
+            83 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 80;
+                c.st = 82;
             }
             /// space
-            82 => {
+            84 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 81;
+                c.st = 83;
+            }
+            /// choice
+            85 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 84;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 84;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            86 => {
+                match guard_6(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 85;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_7(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 83;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            87 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 86;
             }
             _ => {
                 c.degraded = true;

@@ -322,19 +322,19 @@ impl<'t> Parser<'t> {
             0 => 3,
             1 => 84,
             2 => 165,
-            3 => 170,
+            3 => 175,
             4 => 3,
             5 => 84,
             6 => 165,
-            7 => 170,
+            7 => 175,
             8 => 3,
             9 => 84,
             10 => 165,
-            11 => 170,
+            11 => 175,
             12 => 3,
             13 => 84,
             14 => 165,
-            15 => 170,
+            15 => 175,
             _ => 0,
         };
         Parser {
@@ -434,7 +434,7 @@ fn fast(
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
         26 | 58 | 107 | 139 => c.fast_json(false, s, w, sink),
-        168 => c.fast_json(true, s, w, sink),
+        170 => c.fast_json(true, s, w, sink),
         _ => false,
     }
 }
@@ -605,6 +605,30 @@ fn guard_10(t: &str, p: usize, last: bool) -> G {
 #[inline]
 fn guard_11(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "[TOOL_CALLS]", last)
+}
+#[inline]
+fn guard_12(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_13(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_14(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "json", last)
+}
+#[inline]
+fn guard_15(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_16(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_17(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
@@ -2403,28 +2427,110 @@ fn run(
                 }
                 c.st = 166;
             }
-            /// json
+            /// choice
             168 => {
+                match guard_12(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 167;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_13(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 166;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            169 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 168;
+            }
+            /// json
+            170 => {
                 match json_step(c, t, true, last, sink) {
                     Scan::Done => {
-                        c.st = 167;
+                        c.st = 169;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            169 => {
+            171 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 168;
+                c.st = 170;
             }
             /// space
-            170 => {
+            172 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 169;
+                c.st = 171;
+            }
+            /// choice
+            173 => {
+                match guard_14(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 172;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_15(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 172;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            174 => {
+                match guard_16(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 173;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_17(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 171;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            175 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 174;
             }
             _ => {
                 c.degraded = true;

@@ -59,11 +59,11 @@ pub const HOLD_LIMIT: usize = 64;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 68;
+pub const WINDOW_BYTES: usize = 72;
 const W: usize = WINDOW_BYTES;
 /// The longest text the machine looks at at once (held text
 /// unpacked, plus a chunk): `W` unless the template packs.
-const F: usize = 68;
+const F: usize = 72;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
 pub const PACK: &[&str] = &[];
@@ -93,19 +93,19 @@ impl<'t> Parser<'t> {
             0 => 3,
             1 => 3,
             2 => 3,
-            3 => 8,
+            3 => 13,
             4 => 3,
             5 => 3,
             6 => 3,
-            7 => 8,
+            7 => 13,
             8 => 3,
             9 => 3,
             10 => 3,
-            11 => 8,
+            11 => 13,
             12 => 3,
             13 => 3,
             14 => 3,
-            15 => 8,
+            15 => 13,
             _ => 0,
         };
         Parser {
@@ -196,7 +196,7 @@ fn fast(
     }
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        6 => c.fast_json(true, s, w, sink),
+        8 => c.fast_json(true, s, w, sink),
         _ => false,
     }
 }
@@ -205,6 +205,30 @@ fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
         _ => Resume { head: 0, recover: NONE },
     }
+}
+#[inline]
+fn guard_0(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_1(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_2(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "json", last)
+}
+#[inline]
+fn guard_3(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_4(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_5(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
@@ -310,28 +334,110 @@ fn run(
                 }
                 c.st = 4;
             }
-            /// json
+            /// choice
             6 => {
+                match guard_0(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 5;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 4;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            7 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 6;
+            }
+            /// json
+            8 => {
                 match json_step(c, t, true, last, sink) {
                     Scan::Done => {
-                        c.st = 5;
+                        c.st = 7;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            7 => {
+            9 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 6;
+                c.st = 8;
             }
             /// space
-            8 => {
+            10 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 7;
+                c.st = 9;
+            }
+            /// choice
+            11 => {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 10;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 10;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            12 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 11;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 9;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            13 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 12;
             }
             _ => {
                 c.degraded = true;

@@ -161,19 +161,19 @@ impl<'t> Parser<'t> {
             0 => 3,
             1 => 26,
             2 => 49,
-            3 => 54,
+            3 => 59,
             4 => 3,
             5 => 26,
             6 => 49,
-            7 => 54,
+            7 => 59,
             8 => 3,
             9 => 26,
             10 => 49,
-            11 => 54,
+            11 => 59,
             12 => 3,
             13 => 26,
             14 => 49,
-            15 => 54,
+            15 => 59,
             _ => 0,
         };
         Parser {
@@ -273,7 +273,7 @@ fn fast(
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
         15 | 38 => c.fast_json(false, s, w, sink),
-        52 => c.fast_json(true, s, w, sink),
+        54 => c.fast_json(true, s, w, sink),
         _ => false,
     }
 }
@@ -292,6 +292,30 @@ fn guard_0(t: &str, p: usize, last: bool) -> G {
 #[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<function=", last)
+}
+#[inline]
+fn guard_2(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_3(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_4(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "json", last)
+}
+#[inline]
+fn guard_5(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_6(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_7(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
@@ -915,28 +939,110 @@ fn run(
                 }
                 c.st = 50;
             }
-            /// json
+            /// choice
             52 => {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 51;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 50;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            53 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 52;
+            }
+            /// json
+            54 => {
                 match json_step(c, t, true, last, sink) {
                     Scan::Done => {
-                        c.st = 51;
+                        c.st = 53;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            53 => {
+            55 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 52;
+                c.st = 54;
             }
             /// space
-            54 => {
+            56 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 53;
+                c.st = 55;
+            }
+            /// choice
+            57 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 56;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 56;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            58 => {
+                match guard_6(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 57;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_7(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 55;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            59 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 58;
             }
             _ => {
                 c.degraded = true;

@@ -108,19 +108,19 @@ impl<'t> Parser<'t> {
             0 => 7,
             1 => 7,
             2 => 7,
-            3 => 16,
-            4 => 20,
-            5 => 20,
-            6 => 20,
-            7 => 26,
-            8 => 29,
-            9 => 29,
-            10 => 29,
-            11 => 34,
-            12 => 29,
-            13 => 29,
-            14 => 29,
-            15 => 34,
+            3 => 21,
+            4 => 25,
+            5 => 25,
+            6 => 25,
+            7 => 36,
+            8 => 39,
+            9 => 39,
+            10 => 39,
+            11 => 49,
+            12 => 39,
+            13 => 39,
+            14 => 39,
+            15 => 49,
             _ => 0,
         };
         Parser {
@@ -187,7 +187,7 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            6 | 15 => c.fast_partial(Kind::Reasoning, true, s, &["</think>"], max, sink),
+            6 | 20 => c.fast_partial(Kind::Reasoning, true, s, &["</think>"], max, sink),
             _ => None,
         }
     }
@@ -211,13 +211,13 @@ fn fast(
         return true;
     }
     match c.st {
-        2 | 18 | 28 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        6 | 15 => {
+        2 | 23 | 38 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
+        6 | 20 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["</think>"]))
                 && c.fast_text(Kind::Reasoning, true, s, w, sink)
         }
-        10 | 23 | 32 => c.fast_json(true, s, w, sink),
+        12 | 30 | 44 => c.fast_json(true, s, w, sink),
         _ => false,
     }
 }
@@ -237,10 +237,82 @@ fn guard_1(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "</think>", last)
+    lit(t, p, "```", last)
 }
 #[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_4(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "json", last)
+}
+#[inline]
+fn guard_5(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_6(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_7(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_8(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "</think>", last)
+}
+#[inline]
+fn guard_9(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_10(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_11(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_12(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "json", last)
+}
+#[inline]
+fn guard_13(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_14(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_15(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_16(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_17(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_18(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "json", last)
+}
+#[inline]
+fn guard_19(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_20(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_21(t: &str, p: usize, last: bool) -> G {
     G::Match(p)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
@@ -409,43 +481,12 @@ fn run(
                 }
                 c.st = 8;
             }
-            /// json
-            10 => {
-                match json_step(c, t, true, last, sink) {
-                    Scan::Done => {
-                        c.st = 9;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            11 => {
-                c.json = JsonScanner::new(false, false);
-                c.st = 10;
-            }
-            /// space
-            12 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 11;
-            }
-            /// space
-            13 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 12;
-            }
             /// choice
-            14 => {
+            10 => {
                 match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 13;
+                        c.st = 9;
                         continue;
                     }
                     G::More => need_more!(),
@@ -454,7 +495,120 @@ fn run(
                 match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 12;
+                        c.st = 8;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            11 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 10;
+            }
+            /// json
+            12 => {
+                match json_step(c, t, true, last, sink) {
+                    Scan::Done => {
+                        c.st = 11;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            13 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 12;
+            }
+            /// space
+            14 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 13;
+            }
+            /// choice
+            15 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 14;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 14;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            16 => {
+                match guard_6(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 15;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_7(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 13;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            17 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 16;
+            }
+            /// space
+            18 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 17;
+            }
+            /// choice
+            19 => {
+                match guard_8(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 18;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_9(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 17;
                         continue;
                     }
                     G::More => need_more!(),
@@ -463,7 +617,7 @@ fn run(
                 fail!()
             }
             /// Reasoning up to ["</think>"]
-            15 => {
+            20 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["</think>"]);
                 let found = match hit {
@@ -483,19 +637,19 @@ fn run(
                 };
                 match c.until_step(t, Kind::Reasoning, true, found, sink) {
                     Some(true) => {
-                        c.st = 14;
+                        c.st = 19;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            16 => {
+            21 => {
                 c.until_start();
-                c.st = 15;
+                c.st = 20;
             }
             /// end of output
-            17 => {
+            22 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -505,7 +659,7 @@ fn run(
                 c.st = 0;
             }
             /// Content up to []
-            18 => {
+            23 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = None::<usize>;
                 let found = match hit {
@@ -525,70 +679,152 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 17;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            19 => {
-                c.until_start();
-                c.st = 18;
-            }
-            /// Prefilled(Content, "<think>\n")
-            20 => {
-                c.prefilled(Kind::Content, "<think>\n", sink);
-                c.st = 19;
-            }
-            /// end of output
-            21 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
-            /// space
-            22 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 21;
-            }
-            /// json
-            23 => {
-                match json_step(c, t, true, last, sink) {
-                    Scan::Done => {
                         c.st = 22;
                     }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            24 => {
+                c.until_start();
+                c.st = 23;
+            }
+            /// Prefilled(Content, "<think>\n")
+            25 => {
+                c.prefilled(Kind::Content, "<think>\n", sink);
+                c.st = 24;
+            }
+            /// end of output
+            26 => {
+                if c.pos < t.len() {
+                    fail!()
+                }
+                if !last {
+                    need_more!()
+                }
+                c.st = 0;
+            }
+            /// space
+            27 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 26;
+            }
+            /// choice
+            28 => {
+                match guard_10(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 27;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_11(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 26;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            29 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 28;
+            }
+            /// json
+            30 => {
+                match json_step(c, t, true, last, sink) {
+                    Scan::Done => {
+                        c.st = 29;
+                    }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            24 => {
+            31 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 23;
+                c.st = 30;
             }
             /// space
-            25 => {
+            32 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 24;
+                c.st = 31;
+            }
+            /// choice
+            33 => {
+                match guard_12(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 32;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_13(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 32;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            34 => {
+                match guard_14(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 33;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_15(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 31;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            35 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 34;
             }
             /// Prefilled(Content, "<think>\n")
-            26 => {
+            36 => {
                 c.prefilled(Kind::Content, "<think>\n", sink);
-                c.st = 25;
+                c.st = 35;
             }
             /// end of output
-            27 => {
+            37 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -598,7 +834,7 @@ fn run(
                 c.st = 0;
             }
             /// Content up to []
-            28 => {
+            38 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = None::<usize>;
                 let found = match hit {
@@ -618,19 +854,19 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 27;
+                        c.st = 37;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            29 => {
+            39 => {
                 c.until_start();
-                c.st = 28;
+                c.st = 38;
             }
             /// end of output
-            30 => {
+            40 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -640,35 +876,117 @@ fn run(
                 c.st = 0;
             }
             /// space
-            31 => {
+            41 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 30;
+                c.st = 40;
+            }
+            /// choice
+            42 => {
+                match guard_16(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 41;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_17(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 40;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            43 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 42;
             }
             /// json
-            32 => {
+            44 => {
                 match json_step(c, t, true, last, sink) {
                     Scan::Done => {
-                        c.st = 31;
+                        c.st = 43;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            33 => {
+            45 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 32;
+                c.st = 44;
             }
             /// space
-            34 => {
+            46 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 33;
+                c.st = 45;
+            }
+            /// choice
+            47 => {
+                match guard_18(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 46;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_19(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 46;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            48 => {
+                match guard_20(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 47;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_21(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 45;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            49 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 48;
             }
             _ => {
                 c.degraded = true;

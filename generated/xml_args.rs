@@ -288,19 +288,19 @@ impl<'t> Parser<'t> {
             0 => 3,
             1 => 50,
             2 => 97,
-            3 => 102,
+            3 => 107,
             4 => 3,
             5 => 50,
             6 => 97,
-            7 => 102,
+            7 => 107,
             8 => 3,
             9 => 50,
             10 => 97,
-            11 => 102,
+            11 => 107,
             12 => 3,
             13 => 50,
             14 => 97,
-            15 => 102,
+            15 => 107,
             _ => 0,
         };
         Parser {
@@ -408,7 +408,7 @@ fn fast(
                 && c.fast_text(Kind::ArgString, true, s, w, sink)
         }
         27 | 74 => c.fast_json(false, s, w, sink),
-        100 => c.fast_json(true, s, w, sink),
+        102 => c.fast_json(true, s, w, sink),
         _ => false,
     }
 }
@@ -459,6 +459,30 @@ fn guard_2(t: &str, p: usize, last: bool) -> G {
 #[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<tool_call>", last)
+}
+#[inline]
+fn guard_4(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_5(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_6(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "json", last)
+}
+#[inline]
+fn guard_7(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_8(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_9(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
@@ -1606,28 +1630,110 @@ fn run(
                 }
                 c.st = 98;
             }
-            /// json
+            /// choice
             100 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 99;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 98;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            101 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 100;
+            }
+            /// json
+            102 => {
                 match json_step(c, t, true, last, sink) {
                     Scan::Done => {
-                        c.st = 99;
+                        c.st = 101;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            101 => {
+            103 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 100;
+                c.st = 102;
             }
             /// space
-            102 => {
+            104 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 101;
+                c.st = 103;
+            }
+            /// choice
+            105 => {
+                match guard_6(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 104;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_7(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 104;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            106 => {
+                match guard_8(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 105;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_9(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 103;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            107 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 106;
             }
             _ => {
                 c.degraded = true;

@@ -188,6 +188,12 @@ pub struct ArgumentMarkers {
     pub value_prefix: String,
     pub value_suffix: String,
     pub separator: String,
+    /// The value prefix written before a value that is not a string, when
+    /// it differs from `value_prefix` (DeepSeek V3.2's DSML writes
+    /// `string="true">` before raw strings and `string="false">` before JSON
+    /// values). The value's type is then part of the markup: a parser reads
+    /// it there, whatever the request's schema says. Empty: one prefix.
+    pub json_value_prefix: String,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -403,6 +403,37 @@ fn argument_value_markers(r: &mut Renderer<'_>, t: &mut ToolsSpec) {
     if !value_suffix.is_empty() {
         t.arguments.value_suffix = value_suffix.to_string();
     }
+    typed_value_prefix(r, t, &name_ending, &d.left, &cmp.output_a);
+}
+
+/// A3: the same argument with a number instead of a string. A template that
+/// writes the value's type into the markup (`string="false">`) shows a
+/// different prefix before it.
+fn typed_value_prefix(r: &mut Renderer<'_>, t: &mut ToolsSpec, name_ending: &str, string_value: &str, string_render: &str) {
+    const NUMBER: i64 = 987654321;
+    let number = base(vec![tool_call(FUN_FIRST, json!({ ARG_FIRST: NUMBER }), CALL_ID_001)]);
+    let Some(render) = r.render("A3 typed value prefix", &number) else { return };
+    let between = |render: &str, value: &str| -> Option<String> {
+        let name_at = render.rfind(name_ending)? + name_ending.len();
+        let value_at = render[name_at..].find(value)? + name_at;
+        Some(render[name_at..value_at].to_string())
+    };
+    let (Some(for_string), Some(for_json)) = (between(string_render, string_value), between(&render, &NUMBER.to_string())) else { return };
+    if for_string == for_json || for_string.trim().is_empty() || for_json.trim().is_empty() {
+        return;
+    }
+    // Both prefixes are markers (no probe text inside them).
+    if for_json.contains(ARG_SECOND) || for_json.contains(FUN_FIRST) || for_string.contains(ARG_SECOND) {
+        return;
+    }
+    // The type is a word inside shared markup: both prefixes start alike
+    // (`" string="`) and differ after that.
+    let common = crate::diff::common_prefix_len(&for_string, &for_json);
+    if common == 0 || common == for_string.len() || common == for_json.len() {
+        return;
+    }
+    t.arguments.value_prefix = for_string;
+    t.arguments.json_value_prefix = for_json;
 }
 
 /// T5: one argument versus two.

@@ -578,6 +578,14 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         (a.name_suffix.trim().to_string(), a.value_prefix.trim().to_string())
     };
     let value_suffix = a.value_suffix.trim().to_string();
+    // A value prefix that says the value's type (`string="true">` or
+    // `string="false">`): the name ends where the two prefixes part, and the
+    // rest of each picks how the value is read.
+    let typed = typed_prefixes(&a.value_prefix, &a.json_value_prefix);
+    let (name_end, value_prefix) = match &typed {
+        Some((common, _, _)) if a.name_suffix.trim().is_empty() => (common.clone(), String::new()),
+        _ => (name_end, value_prefix),
+    };
     if name_prefix.is_empty() || value_suffix.is_empty() {
         // Not a layout we can read argument by argument.
         return Node::seq(vec![Node::Mark(Mark::ArgsOpen), Node::Mark(Mark::ArgsClose)]);
@@ -597,10 +605,16 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         body: Node::seq(vec![
             Node::Until { stops: vec![name_end.clone()], kind: TextKind::ArgName, trim_newlines: false },
             Node::lit(name_end.clone()),
-            Node::ByArgType {
-                string: Box::new(value(ValueKind::String)),
-                json: Box::new(value(ValueKind::Json)),
-                auto: Box::new(value(ValueKind::Auto)),
+            match &typed {
+                Some((_, string, json)) => Node::Choice(vec![
+                    Alt { guard: Node::lit(string.clone()), body: value(ValueKind::String) },
+                    Alt { guard: Node::lit(json.clone()), body: value(ValueKind::Json) },
+                ]),
+                None => Node::ByArgType {
+                    string: Box::new(value(ValueKind::String)),
+                    json: Box::new(value(ValueKind::Json)),
+                    auto: Box::new(value(ValueKind::Auto)),
+                },
             },
         ]),
     });
@@ -610,4 +624,18 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         Node::Repeat { alts, limits: vec![None; n], recover: None },
         Node::Mark(Mark::ArgsClose),
     ])
+}
+
+/// The markup shared by a string value's and a JSON value's prefixes, and the
+/// rest of each (`"`, `string="true">`, `string="false">`); `None` when the
+/// template writes one prefix for every value.
+fn typed_prefixes(string: &str, json: &str) -> Option<(String, String, String)> {
+    let (string, json) = (string.trim(), json.trim());
+    if json.is_empty() || string == json {
+        return None;
+    }
+    let common = crate::diff::common_prefix_len(string, json);
+    let shared = string[..common].trim();
+    let (s, j) = (string[common..].trim(), json[common..].trim());
+    (!shared.is_empty() && !s.is_empty() && !j.is_empty()).then(|| (shared.to_string(), s.to_string(), j.to_string()))
 }
