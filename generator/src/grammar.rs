@@ -145,6 +145,10 @@ fn op_tokens(op: &Op) -> TokenStream {
             let (stops, count) = (n(stops), n(count));
             quote!(Op::Name { stops: #stops, count: #count })
         }
+        Op::IdName { stops, count } => {
+            let (stops, count) = (n(stops), n(count));
+            quote!(Op::IdName { stops: #stops, count: #count })
+        }
         Op::Args { python } => quote!(Op::Args { python: #python }),
         Op::TaggedArgs => quote!(Op::TaggedArgs),
         Op::ArgName { stops, count } => {
@@ -325,7 +329,7 @@ impl Writer {
             }
             Node::Space => out.push(Op::Space),
             Node::OptionalNewline => out.push(Op::OptionalNewline),
-            Node::Seq(items) => match items.iter().position(|n| matches!(n, Node::Until { kind: TextKind::ToolName, .. })) {
+            Node::Seq(items) => match items.iter().position(|n| matches!(n, Node::Until { kind: TextKind::ToolName | TextKind::ToolIdName, .. })) {
                 // The call from its name on is written once per tool.
                 Some(k) => {
                     out.push(Op::Seq(k as u16 + 1));
@@ -374,6 +378,7 @@ impl Writer {
                 let (from, count) = self.stops(stops);
                 out.push(match kind {
                     TextKind::ToolName => Op::Name { stops: from, count },
+                    TextKind::ToolIdName => Op::IdName { stops: from, count },
                     TextKind::ArgName => Op::ArgName { stops: from, count },
                     TextKind::Reasoning => Op::Text { role: TextRole::Reasoning, stops: from, count },
                     TextKind::ToolId => Op::Text { role: TextRole::ToolId, stops: from, count },
@@ -389,8 +394,13 @@ impl Writer {
             Node::JsonStringContent(_) => out.push(Op::JsonStringContent { python: self.python }),
             Node::ByArgType { string, json, auto } => {
                 out.push(Op::ByArgType);
-                self.node(string, out);
-                self.node(json, out);
+                // A typed branch's first alternative is the schema's form.
+                let schema_form = |n: &Node| match n {
+                    Node::Choice(alts) if !alts.is_empty() => Node::seq(vec![alts[0].guard.clone(), alts[0].body.clone()]),
+                    other => other.clone(),
+                };
+                self.node(&schema_form(string), out);
+                self.node(&schema_form(json), out);
                 self.node(auto, out);
             }
         }

@@ -82,6 +82,10 @@ pub struct ReasoningSpec {
     pub mode: ReasoningMode,
     pub start: String,
     pub end: String,
+    /// The model may leave its reasoning block open and start its tool calls
+    /// right away (Kimi K2): where calls start, reasoning ends. Off for most
+    /// families, whose models mention call markup inside their reasoning.
+    pub ended_by_calls: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -204,6 +208,11 @@ pub enum CallIdPosition {
     PreFuncName,
     BetweenFuncAndArgs,
     PostArgs,
+    /// The template writes no id of its own: it makes one out of the name,
+    /// `namespace.NAME:index` (Kimi K2's `functions.get_weather:0`), where the
+    /// name would be. The parser reads the name out of the id and reports
+    /// both; `suffix` is the marker after the id.
+    NameInId,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

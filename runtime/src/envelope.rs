@@ -52,6 +52,10 @@ pub enum Op {
     Call,
     /// The tool's name (free text up to a stop when no tools are declared).
     Name { stops: u16, count: u16 },
+    /// A call id holding the tool's name, `namespace.NAME:index` (see
+    /// [`crate::machine::name_in_id`]); free text up to a stop when no
+    /// tools are declared.
+    IdName { stops: u16, count: u16 },
     /// The call's arguments as one JSON (or Python) object.
     Args { python: bool },
     /// Tagged arguments: the next subtree is one argument (starting at its

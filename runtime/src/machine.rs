@@ -54,9 +54,31 @@ pub enum Kind {
     Discard,
     ToolId,
     ToolName,
+    /// A call id holding the tool's name (see [`name_in_id`]).
+    ToolIdName,
     ArgName,
     ArgString,
     ArgAuto,
+}
+
+/// The tool name inside a call id of the form `namespace.NAME:index` (Kimi
+/// K2's `functions.get_weather:0`): what follows the first `.` up to the
+/// last `:` (each only when present), so names with dots or dashes
+/// (`functions.mcp.read-file:3`) keep them.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::machine::name_in_id;
+/// assert_eq!(name_in_id("functions.get_weather:0"), "get_weather");
+/// assert_eq!(name_in_id("functions.mcp.read-file:12"), "mcp.read-file");
+/// assert_eq!(name_in_id("get_weather"), "get_weather");
+/// ```
+pub fn name_in_id(id: &str) -> &str {
+    let name = id.split_once('.').map_or(id, |(_, rest)| rest);
+    match name.rsplit_once(':') {
+        Some((name, index)) if !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => name,
+    }
 }
 
 /// The start of a committed round whose text was dropped from the window.
@@ -685,7 +707,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 self.reported |= newline_first || !piece.is_empty();
             }
             Kind::ToolId => self.id(text, from, to, false, sink),
-            Kind::ToolName | Kind::ArgName | Kind::Discard => {}
+            Kind::ToolName | Kind::ToolIdName | Kind::ArgName | Kind::Discard => {}
         }
         if !done {
             return Some(false);
@@ -707,6 +729,18 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 self.emit_pos = self.pos;
                 self.commit(text, sink);
                 sink.event(Event::ToolName(name));
+            }
+            Kind::ToolIdName => {
+                let id = acc.trim();
+                let name = name_in_id(id);
+                if !self.tools.is_empty() {
+                    let i = self.tools.iter().position(|t| t.name == name)?;
+                    self.tool = i as u16;
+                }
+                self.emit_pos = self.pos;
+                self.commit(text, sink);
+                sink.event(Event::ToolName(name));
+                sink.event(Event::ToolId(id));
             }
             Kind::ArgName => self.open_key(acc.trim(), sink),
             Kind::ArgAuto if self.as_string => self.args("\"", sink),

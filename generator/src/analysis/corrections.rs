@@ -14,7 +14,7 @@ struct Correction {
 }
 
 fn set_reasoning(spec: &mut FormatSpec, start: &str, end: &str) {
-    spec.reasoning = ReasoningSpec { mode: ReasoningMode::TagBased, start: start.into(), end: end.into() };
+    spec.reasoning = ReasoningSpec { mode: ReasoningMode::TagBased, start: start.into(), end: end.into(), ..ReasoningSpec::default() };
 }
 
 const CORRECTIONS: &[Correction] = &[

@@ -3,13 +3,34 @@
 //! These models write formats with structure the marker diff cannot recover
 //! (channels, recipients, ids that encode the function name, grammar-defined
 //! layouts). They are recognised by substrings of the template source, in a
-//! fixed order (the first match wins), as the reference does; a later issue
-//! gives each a dedicated format. Only detection happens here.
+//! fixed order (the first match wins), as the reference does.
+//!
+//! A family that has a format gets it here as a *description*: what its
+//! [`describe`] adds to the spec the generic analysis found (structure the
+//! probes cannot show, such as "calls may start inside an open reasoning
+//! block"). Markers still come from the renders wherever they can; the IR
+//! builder turns the spec into ordinary IR, so every backend handles the
+//! family without knowing its name.
+
+use crate::spec::FormatSpec;
 
 /// One dedicated family: its name and the test on the template source.
 struct DedicatedFamily {
     name: &'static str,
     matches: fn(&str) -> bool,
+}
+
+/// What a family's description adds to the analysed spec (after the
+/// generic analysis and the generation prompt). Families without a format
+/// yet are left as analysed.
+pub fn describe(family: &str, spec: &mut FormatSpec) {
+    match family {
+        // Kimi K2 Thinking often calls tools from inside its reasoning
+        // without closing it (`<think>...<|tool_calls_section_begin|>`),
+        // which no render shows: the calls end the reasoning.
+        "Kimi K2 Thinking" => spec.reasoning.ended_by_calls = true,
+        _ => {}
+    }
 }
 
 const FAMILIES: &[DedicatedFamily] = &[

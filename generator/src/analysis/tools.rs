@@ -32,6 +32,9 @@ pub fn analyze(r: &mut Renderer<'_>, caps: &Capabilities, reasoning: &ReasoningS
         argument_separator(r, &mut t);
         argument_container(r, &mut t);
         call_id_markers(r, &mut t);
+        if caps.supports_parallel_tool_calls && t.call_id.pos == CallIdPosition::None {
+            id_holding_name(r, &mut t);
+        }
     }
     if t.format.mode != ToolFormatMode::None {
         argument_value_style(r, &mut t);
@@ -541,6 +544,30 @@ fn call_id_markers(r: &mut Renderer<'_>, t: &mut ToolsSpec) {
     if id.pos != CallIdPosition::None && !id.suffix.is_empty() && t.format.per_call_end.starts_with(id.suffix.as_str()) {
         t.format.per_call_end.clear();
     }
+}
+
+/// T7b: a template that writes no call id of its own but makes one out of
+/// the name and the call's index, `namespace.NAME:index` (Kimi K2): the
+/// name's markers then hold a namespace (`functions.`) and an index (`:0`),
+/// and the second of two calls shows the next index (`:1`).
+fn id_holding_name(r: &mut Renderer<'_>, t: &mut ToolsSpec) {
+    let prefix = t.function.name_prefix.clone();
+    let suffix = t.function.name_suffix.clone();
+    let namespace = prefix.trim_start();
+    let index = suffix.strip_prefix(':').map(|s| s.trim_start_matches(|c: char| c.is_ascii_digit()));
+    let Some(after_index) = index else { return };
+    if !namespace.ends_with('.') || namespace.len() < 2 || after_index.len() + 1 >= suffix.len() || after_index.trim().is_empty() {
+        return;
+    }
+    let Some(two) = r.render("T7b id holding the name", &base(vec![first_call(), second_call()])) else { return };
+    let first = format!("{namespace}{FUN_FIRST}:0");
+    let second = format!("{namespace}{SSS}:1", SSS = FUN_SECOND);
+    if !(two.contains(&first) && two.contains(&second)) {
+        return;
+    }
+    t.function.name_prefix.clear();
+    t.function.name_suffix.clear();
+    t.call_id = CallIdMarkers { pos: CallIdPosition::NameInId, prefix: String::new(), suffix: after_index.trim().to_string() };
 }
 
 /// The last marker of `text` (without what follows it), or "".

@@ -269,7 +269,7 @@ impl States {
                 _ => quote! { find_any(#hay, #stops_const) },
             }
         };
-        let is_name = matches!(kind, TextKind::ToolName | TextKind::ArgName);
+        let is_name = matches!(kind, TextKind::ToolName | TextKind::ToolIdName | TextKind::ArgName);
         let longest = stops.iter().map(String::len).max().unwrap_or(0);
         let find_rest = find(quote!(rest));
         // The stop search runs once; a name also checks its length on it.
@@ -621,7 +621,7 @@ fn prefix_len(node: &Node, costs: &Costs<'_>) -> (usize, bool) {
         Node::Until { stops, kind, .. } => {
             let longest = stops.iter().map(|s| costs.partial(s)).max().unwrap_or(0);
             match kind {
-                TextKind::ToolName => (crate::ir::MAX_NAME_LEN + longest, true),
+                TextKind::ToolName | TextKind::ToolIdName => (crate::ir::MAX_NAME_LEN + longest, true),
                 _ => (ID_ROOM + longest, false),
             }
         }

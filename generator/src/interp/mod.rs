@@ -365,7 +365,7 @@ impl<'g> StreamParser<'g> {
             TextKind::ToolId => self.out.push(Out::ToolId(text.to_string())),
             TextKind::Discard => {}
             // Names and raw values are reported through their own paths.
-            TextKind::ToolName | TextKind::ArgName | TextKind::ArgString | TextKind::ArgAuto => {}
+            TextKind::ToolName | TextKind::ToolIdName | TextKind::ArgName | TextKind::ArgString | TextKind::ArgAuto => {}
         }
     }
 
@@ -755,7 +755,7 @@ impl<'g> StreamParser<'g> {
     ) -> (Step<'g>, Option<Frame<'g>>) {
         let stops_ref = stops;
         let mut rest = &self.text[self.pos..];
-        let is_name = matches!(kind, TextKind::ToolName | TextKind::ArgName);
+        let is_name = matches!(kind, TextKind::ToolName | TextKind::ToolIdName | TextKind::ArgName);
         if is_name {
             // A name is short: look no further than where it could end.
             let room = MAX_NAME_LEN - acc.len().min(MAX_NAME_LEN);
@@ -776,7 +776,7 @@ impl<'g> StreamParser<'g> {
         let (take, done) = match found {
             Some(i) => (i, true),
             // A name the output cut off is not a name.
-            None if last && matches!(kind, TextKind::ToolName | TextKind::ArgName) => return (Step::Fail, None),
+            None if last && is_name => return (Step::Fail, None),
             None if last => (rest.len(), true),
             None => (rest.len() - partial_stop_len(rest, stops_ref), false),
         };
@@ -861,7 +861,7 @@ impl<'g> StreamParser<'g> {
                     self.emit_args(&start);
                 }
             }
-            TextKind::ToolName | TextKind::ArgName => acc.push_str(text),
+            TextKind::ToolName | TextKind::ToolIdName | TextKind::ArgName => acc.push_str(text),
             other => self.emit_text(other, text),
         }
     }
@@ -880,6 +880,18 @@ impl<'g> StreamParser<'g> {
                     }
                 }
                 self.emit_name(name);
+            }
+            TextKind::ToolIdName => {
+                let id = acc.trim();
+                let name = chat_parser_runtime::machine::name_in_id(id);
+                if !self.tools.is_empty() {
+                    match self.tools.iter().position(|t| t.name == name) {
+                        Some(i) => self.tool = Some(i),
+                        None => return false,
+                    }
+                }
+                self.emit_name(name);
+                self.out.push(Out::ToolId(id.to_string()));
             }
             TextKind::ArgName => self.open_key(acc.trim()),
             TextKind::ArgAuto if as_string => self.emit_args("\""),

@@ -160,6 +160,15 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     let start = spec.reasoning.start.trim();
     let end = spec.reasoning.end.trim();
     let layout = spec.reasoning.start.ends_with('\n') || spec.reasoning.end.starts_with('\n');
+    let tools_active =
+        options.tool_choice != ToolChoice::None && !options.tools.is_empty() && spec.tools.format.mode != ToolFormatMode::None;
+    // Where reasoning ends: its end marker, and for families whose models
+    // start calling tools inside an open block, where calls start.
+    let mut reasoning_ends = vec![end.to_string()];
+    if spec.reasoning.ended_by_calls && tools_active && options.json_schema.is_none() {
+        reasoning_ends.extend(tool_triggers(spec));
+        reasoning_ends.extend(bare_calls(spec, options.parallel_tool_calls).map(|(opener, _)| opener));
+    }
     let mut items = Vec::new();
 
     match prefill {
@@ -171,7 +180,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
                 if !boilerplate.is_empty() {
                     items.push(Node::Mark(Mark::Prefilled(TextKind::Reasoning, format!("{boilerplate}\n"))));
                 }
-                items.push(reasoning_block_rest(end, layout));
+                items.push(reasoning_block_rest(&reasoning_ends, layout));
             } else if !from_start.is_empty() {
                 // Reasoning stays content, so the content starts with what the prompt opened.
                 items.push(Node::Mark(Mark::Prefilled(TextKind::Content, from_start.to_string())));
@@ -180,13 +189,13 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         Prefill::ClosedReasoning => {}
         Prefill::Nothing => {
             if extract && !start.is_empty() && !end.is_empty() {
-                items.push(Node::optional(Node::seq(vec![Node::Space, Node::lit(start)]), reasoning_block_rest(end, layout)));
+                items.push(Node::optional(Node::seq(vec![Node::Space, Node::lit(start)]), reasoning_block_rest(&reasoning_ends, layout)));
             } else if extract && start.is_empty() && !end.is_empty() {
                 // Delimiter style: no start marker, the reply begins with its
                 // reasoning and only the end marker closes it. A streaming
                 // parser cannot wait for a marker that may never come, so a
                 // reply without the end marker is all reasoning.
-                items.push(reasoning_block_rest(end, layout));
+                items.push(reasoning_block_rest(&reasoning_ends, layout));
             }
         }
     }
@@ -204,8 +213,6 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         return Node::seq(items);
     }
 
-    let tools_active =
-        options.tool_choice != ToolChoice::None && !options.tools.is_empty() && spec.tools.format.mode != ToolFormatMode::None;
     let wrapper = (spec.content.mode != ContentMode::Plain && !spec.content.start.trim().is_empty())
         .then(|| (spec.content.start.trim().to_string(), spec.content.end.trim().to_string()));
 
@@ -220,6 +227,11 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         alts.push(Alt { guard, body: calls });
         // One call (or one section of calls) unless parallel calls are on.
         limits.push((!options.parallel_tool_calls).then_some(1));
+        if let Some((opener, calls)) = bare_calls(spec, options.parallel_tool_calls) {
+            stops.push(opener.clone());
+            alts.push(Alt { guard: Node::lit(opener), body: calls });
+            limits.push((!options.parallel_tool_calls).then_some(1));
+        }
     }
     if let Some((open, close)) = &wrapper {
         stops.push(open.clone());
@@ -302,9 +314,11 @@ pub fn tool_calls(spec: &FormatSpec, parallel: bool) -> Option<Node> {
 /// Reasoning text up to the end marker, the marker and the space after it.
 /// When the template's markers carry newlines (`<think>\n`, `\n</think>`),
 /// one newline at each side of the text is layout, not reasoning.
-fn reasoning_block_rest(end: &str, layout_newlines: bool) -> Node {
+/// `ends[0]` is the end marker; further stops end the block without it.
+fn reasoning_block_rest(ends: &[String], layout_newlines: bool) -> Node {
+    let end = ends.first().map(String::as_str).unwrap_or("");
     Node::seq(vec![
-        Node::Until { stops: vec![end.to_string()], kind: TextKind::Reasoning, trim_newlines: layout_newlines },
+        Node::Until { stops: ends.to_vec(), kind: TextKind::Reasoning, trim_newlines: layout_newlines },
         Node::optional(Node::lit(end), Node::Space),
     ])
 }
@@ -347,13 +361,7 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
                 Node::lit("]"),
             ])
         } else if !per_call_start.is_empty() {
-            Node::seq(vec![
-                Node::Space,
-                Node::lit(per_call_start),
-                Node::Space,
-                close(call.clone()),
-                next_call(Node::seq(vec![Node::Space, Node::lit(per_call_start)]), close(Node::seq(vec![Node::Space, call.clone()]))),
-            ])
+            Node::seq(vec![Node::Space, Node::lit(per_call_start), per_call_rest(spec, parallel)])
         } else if !json && !name_prefix.is_empty() {
             // Calls follow each other inside the section, each opened by the
             // function-name prefix (`<invoke name="...">`).
@@ -381,6 +389,40 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     } else {
         (name_prefix.to_string(), Node::lit(name_prefix), Node::seq(vec![close(call_after_prefix), Node::Space]))
     }
+}
+
+/// The calls of a section whose every call has its own opener, from after
+/// the first opener on: the call, then further calls each after its opener.
+fn per_call_rest(spec: &FormatSpec, parallel: bool) -> Node {
+    let f = &spec.tools.format;
+    let per_call_start = f.per_call_start.trim();
+    let call = if f.mode == ToolFormatMode::JsonNative { json_call(spec, false) } else { tagged_call(spec) };
+    let close = |body: Node| Node::seq(vec![body, marker(&f.per_call_end), Node::Mark(Mark::ToolClose)]);
+    Node::seq(vec![
+        Node::Space,
+        close(call.clone()),
+        Node::Repeat {
+            alts: vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(per_call_start)]), body: close(Node::seq(vec![Node::Space, call])) }],
+            limits: vec![if parallel { None } else { Some(0) }],
+            recover: Some(Box::new(Node::Empty)),
+        },
+    ])
+}
+
+/// Calls written without their section's wrapper: the per-call opener
+/// starts them (Kimi K2 often leaves out `<|tool_calls_section_begin|>`).
+/// The opener is a marker of its own, and the name after it is checked
+/// against the declared tools, so this never takes plain text for a call.
+/// `None` for formats without both a section and a per-call opener.
+fn bare_calls(spec: &FormatSpec, parallel: bool) -> Option<(String, Node)> {
+    let f = &spec.tools.format;
+    let (section_start, per_call_start) = (f.section_start.trim(), f.per_call_start.trim());
+    if section_start.is_empty() || per_call_start.is_empty() || f.tools_array_wrapped {
+        return None;
+    }
+    let section_end = Node::optional(Node::seq(vec![Node::Space, Node::lit(f.section_end.trim())]), Node::Empty);
+    let end = if f.section_end.trim().is_empty() { Node::Empty } else { section_end };
+    Some((per_call_start.to_string(), Node::seq(vec![per_call_rest(spec, parallel), end, Node::Space])))
 }
 
 /// The name of the call: free text up to one of `stops`, then `then()`.
@@ -522,6 +564,20 @@ fn name_stops(spec: &FormatSpec) -> Vec<String> {
 
 fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
     let t = &spec.tools;
+    if t.call_id.pos == CallIdPosition::NameInId {
+        // `functions.NAME:0` then the arguments: the id is read whole and
+        // the name taken out of it.
+        let after_id = t.call_id.suffix.trim().to_string();
+        return Node::seq(vec![
+            Node::Mark(Mark::ToolOpen),
+            Node::Space,
+            Node::Until { stops: vec![after_id.clone()], kind: TextKind::ToolIdName, trim_newlines: false },
+            Node::lit(after_id),
+            Node::Space,
+            Node::Json { kind: JsonKind::ToolArgs, schema: None, python: t.format.python_dict_arguments },
+            marker(&t.function.close),
+        ]);
+    }
     let stops = name_stops(spec);
     let suffix = t.function.name_suffix.trim().to_string();
     // The call id, where the template writes it.
@@ -543,7 +599,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
         CallIdPosition::PreFuncName => (id_node(), Node::Empty, Node::Empty),
         CallIdPosition::BetweenFuncAndArgs => (Node::Empty, id_node(), Node::Empty),
         CallIdPosition::PostArgs => (Node::Empty, Node::Empty, id_node()),
-        CallIdPosition::None => (Node::Empty, Node::Empty, Node::Empty),
+        CallIdPosition::None | CallIdPosition::NameInId => (Node::Empty, Node::Empty, Node::Empty),
     };
     let python = t.format.python_dict_arguments;
     let after = || -> Node {
@@ -606,10 +662,18 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
             Node::Until { stops: vec![name_end.clone()], kind: TextKind::ArgName, trim_newlines: false },
             Node::lit(name_end.clone()),
             match &typed {
-                Some((_, string, json)) => Node::Choice(vec![
-                    Alt { guard: Node::lit(string.clone()), body: value(ValueKind::String) },
-                    Alt { guard: Node::lit(json.clone()), body: value(ValueKind::Json) },
-                ]),
+                // The parser reads either form, whatever the schema says;
+                // each branch lists the schema's form first, which is the
+                // one a grammar allows (see `Node::ByArgType`).
+                Some((_, string, json)) => {
+                    let as_string = Alt { guard: Node::lit(string.clone()), body: value(ValueKind::String) };
+                    let as_json = Alt { guard: Node::lit(json.clone()), body: value(ValueKind::Json) };
+                    Node::ByArgType {
+                        string: Box::new(Node::Choice(vec![as_string.clone(), as_json.clone()])),
+                        json: Box::new(Node::Choice(vec![as_json.clone(), as_string.clone()])),
+                        auto: Box::new(Node::Choice(vec![as_string, as_json])),
+                    }
+                }
                 None => Node::ByArgType {
                     string: Box::new(value(ValueKind::String)),
                     json: Box::new(value(ValueKind::Json)),

@@ -43,6 +43,12 @@ pub enum TextKind {
     ToolId,
     /// A tool name written freely (when no tool list constrains it).
     ToolName,
+    /// A call id that holds the tool's name, `namespace.NAME:index` (Kimi
+    /// K2's `functions.get_weather:0`): the name (see
+    /// [`chat_parser_runtime::machine::name_in_id`]) is checked and reported
+    /// as a [`TextKind::ToolName`] is, then the whole id as the call's id.
+    /// The whole id counts against [`MAX_NAME_LEN`].
+    ToolIdName,
     /// An argument name: reported as a JSON key inside the arguments object.
     ArgName,
     /// A raw argument value reported as a JSON string.
@@ -143,6 +149,11 @@ pub enum Node {
     ArgKey(String),
     /// An argument value read by the declared type of the argument just
     /// named (looked up at run time in the request's tools).
+    ///
+    /// A branch that is a [`Node::Choice`] lists the form the schema asks
+    /// for first: parsers read any alternative, grammars allow only the
+    /// first (DSML's `string="true"` / `string="false"` values, where the
+    /// markup says the type).
     ByArgType { string: Box<Node>, json: Box<Node>, auto: Box<Node> },
     /// Reports a structural event.
     Mark(Mark),
