@@ -34,6 +34,56 @@ pub struct FormatSpec {
     pub preserved_tokens: Vec<String>,
     /// Template-specific corrections applied after the analysis (by name).
     pub corrections: Vec<String>,
+    /// Replies made of messages with channel headers (harmony); empty for
+    /// every other layout.
+    pub channels: ChannelSpec,
+}
+
+/// A reply written as several messages, each with a header that names its
+/// channel and, for a tool call, its recipient (OpenAI's harmony format):
+///
+/// ```text
+/// <|channel|>analysis<|message|>reasoning<|end|>
+/// <|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{...}<|call|>
+/// <|start|>assistant<|channel|>final<|message|>content<|return|>
+/// ```
+///
+/// The recipient may also follow the channel word
+/// (`<|channel|>commentary to=functions.f <|constrain|>json<|message|>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChannelSpec {
+    /// Starts a message's header (`<|start|>`), followed by the role.
+    pub header_start: String,
+    /// The model's role (`assistant`); a message addressed to it is its own.
+    pub role: String,
+    /// Before the channel word (`<|channel|>`).
+    pub channel: String,
+    /// Before the body (`<|message|>`).
+    pub message: String,
+    /// Before the body's content type (`<|constrain|>`), optional.
+    pub constrain: String,
+    /// Before the recipient (` to=`).
+    pub recipient: String,
+    /// The namespace of function recipients (`functions.`): a message to
+    /// `functions.NAME` is a call of NAME. Other recipients are built-in
+    /// tools (`python`, `browser.search`, `container.exec`) the request
+    /// cannot declare: their messages are dropped.
+    pub namespace: String,
+    /// What ends a message (`<|end|>`, `<|call|>`, `<|return|>`).
+    pub message_ends: Vec<String>,
+    /// The channel that holds reasoning (`analysis`).
+    pub reasoning_channel: String,
+    /// Channels whose messages are content (`final`, and `commentary`
+    /// without a recipient: a preamble).
+    pub content_channels: Vec<String>,
+}
+
+impl ChannelSpec {
+    /// Whether the reply is laid out as channel messages.
+    pub fn is_used(&self) -> bool {
+        !self.channel.is_empty() && !self.message.is_empty()
+    }
 }
 
 /// Generic format, or a family that needs a dedicated format.

@@ -12,7 +12,70 @@
 //! builder turns the spec into ordinary IR, so every backend handles the
 //! family without knowing its name.
 
-use crate::spec::FormatSpec;
+use serde_json::json;
+
+use super::probe::*;
+use crate::spec::{ChannelSpec, FormatSpec};
+
+/// The harmony layout, from renders: the generation prompt gives the header
+/// start and the role (`<|start|>` `assistant`), the generic analysis the
+/// body marker (`<|message|>`), the end of a reply (`<|return|>`) and of a
+/// call (`<|call|>`); a turn with reasoning and content gives the channel
+/// marker, both channel words and the message end (`<|end|>`); a turn with
+/// a call gives the recipient marker and the namespace (` to=` `functions.`).
+fn harmony_channels(spec: &FormatSpec, r: &mut Renderer<'_>) -> Option<ChannelSpec> {
+    let prompt = spec.generation_prompt.thinking.trim();
+    let role_at = prompt.rfind(|c: char| c == '>' || c == ']')? + 1;
+    let (header_start, role) = (prompt[..role_at].to_string(), prompt[role_at..].trim().to_string());
+    let message = spec.content.start.trim().to_string();
+    if header_start.is_empty() || role.is_empty() || message.is_empty() {
+        return None;
+    }
+    // The template takes reasoning from `thinking` (harmony's own field).
+    let turn = json!({"role": "assistant", "content": ASSISTANT_MSG, "thinking": THINKING_CONTENT});
+    let reply = r.render("H1 harmony channels", &Scenario { messages: convo(turn), tools: None, add_generation_prompt: false, enable_thinking: true })?;
+    // `<|channel|>analysis<|message|>THINKING<|end|><|start|>assistant<|channel|>final<|message|>CONTENT`
+    let thinking_at = reply.find(THINKING_CONTENT)?;
+    let before = reply[..thinking_at].strip_suffix(message.as_str())?;
+    let channel_header = &before[before.rfind(header_start.as_str())? + header_start.len()..];
+    let channel_header = channel_header.trim_start().strip_prefix(role.as_str())?;
+    let word_at = channel_header.rfind(|c: char| c == '>' || c == ']')? + 1;
+    let (channel, reasoning_channel) = (channel_header[..word_at].trim().to_string(), channel_header[word_at..].trim().to_string());
+    let after = &reply[thinking_at + THINKING_CONTENT.len()..];
+    let end = after[..after.find(header_start.as_str())?].trim().to_string();
+    let content_at = after.find(ASSISTANT_MSG)?;
+    let final_header = after[..content_at].strip_suffix(message.as_str())?;
+    let final_channel = final_header[final_header.rfind(channel.as_str())? + channel.len()..].trim().to_string();
+    // The call: `<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>`.
+    let call = r.render("H2 harmony recipient", &Scenario::with_tools(convo(assistant_calls(vec![first_call()]))))?;
+    let name_at = call.rfind(FUN_FIRST)?;
+    let role_end = call[..name_at].rfind(role.as_str())? + role.len();
+    let recipient_and_namespace = &call[role_end..name_at];
+    let eq = recipient_and_namespace.find('=')? + 1;
+    let (recipient, namespace) = (recipient_and_namespace[..eq].to_string(), recipient_and_namespace[eq..].to_string());
+    let tool_channel = spec.tools.function.name_suffix.trim().strip_prefix(channel.as_str())?.split_whitespace().next()?.to_string();
+    let mut message_ends = vec![end];
+    for marker in [&spec.tools.function.close, &spec.content.end] {
+        let marker = marker.trim();
+        if !marker.is_empty() && !message_ends.iter().any(|m| m == marker) {
+            message_ends.push(marker.to_string());
+        }
+    }
+    Some(ChannelSpec {
+        header_start,
+        role,
+        channel,
+        message,
+        // Harmony's content-type marker: the template never writes it
+        // (it renders `json` without it), but models do; it cannot be derived.
+        constrain: "<|constrain|>".to_string(),
+        recipient,
+        namespace,
+        message_ends,
+        reasoning_channel,
+        content_channels: vec![final_channel, tool_channel],
+    })
+}
 
 /// One dedicated family: its name and the test on the template source.
 struct DedicatedFamily {
@@ -23,8 +86,13 @@ struct DedicatedFamily {
 /// What a family's description adds to the analysed spec (after the
 /// generic analysis and the generation prompt). Families without a format
 /// yet are left as analysed.
-pub fn describe(family: &str, spec: &mut FormatSpec) {
+pub fn describe(family: &str, spec: &mut FormatSpec, r: &mut Renderer<'_>) {
     match family {
+        "GPT-OSS" => {
+            if let Some(channels) = harmony_channels(spec, r) {
+                spec.channels = channels;
+            }
+        }
         // Kimi K2 Thinking often calls tools from inside its reasoning
         // without closing it (`<think>...<|tool_calls_section_begin|>`),
         // which no render shows: the calls end the reasoning.

@@ -164,6 +164,11 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         options.tool_choice != ToolChoice::None && !options.tools.is_empty() && spec.tools.format.mode != ToolFormatMode::None;
     // Where reasoning ends: its end marker, and for families whose models
     // start calling tools inside an open block, where calls start.
+    if spec.channels.is_used() {
+        // Harmony: the reply is channel messages (a structured reply is the
+        // final channel's body).
+        return super::channels::reply(spec, options.reasoning_format != ReasoningFormat::None, tools_active);
+    }
     let mut reasoning_ends = vec![end.to_string()];
     if spec.reasoning.ended_by_calls && tools_active && options.json_schema.is_none() {
         reasoning_ends.extend(tool_triggers(spec));
@@ -272,6 +277,9 @@ pub fn tool_triggers(spec: &FormatSpec) -> Vec<String> {
     if spec.tools.format.mode == ToolFormatMode::None {
         return Vec::new();
     }
+    if spec.channels.is_used() {
+        return vec![super::channels::trigger(spec)];
+    }
     let (trigger, _, _) = tool_section(spec, false);
     if trigger.trim().is_empty() {
         Vec::new()
@@ -287,6 +295,13 @@ pub fn tool_triggers(spec: &FormatSpec) -> Vec<String> {
 pub fn tool_calls(spec: &FormatSpec, parallel: bool) -> Option<Node> {
     if spec.tools.format.mode == ToolFormatMode::None {
         return None;
+    }
+    if spec.channels.is_used() {
+        // Each call is a message of its own, after any reasoning or content.
+        let call = super::channels::calls(spec);
+        let content = Node::Until { stops: vec![super::channels::trigger(spec)], kind: TextKind::Content, trim_newlines: false };
+        let again = Alt { guard: Node::Empty, body: Node::seq(vec![content, call.clone()]) };
+        return Some(if parallel { Node::seq(vec![call, Node::Repeat { alts: vec![again], limits: vec![None], recover: None }]) } else { call });
     }
     let (trigger, guard, body) = tool_section(spec, parallel);
     if trigger.trim().is_empty() {

@@ -29,6 +29,7 @@
 //! ```
 
 pub mod build;
+pub mod channels;
 
 use serde_json::Value;
 

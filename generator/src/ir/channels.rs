@@ -1,0 +1,139 @@
+//! Replies made of channel messages (OpenAI harmony, [`ChannelSpec`]) as IR.
+//!
+//! ```text
+//! reply    = content { message content }*
+//! message  = HEADER-START ROLE?                         (the next round reads the rest)
+//!          | RECIPIENT NAMESPACE call                   (a call addressed in the role header)
+//!          | RECIPIENT ROLE                             (addressed to the model itself: ignored)
+//!          | RECIPIENT other-recipient header body      (a built-in tool: dropped)
+//!          | CHANNEL word header-tail
+//! call     = NAME header "<|message|>" JSON END?
+//! ```
+//!
+//! A channel word decides what the body is: the reasoning channel's body is
+//! reasoning (only when reasoning is extracted; otherwise the header is not
+//! recognised and stays content, as the reference does), a content
+//! channel's body is content. A recipient after the channel word makes the
+//! message a call (or a dropped built-in tool message). Everything is built
+//! from guarded choices, so the generic interpreter, the code generator and
+//! the grammar backend read it like any other format.
+
+use super::{Alt, JsonKind, Mark, Node, TextKind};
+use crate::spec::{ChannelSpec, FormatSpec};
+
+/// One of several literals.
+fn one_of(markers: &[String]) -> Node {
+    Node::Choice(markers.iter().map(|m| Alt { guard: Node::lit(m.clone()), body: Node::Empty }).collect())
+}
+
+/// `RECIPIENT` without its leading space (`to=`): the space is whitespace
+/// between header pieces.
+fn recipient(c: &ChannelSpec) -> String {
+    c.recipient.trim().to_string()
+}
+
+/// The rest of a header up to and including the body marker: an optional
+/// channel word, an optional content type, whitespace between them.
+fn header_rest(c: &ChannelSpec) -> Node {
+    let word_stops = vec![" ".to_string(), c.constrain.clone(), c.message.clone(), c.channel.clone()];
+    Node::seq(vec![
+        Node::Space,
+        Node::optional(Node::lit(c.channel.clone()), Node::Until { stops: word_stops, kind: TextKind::Discard, trim_newlines: false }),
+        Node::Space,
+        Node::optional(Node::lit(c.constrain.clone()), Node::Until { stops: vec![c.message.clone()], kind: TextKind::Discard, trim_newlines: false }),
+        Node::Space,
+        Node::lit(c.message.clone()),
+    ])
+}
+
+/// A message body of this kind up to its end marker (or the next header).
+fn body(c: &ChannelSpec, kind: TextKind) -> Node {
+    let mut stops = c.message_ends.clone();
+    stops.push(c.header_start.clone());
+    Node::seq(vec![
+        Node::Until { stops, kind, trim_newlines: false },
+        Node::optional(one_of(&c.message_ends), Node::Empty),
+    ])
+}
+
+/// A call from after `to=functions.`: its name, the rest of its header, its
+/// JSON arguments and its end marker.
+fn call_after_namespace(c: &ChannelSpec) -> Node {
+    let name_stops = vec![" ".to_string(), c.channel.clone(), c.constrain.clone(), c.message.clone()];
+    Node::seq(vec![
+        Node::Mark(Mark::ToolOpen),
+        Node::Until { stops: name_stops, kind: TextKind::ToolName, trim_newlines: false },
+        header_rest(c),
+        Node::Space,
+        Node::Json { kind: JsonKind::ToolArgs, schema: None, python: false },
+        Node::Space,
+        Node::optional(one_of(&c.message_ends), Node::Empty),
+        Node::Mark(Mark::ToolClose),
+    ])
+}
+
+/// A message to a recipient other than a function or the model: a built-in
+/// tool call the request cannot express; its header and body are dropped.
+fn other_recipient(c: &ChannelSpec) -> Node {
+    let stops = vec![" ".to_string(), c.channel.clone(), c.constrain.clone(), c.message.clone()];
+    Node::seq(vec![
+        Node::Until { stops, kind: TextKind::Discard, trim_newlines: false },
+        Node::Mark(Mark::Commit),
+        header_rest(c),
+        body(c, TextKind::Discard),
+    ])
+}
+
+/// What may follow a recipient marker.
+fn addressed(c: &ChannelSpec, tools: bool, own: Node) -> Vec<Alt> {
+    let mut alts = Vec::new();
+    if tools {
+        alts.push(Alt { guard: Node::lit(c.namespace.clone()), body: call_after_namespace(c) });
+    }
+    alts.push(Alt { guard: Node::lit(c.role.clone()), body: own });
+    alts.push(Alt { guard: Node::Empty, body: other_recipient(c) });
+    alts
+}
+
+/// The reply grammar.
+pub fn reply(spec: &FormatSpec, extract_reasoning: bool, tools: bool) -> Node {
+    let c = &spec.channels;
+    let to = recipient(c);
+    let content = Node::Until { stops: vec![c.header_start.clone(), c.channel.clone(), to.clone()], kind: TextKind::Content, trim_newlines: false };
+    // After the channel word: an optional recipient, then the body.
+    let tail = |kind: TextKind| {
+        let own = Node::seq(vec![header_rest(c), Node::Mark(Mark::Commit), body(c, kind)]);
+        // `to=assistant` after the channel word: the model addressed itself
+        // and writes a new channel header next (the next round reads it).
+        let mut alts = vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(to.clone())]), body: Node::Choice(addressed(c, tools, Node::Empty)) }];
+        alts.push(Alt { guard: Node::Empty, body: own });
+        Node::Choice(alts)
+    };
+    let mut words = Vec::new();
+    if extract_reasoning && !c.reasoning_channel.is_empty() {
+        words.push(Alt { guard: Node::lit(c.reasoning_channel.clone()), body: tail(TextKind::Reasoning) });
+    }
+    for w in &c.content_channels {
+        words.push(Alt { guard: Node::lit(w.clone()), body: tail(TextKind::Content) });
+    }
+    let then = |n: Node| Node::seq(vec![Node::Mark(Mark::Commit), n, content.clone()]);
+    let alts = vec![
+        // The role header; the next round reads the rest of it.
+        Alt { guard: Node::lit(c.header_start.clone()), body: then(Node::seq(vec![Node::Space, Node::optional(Node::lit(c.role.clone()), Node::Empty)])) },
+        // A recipient in the role header.
+        Alt { guard: Node::lit(to.clone()), body: Node::seq(vec![Node::Choice(addressed(c, tools, Node::Empty)), content.clone()]) },
+        Alt { guard: Node::lit(c.channel.clone()), body: Node::seq(vec![Node::Choice(words), content.clone()]) },
+    ];
+    let n = alts.len();
+    Node::seq(vec![content.clone(), Node::Repeat { alts, limits: vec![None; n], recover: Some(Box::new(content)) }, Node::End])
+}
+
+/// What starts a call: the recipient marker and the function namespace.
+pub fn trigger(spec: &FormatSpec) -> String {
+    format!("{}{}", recipient(&spec.channels), spec.channels.namespace)
+}
+
+/// The call from its trigger on (for grammars).
+pub fn calls(spec: &FormatSpec) -> Node {
+    Node::seq(vec![Node::lit(trigger(spec)), call_after_namespace(&spec.channels)])
+}
