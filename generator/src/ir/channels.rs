@@ -33,15 +33,16 @@ fn recipient(c: &ChannelSpec) -> String {
 }
 
 /// The rest of a header up to and including the body marker: an optional
-/// channel word, an optional content type, whitespace between them.
+/// channel word, then an optional content type, with or without its marker
+/// (the template writes `commentary json`, models `<|constrain|>json`).
 fn header_rest(c: &ChannelSpec) -> Node {
     let word_stops = vec![" ".to_string(), c.constrain.clone(), c.message.clone(), c.channel.clone()];
     Node::seq(vec![
         Node::Space,
         Node::optional(Node::lit(c.channel.clone()), Node::Until { stops: word_stops, kind: TextKind::Discard, trim_newlines: false }),
         Node::Space,
-        Node::optional(Node::lit(c.constrain.clone()), Node::Until { stops: vec![c.message.clone()], kind: TextKind::Discard, trim_newlines: false }),
-        Node::Space,
+        Node::optional(Node::lit(c.constrain.clone()), Node::Empty),
+        Node::Until { stops: vec![c.message.clone()], kind: TextKind::Discard, trim_newlines: false },
         Node::lit(c.message.clone()),
     ])
 }
