@@ -136,6 +136,9 @@ pub struct ReasoningSpec {
     /// right away (Kimi K2): where calls start, reasoning ends. Off for most
     /// families, whose models mention call markup inside their reasoning.
     pub ended_by_calls: bool,
+    /// Reasoning blocks may come again after content (interleaved thinking,
+    /// Gemma 4), and an end marker without a block is dropped as markup.
+    pub interleaved: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,6 +251,10 @@ pub struct ArgumentMarkers {
     /// values). The value's type is then part of the markup: a parser reads
     /// it there, whatever the request's schema says. Empty: one prefix.
     pub json_value_prefix: String,
+    /// Arguments are one object literal, `{key:value,...}` between
+    /// `start` and `end`, with bare keys and string values between this
+    /// quote (Gemma 4's `<|"|>`); other values are JSON. Empty: not this layout.
+    pub string_quote: String,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

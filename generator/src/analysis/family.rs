@@ -17,6 +17,48 @@ use serde_json::json;
 use super::probe::*;
 use crate::spec::{ChannelSpec, FormatSpec};
 
+/// Gemma 4, from what the generic analysis read off its renders (it reads
+/// the call as tagged arguments because of the `<|"|>` quotes):
+/// - reasoning: the generation prompt without thinking appends an empty
+///   block `<|channel>thought\n<channel|>`; the analysis found its end, the
+///   start is the rest of that block;
+/// - calls: the argument-name probe's prefix is `<|tool_call>call:NAME{`
+///   (opener, call prefix, name, object start), the value suffix is the
+///   string quote, and the closer after `}` is the call's end marker.
+fn gemma_layout(spec: &mut FormatSpec) {
+    let g = &spec.generation_prompt;
+    let end = spec.reasoning.end.trim().to_string();
+    if let Some(block) = g.no_thinking.strip_prefix(g.thinking.as_str()) {
+        if let Some(start) = block.trim().strip_suffix(end.as_str()) {
+            if !start.trim().is_empty() && !end.is_empty() {
+                spec.reasoning.start = start.to_string();
+                spec.reasoning.mode = crate::spec::ReasoningMode::TagBased;
+                spec.reasoning.interleaved = true;
+            }
+        }
+    }
+    let a = spec.tools.arguments.clone();
+    let Some((before_name, after_name)) = a.name_prefix.split_once(FUN_FIRST) else { return };
+    let quote = a.value_suffix.trim().to_string();
+    let close = spec.tools.function.close.trim().to_string();
+    let Some(opener_end) = before_name.find('>').map(|p| p + 1) else { return };
+    let (opener, call_prefix) = before_name.split_at(opener_end);
+    let object_start = after_name.trim();
+    let Some(after_object) = close.strip_prefix('}') else { return };
+    let end_marker = match after_object.find('>') {
+        Some(p) => after_object[..=p].to_string(),
+        None => return,
+    };
+    if quote.is_empty() || object_start != "{" || end_marker.is_empty() {
+        return;
+    }
+    let t = &mut spec.tools;
+    t.format.per_call_start = opener.to_string();
+    t.format.per_call_end = end_marker;
+    t.function = crate::spec::FunctionMarkers { name_prefix: call_prefix.to_string(), name_suffix: String::new(), close: String::new() };
+    t.arguments = crate::spec::ArgumentMarkers { start: "{".into(), end: "}".into(), string_quote: quote, ..Default::default() };
+}
+
 /// The harmony layout, from renders: the generation prompt gives the header
 /// start and the role (`<|start|>` `assistant`), the generic analysis the
 /// body marker (`<|message|>`), the end of a reply (`<|return|>`) and of a
@@ -97,6 +139,7 @@ pub fn describe(family: &str, spec: &mut FormatSpec, r: &mut Renderer<'_>) {
         // without closing it (`<think>...<|tool_calls_section_begin|>`),
         // which no render shows: the calls end the reasoning.
         "Kimi K2 Thinking" => spec.reasoning.ended_by_calls = true,
+        "Gemma4" => gemma_layout(spec),
         _ => {}
     }
 }

@@ -258,6 +258,15 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         alts.push(Alt { guard: Node::lit(end), body: Node::seq(vec![Node::Mark(Mark::Commit), Node::Space]) });
         limits.push(None);
     }
+    if spec.reasoning.interleaved && extract && !start.is_empty() && !end.is_empty() {
+        // Thinking again after content; a lone end marker is markup.
+        stops.push(start.to_string());
+        alts.push(Alt { guard: Node::lit(start), body: Node::seq(vec![Node::Mark(Mark::Commit), reasoning_block_rest(&[end.to_string()], layout)]) });
+        limits.push(None);
+        stops.push(end.to_string());
+        alts.push(Alt { guard: Node::lit(end), body: Node::seq(vec![Node::Mark(Mark::Commit), Node::Space]) });
+        limits.push(None);
+    }
     let content = Node::Until { stops: stops.clone(), kind: TextKind::Content, trim_newlines: false };
     items.push(content.clone());
     if !alts.is_empty() {
@@ -638,9 +647,47 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
     Node::seq(vec![Node::Mark(Mark::ToolOpen), pre_name_id, Node::Space, named(Node::Empty, &stops, &after)])
 }
 
+/// One object literal with bare keys and quoted strings (Gemma 4):
+/// `{city:<|"|>Paris<|"|>,days:3}`. A quoted value is a raw string; any
+/// other value is JSON (numbers, `true`, `null`, `[]`, `{}`).
+fn object_arguments(spec: &FormatSpec) -> Node {
+    let a = &spec.tools.arguments;
+    let q = a.string_quote.trim().to_string();
+    let arg = || {
+        Node::seq(vec![
+            Node::Space,
+            Node::Until { stops: vec![":".to_string()], kind: TextKind::ArgName, trim_newlines: false },
+            Node::lit(":"),
+            Node::Space,
+            Node::Choice(vec![
+                Alt {
+                    guard: Node::lit(q.clone()),
+                    body: Node::seq(vec![Node::Until { stops: vec![q.clone()], kind: TextKind::ArgString, trim_newlines: false }, Node::lit(q.clone())]),
+                },
+                Alt { guard: Node::Empty, body: Node::Json { kind: JsonKind::ArgValue, schema: None, python: false } },
+            ]),
+            Node::Space,
+        ])
+    };
+    let more = Node::Repeat { alts: vec![Alt { guard: Node::lit(","), body: arg() }], limits: vec![None], recover: None };
+    Node::seq(vec![
+        Node::Mark(Mark::ArgsOpen),
+        Node::lit(a.start.trim()),
+        Node::Space,
+        Node::Choice(vec![
+            Alt { guard: Node::lit(a.end.trim()), body: Node::Empty },
+            Alt { guard: Node::Empty, body: Node::seq(vec![arg(), more, Node::lit(a.end.trim())]) },
+        ]),
+        Node::Mark(Mark::ArgsClose),
+    ])
+}
+
 /// `<name-prefix>NAME<name-suffix>[<value-prefix>]VALUE<value-suffix>` per argument.
 fn tagged_arguments(spec: &FormatSpec) -> Node {
     let a = &spec.tools.arguments;
+    if !a.string_quote.trim().is_empty() {
+        return object_arguments(spec);
+    }
     let python = spec.tools.format.python_scalar_arguments || spec.tools.format.python_dict_arguments;
     let name_prefix = a.name_prefix.trim().to_string();
     let (name_end, value_prefix) = if a.name_suffix.trim().is_empty() {
