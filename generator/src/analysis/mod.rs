@@ -233,7 +233,7 @@ mod tests {
     use super::*;
 
     fn think() -> ReasoningSpec {
-        ReasoningSpec { mode: ReasoningMode::TagBased, start: "<think>\n".into(), end: "\n</think>".into() }
+        ReasoningSpec { mode: ReasoningMode::TagBased, start: "<think>\n".into(), end: "\n</think>".into(), ..ReasoningSpec::default() }
     }
 
     #[test]
@@ -243,7 +243,7 @@ mod tests {
         assert_eq!(prefill("<|assistant|></think>", &think()), Prefill::ClosedReasoning);
         assert_eq!(prefill("<|im_start|>assistant\n", &think()), Prefill::Nothing);
         assert_eq!(prefill("<think>\n", &ReasoningSpec::default()), Prefill::Nothing);
-        let apriel = ReasoningSpec { mode: ReasoningMode::TagBased, start: "<|begin_assistant|>\n".into(), end: "\n[BEGIN FINAL RESPONSE]".into() };
+        let apriel = ReasoningSpec { mode: ReasoningMode::TagBased, start: "<|begin_assistant|>\n".into(), end: "\n[BEGIN FINAL RESPONSE]".into(), ..ReasoningSpec::default() };
         assert_eq!(prefill("\n<|begin_assistant|>\nHere are my reasoning steps:\n", &apriel), Prefill::OpenReasoning);
     }
 }
