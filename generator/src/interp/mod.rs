@@ -349,7 +349,9 @@ impl<'g> StreamParser<'g> {
     }
 
     fn emit_text(&mut self, kind: TextKind, text: &str) {
-        if text.is_empty() {
+        // Discarded markup is not a reported piece: a broken call gives it
+        // back as content, as the generated parsers do.
+        if text.is_empty() || kind == TextKind::Discard {
             return;
         }
         self.emit_pos = self.pos;
