@@ -343,31 +343,15 @@ fn guard_0(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "<tool_call>", last)
+    lit(t, p, "```", last)
 }
 #[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
+    G::Match(p)
 }
 #[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_4(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
-}
-#[inline]
-fn guard_5(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_6(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_7(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
@@ -864,7 +848,7 @@ fn run(
             42 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
-                    match guard_1(t, c.pos, last) {
+                    match guard_0(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
@@ -1265,7 +1249,7 @@ fn run(
             }
             /// choice
             80 => {
-                match guard_2(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 79;
@@ -1274,7 +1258,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_3(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 78;
@@ -1318,7 +1302,7 @@ fn run(
             }
             /// choice
             85 => {
-                match guard_4(t, c.pos, last) {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 84;
@@ -1327,7 +1311,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_5(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 84;
@@ -1340,7 +1324,7 @@ fn run(
             }
             /// choice
             86 => {
-                match guard_6(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 85;
@@ -1349,7 +1333,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_7(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 83;

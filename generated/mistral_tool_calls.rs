@@ -495,140 +495,15 @@ fn guard_2(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
-    let p = match (|| -> G {
-        let e = ws_end(t, p);
-        if e >= t.len() && !last { G::More } else { G::Match(e) }
-    })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    let p = match (|| -> G { lit(t, p, ",", last) })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    let p = match (|| -> G {
-        let e = ws_end(t, p);
-        if e >= t.len() && !last { G::More } else { G::Match(e) }
-    })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    let p = match (|| -> G { lit(t, p, "\"id\"", last) })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    G::Match(p)
+    lit(t, p, "[TOOL_CALLS]", last)
 }
 #[inline]
 fn guard_4(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
+    lit(t, p, "```", last)
 }
 #[inline]
 fn guard_5(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "[TOOL_CALLS]", last)
-}
-#[inline]
-fn guard_6(t: &str, p: usize, last: bool) -> G {
-    let p = match (|| -> G {
-        let e = ws_end(t, p);
-        if e >= t.len() && !last { G::More } else { G::Match(e) }
-    })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    let p = match (|| -> G { lit(t, p, ",", last) })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    let p = match (|| -> G {
-        let e = ws_end(t, p);
-        if e >= t.len() && !last { G::More } else { G::Match(e) }
-    })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    let p = match (|| -> G { lit(t, p, "\"id\"", last) })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    G::Match(p)
-}
-#[inline]
-fn guard_7(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_8(t: &str, p: usize, last: bool) -> G {
-    let p = match (|| -> G {
-        let e = ws_end(t, p);
-        if e >= t.len() && !last { G::More } else { G::Match(e) }
-    })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    let p = match (|| -> G { lit(t, p, ",", last) })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    G::Match(p)
-}
-#[inline]
-fn guard_9(t: &str, p: usize, last: bool) -> G {
-    let p = match (|| -> G {
-        let e = ws_end(t, p);
-        if e >= t.len() && !last { G::More } else { G::Match(e) }
-    })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    let p = match (|| -> G { lit(t, p, ",", last) })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    let p = match (|| -> G {
-        let e = ws_end(t, p);
-        if e >= t.len() && !last { G::More } else { G::Match(e) }
-    })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    let p = match (|| -> G { lit(t, p, "\"id\"", last) })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    G::Match(p)
-}
-#[inline]
-fn guard_10(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_11(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "[TOOL_CALLS]", last)
-}
-#[inline]
-fn guard_12(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_13(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_14(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
-}
-#[inline]
-fn guard_15(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_16(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_17(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
@@ -731,7 +606,7 @@ fn run(
             5 => {
                 if c.may_try(0usize, 0usize, Some(1u8)) {
                     let start = c.pos;
-                    match guard_5(t, c.pos, last) {
+                    match guard_3(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
@@ -1269,7 +1144,7 @@ fn run(
             }
             /// choice
             57 => {
-                match guard_3(t, c.pos, last) {
+                match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 56;
@@ -1278,7 +1153,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_4(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 50;
@@ -1577,7 +1452,7 @@ fn run(
             86 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
-                    match guard_11(t, c.pos, last) {
+                    match guard_3(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
@@ -1691,7 +1566,7 @@ fn run(
             95 => {
                 if c.may_try(1usize, 0usize, None) {
                     let start = c.pos;
-                    match guard_8(t, c.pos, last) {
+                    match guard_2(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(1usize, 0usize, true, start, p) {
                                 fail!()
@@ -1795,7 +1670,7 @@ fn run(
             }
             /// choice
             106 => {
-                match guard_6(t, c.pos, last) {
+                match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 105;
@@ -1804,7 +1679,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_7(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 99;
@@ -2115,7 +1990,7 @@ fn run(
             }
             /// choice
             138 => {
-                match guard_9(t, c.pos, last) {
+                match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 137;
@@ -2124,7 +1999,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_10(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 131;
@@ -2429,7 +2304,7 @@ fn run(
             }
             /// choice
             168 => {
-                match guard_12(t, c.pos, last) {
+                match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 167;
@@ -2438,7 +2313,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_13(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 166;
@@ -2482,7 +2357,7 @@ fn run(
             }
             /// choice
             173 => {
-                match guard_14(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 172;
@@ -2491,7 +2366,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_15(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 172;
@@ -2504,7 +2379,7 @@ fn run(
             }
             /// choice
             174 => {
-                match guard_16(t, c.pos, last) {
+                match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 173;
@@ -2513,7 +2388,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_17(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 171;

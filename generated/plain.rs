@@ -218,18 +218,6 @@ fn guard_1(t: &str, p: usize, last: bool) -> G {
 fn guard_2(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
-#[inline]
-fn guard_3(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_4(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_5(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
 /// whole commits in the same step, so it is checked there too, and
@@ -398,7 +386,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_3(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 10;
@@ -411,7 +399,7 @@ fn run(
             }
             /// choice
             12 => {
-                match guard_4(t, c.pos, last) {
+                match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 11;
@@ -420,7 +408,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_5(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 9;

@@ -291,31 +291,15 @@ fn guard_0(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "<function=", last)
+    lit(t, p, "```", last)
 }
 #[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
+    G::Match(p)
 }
 #[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_4(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
-}
-#[inline]
-fn guard_5(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_6(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_7(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
@@ -676,7 +660,7 @@ fn run(
             28 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
-                    match guard_1(t, c.pos, last) {
+                    match guard_0(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
@@ -941,7 +925,7 @@ fn run(
             }
             /// choice
             52 => {
-                match guard_2(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 51;
@@ -950,7 +934,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_3(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 50;
@@ -994,7 +978,7 @@ fn run(
             }
             /// choice
             57 => {
-                match guard_4(t, c.pos, last) {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 56;
@@ -1003,7 +987,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_5(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 56;
@@ -1016,7 +1000,7 @@ fn run(
             }
             /// choice
             58 => {
-                match guard_6(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 57;
@@ -1025,7 +1009,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_7(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 55;

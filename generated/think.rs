@@ -241,79 +241,7 @@ fn guard_2(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_4(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
-}
-#[inline]
-fn guard_5(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_6(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_7(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_8(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "</think>", last)
-}
-#[inline]
-fn guard_9(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_10(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_11(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_12(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "json", last)
-}
-#[inline]
-fn guard_13(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_14(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_15(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_16(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_17(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_18(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "json", last)
-}
-#[inline]
-fn guard_19(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_20(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_21(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
@@ -492,7 +420,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_3(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 8;
@@ -536,7 +464,7 @@ fn run(
             }
             /// choice
             15 => {
-                match guard_4(t, c.pos, last) {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 14;
@@ -545,7 +473,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_5(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 14;
@@ -558,7 +486,7 @@ fn run(
             }
             /// choice
             16 => {
-                match guard_6(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 15;
@@ -567,7 +495,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_7(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 13;
@@ -596,7 +524,7 @@ fn run(
             }
             /// choice
             19 => {
-                match guard_8(t, c.pos, last) {
+                match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 18;
@@ -605,7 +533,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_9(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 17;
@@ -715,7 +643,7 @@ fn run(
             }
             /// choice
             28 => {
-                match guard_10(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 27;
@@ -724,7 +652,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_11(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 26;
@@ -768,7 +696,7 @@ fn run(
             }
             /// choice
             33 => {
-                match guard_12(t, c.pos, last) {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 32;
@@ -777,7 +705,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_13(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 32;
@@ -790,7 +718,7 @@ fn run(
             }
             /// choice
             34 => {
-                match guard_14(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 33;
@@ -799,7 +727,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_15(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 31;
@@ -885,7 +813,7 @@ fn run(
             }
             /// choice
             42 => {
-                match guard_16(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 41;
@@ -894,7 +822,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_17(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 40;
@@ -938,7 +866,7 @@ fn run(
             }
             /// choice
             47 => {
-                match guard_18(t, c.pos, last) {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 46;
@@ -947,7 +875,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_19(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 46;
@@ -960,7 +888,7 @@ fn run(
             }
             /// choice
             48 => {
-                match guard_20(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 47;
@@ -969,7 +897,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_21(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 45;

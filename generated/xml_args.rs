@@ -443,46 +443,15 @@ fn guard_1(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
-    let p = match (|| -> G {
-        let e = ws_end(t, p);
-        if e >= t.len() && !last { G::More } else { G::Match(e) }
-    })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    let p = match (|| -> G { lit(t, p, "<parameter=", last) })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    G::Match(p)
+    lit(t, p, "```", last)
 }
 #[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "<tool_call>", last)
+    G::Match(p)
 }
 #[inline]
 fn guard_4(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_5(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_6(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
-}
-#[inline]
-fn guard_7(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
-}
-#[inline]
-fn guard_8(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_9(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
@@ -1105,7 +1074,7 @@ fn run(
             52 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
-                    match guard_3(t, c.pos, last) {
+                    match guard_1(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
@@ -1248,7 +1217,7 @@ fn run(
             65 => {
                 if c.may_try(1usize, 0usize, None) {
                     let start = c.pos;
-                    match guard_2(t, c.pos, last) {
+                    match guard_0(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(1usize, 0usize, false, start, p) {
                                 fail!()
@@ -1632,7 +1601,7 @@ fn run(
             }
             /// choice
             100 => {
-                match guard_4(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 99;
@@ -1641,7 +1610,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_5(t, c.pos, last) {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 98;
@@ -1685,7 +1654,7 @@ fn run(
             }
             /// choice
             105 => {
-                match guard_6(t, c.pos, last) {
+                match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 104;
@@ -1694,7 +1663,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_7(t, c.pos, last) {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 104;
@@ -1707,7 +1676,7 @@ fn run(
             }
             /// choice
             106 => {
-                match guard_8(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 105;
@@ -1716,7 +1685,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_9(t, c.pos, last) {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 103;

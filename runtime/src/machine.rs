@@ -74,10 +74,10 @@ pub enum Kind {
 /// assert_eq!(name_in_id("get_weather"), "get_weather");
 /// ```
 pub fn name_in_id(id: &str) -> &str {
-    let name = id.split_once('.').map_or(id, |(_, rest)| rest);
-    match name.rsplit_once(':') {
+    let after_namespace = id.split_once('.').map_or(id, |(_, rest)| rest);
+    match after_namespace.rsplit_once(':') {
         Some((name, index)) if !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => name,
+        _ => after_namespace,
     }
 }
 
@@ -720,8 +720,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         let acc = text.get(acc_from..acc_to).unwrap_or("");
         match kind {
             Kind::ArgString => self.args("\"", sink),
-            Kind::ToolName => {
-                let name = acc.trim();
+            Kind::ToolName | Kind::ToolIdName => {
+                let read = acc.trim();
+                let name = if kind == Kind::ToolIdName { name_in_id(read) } else { read };
                 if !self.tools.is_empty() {
                     let i = self.tools.iter().position(|t| t.name == name)?;
                     self.tool = i as u16;
@@ -729,18 +730,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 self.emit_pos = self.pos;
                 self.commit(text, sink);
                 sink.event(Event::ToolName(name));
-            }
-            Kind::ToolIdName => {
-                let id = acc.trim();
-                let name = name_in_id(id);
-                if !self.tools.is_empty() {
-                    let i = self.tools.iter().position(|t| t.name == name)?;
-                    self.tool = i as u16;
+                if kind == Kind::ToolIdName {
+                    sink.event(Event::ToolId(read));
                 }
-                self.emit_pos = self.pos;
-                self.commit(text, sink);
-                sink.event(Event::ToolName(name));
-                sink.event(Event::ToolId(id));
             }
             Kind::ArgName => self.open_key(acc.trim(), sink),
             Kind::ArgAuto if self.as_string => self.args("\"", sink),

@@ -430,9 +430,8 @@ fn typed_value_prefix(r: &mut Renderer<'_>, t: &mut ToolsSpec, name_ending: &str
         return;
     }
     // The type is a word inside shared markup: both prefixes start alike
-    // (`" string="`) and differ after that.
-    let common = crate::diff::common_prefix_len(&for_string, &for_json);
-    if common == 0 || common == for_string.len() || common == for_json.len() {
+    // (`" string="`) and differ after that (the IR builder splits them so).
+    if crate::ir::build::typed_prefixes(&for_string, &for_json).is_none() {
         return;
     }
     t.arguments.value_prefix = for_string;

@@ -23,6 +23,9 @@ pub struct States {
     pub names: Vec<String>,
     /// Guard functions.
     pub guards: Vec<TokenStream>,
+    /// Each guard function's body (as text), so an identical guard is
+    /// written once and shared.
+    guard_bodies: Vec<String>,
     /// Fast-path arms: states where a whole chunk without markup can be
     /// reported without running the machine.
     pub fast: Vec<(u16, TokenStream)>,
@@ -347,8 +350,13 @@ impl States {
 
     /// A guard function (matches markup without reporting anything).
     fn guard(&mut self, node: &Node) -> proc_macro2::Ident {
-        let name = format_ident!("guard_{}", self.guards.len());
         let body = guard_body(node);
+        let key = body.to_string();
+        if let Some(i) = self.guard_bodies.iter().position(|b| *b == key) {
+            return format_ident!("guard_{}", i);
+        }
+        let name = format_ident!("guard_{}", self.guards.len());
+        self.guard_bodies.push(key);
         self.guards.push(quote! {
             #[inline]
             fn #name(t: &str, p: usize, last: bool) -> G {

@@ -873,8 +873,9 @@ impl<'g> StreamParser<'g> {
     fn end_value(&mut self, kind: TextKind, acc: &str, as_string: bool) -> bool {
         match kind {
             TextKind::ArgString => self.emit_args("\""),
-            TextKind::ToolName => {
-                let name = acc.trim();
+            TextKind::ToolName | TextKind::ToolIdName => {
+                let read = acc.trim();
+                let name = if kind == TextKind::ToolIdName { chat_parser_runtime::machine::name_in_id(read) } else { read };
                 if !self.tools.is_empty() {
                     match self.tools.iter().position(|t| t.name == name) {
                         Some(i) => self.tool = Some(i),
@@ -882,18 +883,9 @@ impl<'g> StreamParser<'g> {
                     }
                 }
                 self.emit_name(name);
-            }
-            TextKind::ToolIdName => {
-                let id = acc.trim();
-                let name = chat_parser_runtime::machine::name_in_id(id);
-                if !self.tools.is_empty() {
-                    match self.tools.iter().position(|t| t.name == name) {
-                        Some(i) => self.tool = Some(i),
-                        None => return false,
-                    }
+                if kind == TextKind::ToolIdName {
+                    self.out.push(Out::ToolId(read.to_string()));
                 }
-                self.emit_name(name);
-                self.out.push(Out::ToolId(id.to_string()));
             }
             TextKind::ArgName => self.open_key(acc.trim()),
             TextKind::ArgAuto if as_string => self.emit_args("\""),

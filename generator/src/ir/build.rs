@@ -162,17 +162,17 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     let layout = spec.reasoning.start.ends_with('\n') || spec.reasoning.end.starts_with('\n');
     let tools_active =
         options.tool_choice != ToolChoice::None && !options.tools.is_empty() && spec.tools.format.mode != ToolFormatMode::None;
-    // Where reasoning ends: its end marker, and for families whose models
-    // start calling tools inside an open block, where calls start.
     if spec.channels.is_used() {
         // Harmony: the reply is channel messages (a structured reply is the
         // final channel's body).
         return super::channels::reply(spec, options.reasoning_format != ReasoningFormat::None, tools_active);
     }
+    // Where reasoning ends: its end marker, and for families whose models
+    // start calling tools inside an open block, where calls start.
     let mut reasoning_ends = vec![end.to_string()];
     if spec.reasoning.ended_by_calls && tools_active && options.json_schema.is_none() {
         reasoning_ends.extend(tool_triggers(spec));
-        reasoning_ends.extend(bare_calls(spec, options.parallel_tool_calls).map(|(opener, _)| opener));
+        reasoning_ends.extend(bare_call_opener(spec).map(str::to_string));
     }
     let mut items = Vec::new();
 
@@ -232,9 +232,9 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         alts.push(Alt { guard, body: calls });
         // One call (or one section of calls) unless parallel calls are on.
         limits.push((!options.parallel_tool_calls).then_some(1));
-        if let Some((opener, calls)) = bare_calls(spec, options.parallel_tool_calls) {
-            stops.push(opener.clone());
-            alts.push(Alt { guard: Node::lit(opener), body: calls });
+        if let Some(opener) = bare_call_opener(spec) {
+            stops.push(opener.to_string());
+            alts.push(Alt { guard: Node::lit(opener), body: bare_calls(spec, options.parallel_tool_calls) });
             limits.push((!options.parallel_tool_calls).then_some(1));
         }
     }
@@ -362,7 +362,7 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     // without its function-name prefix).
     let call = if json { json_call(spec, false) } else { tagged_call(spec) };
     let call_after_prefix = tagged_call_after_prefix(spec);
-    let close = |body: Node| Node::seq(vec![body, marker(&f.per_call_end), Node::Mark(Mark::ToolClose)]);
+    let close = |body: Node| closed(spec, body);
     // Later calls in a section: what starts each of them.
     let next_call = |guard: Node, body: Node| Node::Repeat {
         alts: vec![Alt { guard, body }],
@@ -415,13 +415,18 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     }
 }
 
+/// A call's body, its per-call end marker, and the call's end.
+fn closed(spec: &FormatSpec, body: Node) -> Node {
+    Node::seq(vec![body, marker(&spec.tools.format.per_call_end), Node::Mark(Mark::ToolClose)])
+}
+
 /// The calls of a section whose every call has its own opener, from after
 /// the first opener on: the call, then further calls each after its opener.
 fn per_call_rest(spec: &FormatSpec, parallel: bool) -> Node {
     let f = &spec.tools.format;
     let per_call_start = f.per_call_start.trim();
     let call = if f.mode == ToolFormatMode::JsonNative { json_call(spec, false) } else { tagged_call(spec) };
-    let close = |body: Node| Node::seq(vec![body, marker(&f.per_call_end), Node::Mark(Mark::ToolClose)]);
+    let close = |body: Node| closed(spec, body);
     Node::seq(vec![
         Node::Space,
         close(call.clone()),
@@ -433,20 +438,22 @@ fn per_call_rest(spec: &FormatSpec, parallel: bool) -> Node {
     ])
 }
 
-/// Calls written without their section's wrapper: the per-call opener
-/// starts them (Kimi K2 often leaves out `<|tool_calls_section_begin|>`).
-/// The opener is a marker of its own, and the name after it is checked
-/// against the declared tools, so this never takes plain text for a call.
-/// `None` for formats without both a section and a per-call opener.
-fn bare_calls(spec: &FormatSpec, parallel: bool) -> Option<(String, Node)> {
+/// What starts calls written without their section's wrapper: the per-call
+/// opener (Kimi K2 often leaves out `<|tool_calls_section_begin|>`). The
+/// opener is a marker of its own, and the name after it is checked against
+/// the declared tools, so this never takes plain text for a call. `None` for
+/// formats without both a section and a per-call opener.
+fn bare_call_opener(spec: &FormatSpec) -> Option<&str> {
     let f = &spec.tools.format;
     let (section_start, per_call_start) = (f.section_start.trim(), f.per_call_start.trim());
-    if section_start.is_empty() || per_call_start.is_empty() || f.tools_array_wrapped {
-        return None;
-    }
-    let section_end = Node::optional(Node::seq(vec![Node::Space, Node::lit(f.section_end.trim())]), Node::Empty);
-    let end = if f.section_end.trim().is_empty() { Node::Empty } else { section_end };
-    Some((per_call_start.to_string(), Node::seq(vec![per_call_rest(spec, parallel), end, Node::Space])))
+    (!section_start.is_empty() && !per_call_start.is_empty() && !f.tools_array_wrapped).then_some(per_call_start)
+}
+
+/// Calls after a [`bare_call_opener`], up to an optional section end.
+fn bare_calls(spec: &FormatSpec, parallel: bool) -> Node {
+    let section_end = spec.tools.format.section_end.trim();
+    let end = if section_end.is_empty() { Node::Empty } else { Node::optional(Node::seq(vec![Node::Space, Node::lit(section_end)]), Node::Empty) };
+    Node::seq(vec![per_call_rest(spec, parallel), end, Node::Space])
 }
 
 /// The name of the call: free text up to one of `stops`, then `then()`.
@@ -755,7 +762,7 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
 /// The markup shared by a string value's and a JSON value's prefixes, and the
 /// rest of each (`"`, `string="true">`, `string="false">`); `None` when the
 /// template writes one prefix for every value.
-fn typed_prefixes(string: &str, json: &str) -> Option<(String, String, String)> {
+pub(crate) fn typed_prefixes(string: &str, json: &str) -> Option<(String, String, String)> {
     let (string, json) = (string.trim(), json.trim());
     if json.is_empty() || string == json {
         return None;

@@ -298,22 +298,15 @@ impl<'a> Builder<'_, 'a> {
                 }
                 Expr::alt(alts)
             }
-            Op::IdName { stops, count } => match ctx.tool {
+            Op::Name { stops, count } | Op::IdName { stops, count } => match ctx.tool {
                 // `functions.get_weather:0`: a namespace word, the name, an index.
-                Some(tool) => Expr::seq([
+                Some(tool) if matches!(op, Op::IdName { .. }) => Expr::seq([
                     Expr::plus(Expr::class(&[('a', 'z'), ('A', 'Z'), ('_', '_')])),
                     Expr::lit("."),
                     Expr::lit(tool.name),
                     Expr::lit(":"),
                     Expr::plus(Expr::class(&[('0', '9')])),
                 ]),
-                None => {
-                    let stops = env.stops(stops, count);
-                    let free = self.g.text_without("call-id", stops);
-                    Expr::seq([Expr::not_chars(&name_start_excluded(stops)), free])
-                }
-            },
-            Op::Name { stops, count } => match ctx.tool {
                 Some(tool) => Expr::lit(tool.name),
                 None => {
                     let stops = env.stops(stops, count);
