@@ -176,6 +176,9 @@ fn state_sizes() {
         .filter_map(|f| AnyParser::new(f, chat_parser_runtime::Options::default()).map(|p| (p.state_bytes(), *f)))
         .collect();
     sizes.sort();
+    for (bytes, template) in &sizes {
+        println!("state bytes: {template}: {bytes}");
+    }
     println!("state bytes: min {:?} max {:?}", sizes.first(), sizes.last());
 }
 
