@@ -42,7 +42,9 @@ fn header_rest(c: &ChannelSpec) -> Node {
         Node::optional(Node::lit(c.channel.clone()), Node::Until { stops: word_stops, kind: TextKind::Discard, trim_newlines: false }),
         Node::Space,
         Node::optional(Node::lit(c.constrain.clone()), Node::Empty),
-        Node::Until { stops: vec![c.message.clone()], kind: TextKind::Discard, trim_newlines: false },
+        // The content type ends at the body marker; a channel marker here
+        // is broken markup (so a grammar cannot slip text after a name).
+        Node::Until { stops: vec![c.message.clone(), c.channel.clone()], kind: TextKind::Discard, trim_newlines: false },
         Node::lit(c.message.clone()),
     ])
 }
