@@ -79,7 +79,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(3),
                     Op::Space,
-                    Op::Args { python: false },
+                    Op::Args {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Space,
                     Op::Lit(7),
                     Op::Space,
@@ -115,7 +118,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(3),
                     Op::Space,
-                    Op::Args { python: false },
+                    Op::Args {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Space,
                     Op::Lit(7),
                     Op::Space,
@@ -152,7 +158,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(3),
                     Op::Space,
-                    Op::Args { python: false },
+                    Op::Args {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Space,
                     Op::Lit(7),
                     Op::Space,
@@ -589,7 +598,7 @@ fn run(
             }
             /// json
             17 => {
-                match json_step(c, t, false, last, sink) {
+                match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
                         c.st = 16;
                     }
@@ -984,7 +993,7 @@ fn run(
             }
             /// json
             54 => {
-                match json_step(c, t, false, last, sink) {
+                match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
                         c.st = 53;
                     }
@@ -1279,7 +1288,7 @@ fn run(
             }
             /// json
             82 => {
-                match json_step(c, t, true, last, sink) {
+                match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
                         c.st = 81;
                     }

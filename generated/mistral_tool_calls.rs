@@ -84,7 +84,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
-                    Op::Args { python: false },
+                    Op::Args {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Alt(2),
                     Op::Seq(2),
                     Op::Seq(4),
@@ -134,7 +137,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
-                    Op::Args { python: false },
+                    Op::Args {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Alt(2),
                     Op::Seq(2),
                     Op::Seq(4),
@@ -192,7 +198,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
-                    Op::Args { python: false },
+                    Op::Args {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Alt(2),
                     Op::Seq(2),
                     Op::Seq(4),
@@ -242,7 +251,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
-                    Op::Args { python: false },
+                    Op::Args {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Alt(2),
                     Op::Seq(2),
                     Op::Seq(4),
@@ -846,7 +858,7 @@ fn run(
             }
             /// json
             26 => {
-                match json_step(c, t, false, last, sink) {
+                match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
                         c.st = 25;
                     }
@@ -1166,7 +1178,7 @@ fn run(
             }
             /// json
             58 => {
-                match json_step(c, t, false, last, sink) {
+                match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
                         c.st = 57;
                     }
@@ -1692,7 +1704,7 @@ fn run(
             }
             /// json
             107 => {
-                match json_step(c, t, false, last, sink) {
+                match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
                         c.st = 106;
                     }
@@ -2012,7 +2024,7 @@ fn run(
             }
             /// json
             139 => {
-                match json_step(c, t, false, last, sink) {
+                match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
                         c.st = 138;
                     }
@@ -2334,7 +2346,7 @@ fn run(
             }
             /// json
             170 => {
-                match json_step(c, t, true, last, sink) {
+                match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
                         c.st = 169;
                     }

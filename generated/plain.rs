@@ -354,7 +354,7 @@ fn run(
             }
             /// json
             8 => {
-                match json_step(c, t, true, last, sink) {
+                match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
                         c.st = 7;
                     }

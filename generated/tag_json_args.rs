@@ -57,7 +57,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(1),
                     Op::Space,
-                    Op::Args { python: false },
+                    Op::Args {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Space,
                     Op::Lit(2),
                     Op::Seq(0),
@@ -79,7 +82,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(1),
                     Op::Space,
-                    Op::Args { python: false },
+                    Op::Args {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Space,
                     Op::Lit(2),
                     Op::Seq(0),
@@ -102,7 +108,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(1),
                     Op::Space,
-                    Op::Args { python: false },
+                    Op::Args {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Space,
                     Op::Lit(2),
                     Op::Seq(0),
@@ -518,7 +527,7 @@ fn run(
             }
             /// json
             15 => {
-                match json_step(c, t, false, last, sink) {
+                match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
                         c.st = 14;
                     }
@@ -777,7 +786,7 @@ fn run(
             }
             /// json
             38 => {
-                match json_step(c, t, false, last, sink) {
+                match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
                         c.st = 37;
                     }
@@ -955,7 +964,7 @@ fn run(
             }
             /// json
             54 => {
-                match json_step(c, t, true, last, sink) {
+                match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
                         c.st = 53;
                     }

@@ -441,7 +441,7 @@ fn run(
             }
             /// json
             12 => {
-                match json_step(c, t, true, last, sink) {
+                match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
                         c.st = 11;
                     }
@@ -673,7 +673,7 @@ fn run(
             }
             /// json
             30 => {
-                match json_step(c, t, true, last, sink) {
+                match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
                         c.st = 29;
                     }
@@ -843,7 +843,7 @@ fn run(
             }
             /// json
             44 => {
-                match json_step(c, t, true, last, sink) {
+                match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
                         c.st = 43;
                     }

@@ -93,7 +93,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Seq(5),
                     Op::Space,
-                    Op::Json { python: false },
+                    Op::Json {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
@@ -150,7 +153,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Seq(5),
                     Op::Space,
-                    Op::Json { python: false },
+                    Op::Json {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
@@ -208,7 +214,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Seq(5),
                     Op::Space,
-                    Op::Json { python: false },
+                    Op::Json {
+                        python: false,
+                        marker: None,
+                    },
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
@@ -795,7 +804,7 @@ fn run(
             }
             /// json
             27 => {
-                match json_step(c, t, false, last, sink) {
+                match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
                         c.st = 26;
                     }
@@ -1316,7 +1325,7 @@ fn run(
             }
             /// json
             74 => {
-                match json_step(c, t, false, last, sink) {
+                match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
                         c.st = 73;
                     }
@@ -1631,7 +1640,7 @@ fn run(
             }
             /// json
             102 => {
-                match json_step(c, t, true, last, sink) {
+                match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
                         c.st = 101;
                     }

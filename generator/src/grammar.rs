@@ -149,14 +149,20 @@ fn op_tokens(op: &Op) -> TokenStream {
             let (stops, count) = (n(stops), n(count));
             quote!(Op::IdName { stops: #stops, count: #count })
         }
-        Op::Args { python } => quote!(Op::Args { python: #python }),
+        Op::Args { python, marker } => {
+            let marker = option_tokens(marker);
+            quote!(Op::Args { python: #python, marker: #marker })
+        }
         Op::TaggedArgs => quote!(Op::TaggedArgs),
         Op::ArgName { stops, count } => {
             let (stops, count) = (n(stops), n(count));
             quote!(Op::ArgName { stops: #stops, count: #count })
         }
         Op::ByArgType => quote!(Op::ByArgType),
-        Op::Json { python } => quote!(Op::Json { python: #python }),
+        Op::Json { python, marker } => {
+            let marker = option_tokens(marker);
+            quote!(Op::Json { python: #python, marker: #marker })
+        }
         Op::JsonStringContent { python } => quote!(Op::JsonStringContent { python: #python }),
     }
 }
@@ -387,10 +393,13 @@ impl Writer {
                     TextKind::Content | TextKind::Discard => Op::Text { role: TextRole::Content, stops: from, count },
                 });
             }
-            Node::Json { kind, python, .. } => out.push(match kind {
-                JsonKind::ToolArgs => Op::Args { python: *python },
-                JsonKind::ArgValue | JsonKind::Content => Op::Json { python: *python },
-            }),
+            Node::Json { kind, python, marker, .. } => {
+                let marker = (!marker.is_empty()).then(|| self.string(marker));
+                out.push(match kind {
+                    JsonKind::ToolArgs => Op::Args { python: *python, marker },
+                    JsonKind::ArgValue | JsonKind::Content => Op::Json { python: *python, marker },
+                })
+            }
             Node::JsonStringContent(_) => out.push(Op::JsonStringContent { python: self.python }),
             Node::ByArgType { string, json, auto } => {
                 out.push(Op::ByArgType);
@@ -404,5 +413,13 @@ impl Writer {
                 self.node(auto, out);
             }
         }
+    }
+}
+
+/// `Some(i)` or `None` as tokens.
+fn option_tokens(value: Option<u16>) -> TokenStream {
+    match value {
+        Some(i) => quote!(Some(#i)),
+        None => quote!(None),
     }
 }

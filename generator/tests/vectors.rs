@@ -28,9 +28,6 @@ const DESCRIBED: &[&str] = &["Ministral/Magistral Large 3", "GPT-OSS", "Kimi K2 
 /// fails on any other failure, and on any of these that starts passing (so
 /// the list only shrinks).
 const KNOWN_FAILURES: &[(&str, &str)] = &[
-    ("google-gemma-4-31B-it#16", "a <|\"|>-quoted string inside an array: nested values are read as JSON, and Gemma's quoting is not JSON"),
-    ("google-gemma-4-31B-it#17", "bare keys and <|\"|>-quoted strings inside a nested object: as above"),
-    ("google-gemma-4-31B-it#24", "a stray reasoning opener `<|channel>` before the block stays content"),
 ];
 
 #[derive(Default)]

@@ -15,7 +15,7 @@
 //! static STRINGS: &[&str] = &["<call>", ">", "</call>"];
 //! static CALL: &[Op] = &[
 //!     Op::Seq(3), Op::Lit(0), Op::Call,
-//!         Op::Seq(4), Op::Name { stops: 1, count: 1 }, Op::Lit(1), Op::Args { python: false }, Op::Lit(2),
+//!         Op::Seq(4), Op::Name { stops: 1, count: 1 }, Op::Lit(1), Op::Args { python: false, marker: None }, Op::Lit(2),
 //!     Op::Space,
 //! ];
 //! let envelope = Envelope {
@@ -56,8 +56,10 @@ pub enum Op {
     /// [`crate::machine::name_in_id`]); free text up to a stop when no
     /// tools are declared.
     IdName { stops: u16, count: u16 },
-    /// The call's arguments as one JSON (or Python) object.
-    Args { python: bool },
+    /// The call's arguments as one JSON (or Python) object; with a
+    /// `marker` (a string), in the marked dialect (bare keys, strings
+    /// between markers: see [`crate::json::JsonScanner::scan_marked`]).
+    Args { python: bool, marker: Option<u16> },
     /// Tagged arguments: the next subtree is one argument (starting at its
     /// name prefix), written once per declared argument.
     TaggedArgs,
@@ -66,8 +68,9 @@ pub enum Op {
     /// An argument's value by its schema type: the next three subtrees are
     /// the raw-string form, the JSON form and the untyped form.
     ByArgType,
-    /// A JSON value: the current argument's (under its schema) or any.
-    Json { python: bool },
+    /// A JSON value: the current argument's (under its schema) or any
+    /// (`marker` as for [`Op::Args`]).
+    Json { python: bool, marker: Option<u16> },
     /// The inside of a JSON string (a call id).
     JsonStringContent { python: bool },
 }

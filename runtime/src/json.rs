@@ -38,6 +38,23 @@ pub enum Scan {
     Invalid,
 }
 
+/// [`Str::quote`] of a string between string markers (no JSON quote byte
+/// is zero).
+const MARKED: u8 = 0;
+
+/// Whether `b` may be part of a bare object key in the marked dialect:
+/// ASCII letters and digits, `_ - . $`, and any non-ASCII character.
+#[inline]
+fn bare_key_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'$') || b >= 0x80
+}
+
+/// How many bytes `a` and `b` share at their start.
+#[inline]
+fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 /// The deepest nesting of objects and arrays accepted.
 pub const MAX_DEPTH: u8 = 64;
 
@@ -64,6 +81,14 @@ enum Token {
     /// Between tokens.
     None,
     Str(Str),
+    /// Inside the opening string marker of the marked dialect, `at` bytes
+    /// of it read (it was cut by the end of a chunk).
+    Opening {
+        at: u8,
+        key: bool,
+    },
+    /// Inside a bare object key (the marked dialect).
+    BareKey,
     /// Inside a number, at this point of its syntax.
     Number(Num),
     /// Inside a literal word, `at` letters in.
@@ -76,8 +101,12 @@ enum Token {
 /// Inside a string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Str {
-    /// `"`, or `'` for a Python string.
+    /// `"`, `'` for a Python string, or [`MARKED`] for a string between
+    /// string markers.
     quote: u8,
+    /// Bytes of the closing string marker read at the end of the last
+    /// chunk, not reported yet (a marked string).
+    held: u8,
     /// A backslash was read.
     escape: bool,
     /// Hex digits of a `\u` escape still to come.
@@ -90,6 +119,7 @@ impl Str {
     fn new(quote: u8, key: bool) -> Str {
         Str {
             quote,
+            held: 0,
             escape: false,
             hex: 0,
             key,
@@ -317,6 +347,35 @@ impl JsonScanner {
     /// assert_eq!(pieces, ["[1, 2"]);
     /// ```
     pub fn scan(&mut self, text: &str, last: bool, out: &mut impl FnMut(&str)) -> (usize, Scan) {
+        self.scan_marked(text, last, "", out)
+    }
+
+    /// [`JsonScanner::scan`] in the *marked dialect* when `marker` is not
+    /// empty: the JSON-like object literals of Gemma 4's calls,
+    /// `{city:<|"|>Paris<|"|>,days:3,tags:[<|"|>a<|"|>]}`. Besides JSON:
+    /// - a string may be written between two `marker`s; what is between
+    ///   them is raw text (no escapes), reported as a JSON string;
+    /// - an object key may be bare: ASCII letters, digits, `_ - . $` and
+    ///   any non-ASCII character, reported as a JSON string.
+    ///
+    /// Pass the same `marker` on every call for one value (the scanner
+    /// keeps only how much of a cut marker it has read, not the marker).
+    /// A marker is found where it first appears in a string; a marker that
+    /// overlaps itself (`aab` in `aaab`) is not looked for inside a match
+    /// that failed across a chunk's end.
+    ///
+    /// # Example
+    /// ```
+    /// use chat_parser_runtime::json::{JsonScanner, Scan};
+    /// let mut scanner = JsonScanner::new(false, true);
+    /// let mut json = String::new();
+    /// let mut out = |piece: &str| json.push_str(piece);
+    /// let q = "<|\"|>";
+    /// assert_eq!(scanner.scan_marked("{say:<|\"|>a \"b\"<|", false, q, &mut out), (18, Scan::NeedMore));
+    /// assert_eq!(scanner.scan_marked("\"|>,n:[1]}<tool_call|>", false, q, &mut out), (11, Scan::Done));
+    /// assert_eq!(json, r#"{"say":"a \"b\"","n":[1]}"#);
+    /// ```
+    pub fn scan_marked(&mut self, text: &str, last: bool, marker: &str, out: &mut impl FnMut(&str)) -> (usize, Scan) {
         if self.done {
             return (0, Scan::Done);
         }
@@ -325,17 +384,138 @@ impl JsonScanner {
             start: 0,
             out,
         };
-        let (consumed, scan) = self.run(&mut w, last);
+        let (consumed, scan) = self.run(&mut w, last, marker);
         w.flush(consumed);
         (consumed, scan)
     }
 
-    fn run<F: FnMut(&str)>(&mut self, w: &mut Writer<'_, F>, last: bool) -> (usize, Scan) {
+    /// Starts a string at the opening `marker` at `at`: the position to go
+    /// on from, or `Err` with where the broken marker ends (its bytes so
+    /// far are reported as written, and count as consumed).
+    fn open_marked<F: FnMut(&str)>(&mut self, w: &mut Writer<'_, F>, at: usize, marker: &[u8], key: bool) -> Result<usize, usize> {
         let bytes = w.text.as_bytes();
+        let m = shared_prefix(marker, &bytes[at..]);
+        if m == marker.len() {
+            w.replace(at, m, "\"");
+            self.token = Token::Str(Str::new(MARKED, key));
+            Ok(at + m)
+        } else if at + m == bytes.len() {
+            // Cut by the chunk's end: its bytes are held, not reported.
+            w.skip(at, m);
+            self.token = Token::Opening { at: m as u8, key };
+            Ok(at + m)
+        } else {
+            Err(at + m)
+        }
+    }
+
+    fn run<F: FnMut(&str)>(&mut self, w: &mut Writer<'_, F>, last: bool, marker: &str) -> (usize, Scan) {
+        let bytes = w.text.as_bytes();
+        let mark = marker.as_bytes();
         let mut i = 0;
         while i < bytes.len() {
             let b = bytes[i];
             match self.token {
+                Token::Str(mut s) if s.quote == MARKED => {
+                    if s.held > 0 {
+                        // The closing marker was cut by the last chunk's end.
+                        let k = usize::from(s.held);
+                        let want = mark.get(k..).unwrap_or(&[]);
+                        let m = shared_prefix(want, &bytes[i..]);
+                        if m == want.len() {
+                            w.replace(i, m, "\"");
+                            i += m;
+                            self.token = Token::None;
+                            self.after_value(s.key);
+                            if self.done {
+                                return (i, Scan::Done);
+                            }
+                            continue;
+                        }
+                        if i + m == bytes.len() {
+                            w.skip(i, m);
+                            s.held += m as u8;
+                            self.token = Token::Str(s);
+                            i += m;
+                            break;
+                        }
+                        // Not the marker after all: what was held is text.
+                        // (It ended a chunk, so it ends on a character.)
+                        w.flush(i);
+                        escape::json_escape(marker.get(..k).unwrap_or(""), w.out);
+                        s.held = 0;
+                    }
+                    // Raw text, copied in runs up to the marker's first
+                    // byte or a byte JSON escapes.
+                    let first = mark.first().copied().unwrap_or(b'"');
+                    while i < bytes.len() && bytes[i] != first && escape::escape_of(bytes[i]).is_none() {
+                        i += 1;
+                    }
+                    let Some(&b) = bytes.get(i) else {
+                        self.token = Token::Str(s);
+                        break;
+                    };
+                    if b == first {
+                        let m = shared_prefix(mark, &bytes[i..]);
+                        if m == mark.len() {
+                            w.replace(i, m, "\"");
+                            i += m;
+                            self.token = Token::None;
+                            self.after_value(s.key);
+                            if self.done {
+                                return (i, Scan::Done);
+                            }
+                            continue;
+                        }
+                        if i + m == bytes.len() {
+                            w.skip(i, m);
+                            s.held = m as u8;
+                            self.token = Token::Str(s);
+                            i += m;
+                            break;
+                        }
+                    }
+                    if let Some(e) = escape::escape_of(b) {
+                        w.replace(i, 1, e);
+                    }
+                    self.token = Token::Str(s);
+                    i += 1;
+                    continue;
+                }
+                Token::Opening { at, key } => {
+                    let at = usize::from(at);
+                    let want = mark.get(at..).unwrap_or(&[]);
+                    let m = shared_prefix(want, &bytes[i..]);
+                    if m == want.len() {
+                        w.replace(i, m, "\"");
+                        self.token = Token::Str(Str::new(MARKED, key));
+                        i += m;
+                        continue;
+                    }
+                    if i + m == bytes.len() {
+                        w.skip(i, m);
+                        self.token = Token::Opening { at: (at + m) as u8, key };
+                        i += m;
+                        break;
+                    }
+                    // A broken marker: its bytes are reported as written.
+                    w.flush(i);
+                    (w.out)(marker.get(..at).unwrap_or(""));
+                    return (i + m, Scan::Invalid);
+                }
+                Token::BareKey => {
+                    while i < bytes.len() && bare_key_byte(bytes[i]) {
+                        i += 1;
+                    }
+                    if i == bytes.len() {
+                        break;
+                    }
+                    // The key ends before this byte, which is read again.
+                    w.replace(i, 0, "\"");
+                    self.token = Token::None;
+                    self.after_value(true);
+                    continue;
+                }
                 Token::Str(mut s) => {
                     if s.hex > 0 {
                         if !b.is_ascii_hexdigit() {
@@ -460,6 +640,12 @@ impl JsonScanner {
                 Expect::Value | Expect::ValueOrClose => {
                     if b == b']' && self.expect == Expect::ValueOrClose {
                         self.close();
+                    } else if mark.first() == Some(&b) && !(self.object_only && self.depth == 0) {
+                        match self.open_marked(w, i, mark, false) {
+                            Ok(next) => i = next,
+                            Err(end) => return (end, Scan::Invalid),
+                        }
+                        continue;
                     } else if !self.start_value(b, i, w) {
                         return (i, Scan::Invalid);
                     }
@@ -467,6 +653,17 @@ impl JsonScanner {
                 Expect::KeyOrClose | Expect::Key => {
                     if b == b'}' && self.expect == Expect::KeyOrClose {
                         self.close();
+                    } else if mark.first() == Some(&b) {
+                        match self.open_marked(w, i, mark, true) {
+                            Ok(next) => i = next,
+                            Err(end) => return (end, Scan::Invalid),
+                        }
+                        continue;
+                    } else if !mark.is_empty() && bare_key_byte(b) {
+                        w.replace(i, 0, "\"");
+                        self.token = Token::BareKey;
+                        i += 1;
+                        continue;
                     } else if b == b'"' || (self.python && b == b'\'') {
                         if b == b'\'' {
                             w.replace(i, 1, "\"");
@@ -501,10 +698,18 @@ impl JsonScanner {
             return (i, Scan::Done);
         }
         if last {
-            if let Token::Str(s) = self.token {
-                if s.escape && s.quote == b'\'' {
-                    w.replace(i, 0, "\\");
+            match self.token {
+                Token::Str(s) if s.escape && s.quote == b'\'' => w.replace(i, 0, "\\"),
+                // Held marker bytes are reported: the text is over.
+                Token::Str(s) if s.quote == MARKED && s.held > 0 => {
+                    w.flush(i);
+                    escape::json_escape(marker.get(..usize::from(s.held)).unwrap_or(""), w.out);
                 }
+                Token::Opening { at, .. } => {
+                    w.flush(i);
+                    (w.out)(marker.get(..usize::from(at)).unwrap_or(""));
+                }
+                _ => {}
             }
             return (i, Scan::Invalid);
         }
@@ -752,6 +957,66 @@ mod tests {
         assert_eq!((out.as_str(), r, n), ("[\"a\\", Scan::Invalid, 4));
         let (out, r, n) = scan_all("[\"a\\x\"]", 1000, false);
         assert_eq!((out.as_str(), r, n), ("[\"a\\", Scan::Invalid, 4));
+    }
+
+    /// Scans `text` in the marked dialect in chunks of `chunk` bytes.
+    fn scan_marked_all(text: &str, chunk: usize, marker: &str) -> (String, Scan, usize) {
+        let mut s = JsonScanner::new(false, true);
+        let mut out = String::new();
+        let (mut pos, mut fed) = (0, 0);
+        loop {
+            fed = (fed + chunk).min(text.len());
+            while !text.is_char_boundary(fed) {
+                fed += 1;
+            }
+            let last = fed == text.len();
+            let (n, r) = s.scan_marked(&text[pos..fed], last, marker, &mut |p: &str| out.push_str(p));
+            pos += n;
+            if r != Scan::NeedMore || last {
+                return (out, r, pos);
+            }
+        }
+    }
+
+    #[test]
+    fn the_marked_dialect_reads_gemma_object_literals() {
+        let q = "<|\"|>";
+        for (text, json) in [
+            ("{}", "{}"),
+            ("{city:<|\"|>Paris<|\"|>,days:3}", r#"{"city":"Paris","days":3}"#),
+            // Raw text between markers: quotes, backslashes, newlines, a
+            // `<` and a cut marker that are text, non-ASCII.
+            ("{s:<|\"|>a\"b\\c\n<x <|\" é<|\"|>}", r#"{"s":"a\"b\\c\n<x <|\" é"}"#),
+            ("{config:{theme:<|\"|>dark<|\"|>,count:3}}", r#"{"config":{"theme":"dark","count":3}}"#),
+            ("{tags:[<|\"|>a<|\"|>, <|\"|>b<|\"|>],ok:true,n:null}", r#"{"tags":["a", "b"],"ok":true,"n":null}"#),
+            // Keys between markers and JSON strings are read too.
+            ("{<|\"|>my key<|\"|>:\"v\",\"k\":{x_1:-1.5}}", r#"{"my key":"v","k":{"x_1":-1.5}}"#),
+        ] {
+            for chunk in [1, 2, 3, 5, 1000] {
+                let (out, r, n) = scan_marked_all(&format!("{text}<tool_call|>"), chunk, q);
+                assert_eq!((out.as_str(), r, n), (json, Scan::Done, text.len()), "{text} in {chunk}");
+                let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+                assert!(value.is_object());
+            }
+        }
+    }
+
+    #[test]
+    fn the_marked_dialect_reports_broken_markers_as_written() {
+        let q = "<|\"|>";
+        for chunk in [1, 2, 1000] {
+            // A string never closed: the held bytes of a cut marker are text.
+            let (out, r, n) = scan_marked_all("{s:<|\"|>abc<|", chunk, q);
+            assert_eq!((out.as_str(), r, n), (r#"{"s":"abc<|"#, Scan::Invalid, 13), "{chunk}");
+            // An opening marker that breaks off: its bytes are reported.
+            let (out, r, n) = scan_marked_all("{s:<|x}", chunk, q);
+            assert_eq!((out.as_str(), r, n), (r#"{"s":<|"#, Scan::Invalid, 5), "{chunk}");
+            // Bare keys need the dialect; bare values are never read.
+            let (_, r, _) = scan_marked_all("{s:abc}", chunk, q);
+            assert_eq!(r, Scan::Invalid);
+            let (_, r, _) = scan_marked_all("{s:1}", chunk, "");
+            assert_eq!(r, Scan::Invalid);
+        }
     }
 
     #[test]

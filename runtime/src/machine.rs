@@ -969,18 +969,20 @@ fn args_escaped_chunk(prefix: &str, text: &str, sink: &mut impl Sink) {
 }
 
 /// Scans JSON at `pos` with `core.json`, reporting pieces; returns the scan
-/// outcome. (A free function so the scanner and the reporter borrow
-/// different fields.)
+/// outcome. `marker` is the string marker of the marked dialect (`""` for
+/// JSON; see [`JsonScanner::scan_marked`]). (A free function so the scanner
+/// and the reporter borrow different fields.)
 pub fn json_step<const R: usize, const P: usize, const A: usize>(
     core: &mut Core<'_, R, P, A>,
     text: &str,
     content: bool,
+    marker: &str,
     last: bool,
     sink: &mut impl Sink,
 ) -> Scan {
     let rest = tail(text, core.pos);
     let mut any = false;
-    let (n, scan) = core.json.scan(rest, last, &mut |piece: &str| {
+    let (n, scan) = core.json.scan_marked(rest, last, marker, &mut |piece: &str| {
         if !piece.is_empty() {
             any = true;
             sink.event(if content { Event::Content(piece) } else { Event::ToolArgs(piece) });

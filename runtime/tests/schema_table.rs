@@ -131,7 +131,7 @@ fn schema_table() {
         if serde_json::from_str::<serde_json::Value>(&schema.to_string()).ok().as_ref() != Some(&entry["schema"]) {
             failures.push(format!("{name}: Value does not round-trip: {schema}"));
         }
-        let options = SchemaOptions { python: entry["python"] == json!(true) };
+        let options = SchemaOptions { python: entry["python"] == json!(true), ..Default::default() };
         let mut g = Grammar::new();
         let mut warnings = Vec::new();
         let start = schema_rule(&mut g, "schema", &schema, &options, &mut warnings);

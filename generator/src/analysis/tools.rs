@@ -51,7 +51,10 @@ fn argument_value_style(r: &mut Renderer<'_>, t: &mut ToolsSpec) {
         base(vec![tool_call(FUN_FIRST, json!({ARG_FIRST: {"PV_KEY": true, "PV_NONE": null}, ARG_SECOND: second}), CALL_ID_001)])
     };
     let Some(boolean) = r.render("T8 argument value style", &with_value(json!(true))) else { return };
-    t.format.python_dict_arguments = boolean.contains("'PV_KEY': True") || boolean.contains("'PV_NONE': None");
+    // A nested null written `None`, whatever the key syntax (`'PV_NONE': None`,
+    // Gemma 4's bare `PV_NONE:None`).
+    let none_value = seq(vec![lit("PV_NONE"), choice(vec![lit("'"), lit("\""), lit("")]), space(), lit(":"), space(), lit("None")]);
+    t.format.python_dict_arguments = boolean.contains("'PV_KEY': True") || none_value.match_anywhere(&boolean).matched;
     // A top-level `true` that adds a `True` to the render is a Python scalar.
     if let Some(text) = r.render("T8 argument value style", &with_value(json!("PV_TEXT"))) {
         t.format.python_scalar_arguments = boolean.matches("True").count() > text.matches("True").count();

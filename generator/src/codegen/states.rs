@@ -196,11 +196,11 @@ impl States {
                 let s = state(scan);
                 self.push("text start", quote! { c.until_start(); c.st = #s; })
             }
-            Node::Json { kind, python, .. } => {
+            Node::Json { kind, python, marker, .. } => {
                 let content = *kind == JsonKind::Content;
                 let object_only = *kind == JsonKind::ToolArgs;
                 let scan = self.push_json(content, quote! {
-                    match json_step(c, t, #content, last, sink) {
+                    match json_step(c, t, #content, #marker, last, sink) {
                         Scan::Done => { c.st = #nx; }
                         Scan::NeedMore => need_more!(),
                         Scan::Invalid => fail!(),

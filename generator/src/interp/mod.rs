@@ -91,7 +91,7 @@ enum Frame<'g> {
     Space,
     OptionalNewline,
     Until { stops: &'g [String], kind: TextKind, trim_newlines: bool, state: UntilText, acc: String, held_newline: bool, as_string: bool, reported: bool },
-    Json { kind: JsonKind, scanner: JsonScanner },
+    Json { kind: JsonKind, scanner: JsonScanner, marker: &'g str },
     JsonString { kind: TextKind, escaped: bool },
     Mark(&'g Mark),
     ArgKey(&'g str),
@@ -686,11 +686,11 @@ impl<'g> StreamParser<'g> {
             Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string, reported } => {
                 self.step_until(stops, kind, trim_newlines, state, acc, held_newline, as_string, reported, last)
             }
-            Frame::Json { kind, mut scanner } => {
+            Frame::Json { kind, mut scanner, marker } => {
                 let rest = &self.text[self.pos..];
                 let mut piece = std::mem::take(&mut self.scratch);
                 piece.clear();
-                let (consumed, result) = scanner.scan(rest, last, &mut |s: &str| piece.push_str(s));
+                let (consumed, result) = scanner.scan_marked(rest, last, marker, &mut |s: &str| piece.push_str(s));
                 self.pos += consumed;
                 match kind {
                     JsonKind::ToolArgs | JsonKind::ArgValue => self.emit_args(&piece),
@@ -699,7 +699,7 @@ impl<'g> StreamParser<'g> {
                 self.scratch = piece;
                 match result {
                     Scan::Done => (Step::Done, None),
-                    Scan::NeedMore => (Step::NeedMore, Some(Frame::Json { kind, scanner })),
+                    Scan::NeedMore => (Step::NeedMore, Some(Frame::Json { kind, scanner, marker })),
                     Scan::Invalid => (Step::Fail, None),
                 }
             }
@@ -932,7 +932,9 @@ fn frame_for(node: &Node) -> Frame<'_> {
             as_string: false,
             reported: false,
         },
-        Node::Json { kind, python, .. } => Frame::Json { kind: *kind, scanner: JsonScanner::new(*python, *kind == JsonKind::ToolArgs) },
+        Node::Json { kind, python, marker, .. } => {
+            Frame::Json { kind: *kind, scanner: JsonScanner::new(*python, *kind == JsonKind::ToolArgs), marker }
+        }
         Node::JsonStringContent(kind) => Frame::JsonString { kind: *kind, escaped: false },
         Node::ArgKey(k) => Frame::ArgKey(k.as_str()),
         Node::ByArgType { string, json, auto } => Frame::ByArgType { string, json, auto },

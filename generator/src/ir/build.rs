@@ -194,7 +194,13 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         Prefill::ClosedReasoning => {}
         Prefill::Nothing => {
             if extract && !start.is_empty() && !end.is_empty() {
-                items.push(Node::optional(Node::seq(vec![Node::Space, Node::lit(start)]), reasoning_block_rest(&reasoning_ends, layout)));
+                let block = reasoning_block_rest(&reasoning_ends, layout);
+                let mut alts: Vec<Alt> = reasoning_openers(start)
+                    .into_iter()
+                    .map(|opener| Alt { guard: Node::seq(vec![Node::Space, Node::lit(opener)]), body: block.clone() })
+                    .collect();
+                alts.push(Alt { guard: Node::Empty, body: Node::Empty });
+                items.push(Node::Choice(alts));
             } else if extract && start.is_empty() && !end.is_empty() {
                 // Delimiter style: no start marker, the reply begins with its
                 // reasoning and only the end marker closes it. A streaming
@@ -211,7 +217,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         let fence = "```";
         items.push(Node::Space);
         items.push(Node::optional(Node::lit(fence), Node::seq(vec![Node::optional(Node::lit("json"), Node::Empty), Node::Space])));
-        items.push(Node::Json { kind: JsonKind::Content, schema: Some(schema.clone()), python: false });
+        items.push(Node::Json { kind: JsonKind::Content, schema: Some(schema.clone()), python: false, marker: String::new() });
         items.push(Node::Space);
         items.push(Node::optional(Node::lit(fence), Node::Space));
         items.push(Node::End);
@@ -333,6 +339,27 @@ pub fn tool_calls(spec: &FormatSpec, parallel: bool) -> Option<Node> {
     }
     let again = Alt { guard, body };
     Some(Node::seq(vec![one, Node::Repeat { alts: vec![again], limits: vec![None], recover: None }]))
+}
+
+/// The texts that open a reasoning block at the start of the reply: its
+/// start marker and, when the marker is a special token followed by a word
+/// (Gemma 4's `<|channel>thought`), the marker with that token written
+/// twice, as models do (`<|channel><|channel>thought`): the stray token is
+/// markup, not content.
+fn reasoning_openers(start: &str) -> Vec<String> {
+    let mut openers = vec![start.to_string()];
+    let close = match start.as_bytes().first() {
+        Some(b'<') => '>',
+        Some(b'[') => ']',
+        _ => return openers,
+    };
+    if let Some(end) = start.find(close) {
+        let (token, word) = start.split_at(end + 1);
+        if !word.trim().is_empty() {
+            openers.push(format!("{token}{start}"));
+        }
+    }
+    openers
 }
 
 /// Reasoning text up to the end marker, the marker and the space after it.
@@ -473,7 +500,7 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
     let python = f.python_dict_arguments;
     let q = if python { "'" } else { "\"" };
     let open = if brace_consumed { Node::Empty } else { Node::lit("{") };
-    let args = || Node::Json { kind: JsonKind::ToolArgs, schema: None, python };
+    let args = || Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: String::new() };
     if f.fun_name_is_key {
         let after = || {
             Node::seq(vec![Node::lit(q), Node::Space, Node::lit(":"), Node::Space, args(), Node::Space, Node::lit("}")])
@@ -509,7 +536,7 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
         } else if name == f.id_field || name == f.gen_id_field {
             Node::seq(vec![Node::lit(q), Node::JsonStringContent(TextKind::ToolId), Node::lit(q)])
         } else {
-            Node::Json { kind: JsonKind::Content, schema: None, python }
+            Node::Json { kind: JsonKind::Content, schema: None, python, marker: String::new() }
         }
     };
     // Without a name field the analysis found no call object to read: the
@@ -605,7 +632,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
             Node::Until { stops: vec![after_id.clone()], kind: TextKind::ToolIdName, trim_newlines: false },
             Node::lit(after_id),
             Node::Space,
-            Node::Json { kind: JsonKind::ToolArgs, schema: None, python: t.format.python_dict_arguments },
+            Node::Json { kind: JsonKind::ToolArgs, schema: None, python: t.format.python_dict_arguments, marker: String::new() },
             marker(&t.function.close),
         ]);
     }
@@ -639,7 +666,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
             _ => Node::seq(vec![
                 marker(&t.arguments.start),
                 Node::Space,
-                Node::Json { kind: JsonKind::ToolArgs, schema: None, python },
+                Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: String::new() },
                 marker(&t.arguments.end),
             ]),
         };
@@ -654,39 +681,15 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
     Node::seq(vec![Node::Mark(Mark::ToolOpen), pre_name_id, Node::Space, named(Node::Empty, &stops, &after)])
 }
 
-/// One object literal with bare keys and quoted strings (Gemma 4):
-/// `{city:<|"|>Paris<|"|>,days:3}`. A quoted value is a raw string; any
-/// other value is JSON (numbers, `true`, `null`, `[]`, `{}`).
+/// One object literal with bare keys and marked strings (Gemma 4):
+/// `{city:<|"|>Paris<|"|>,days:3,tags:[<|"|>a<|"|>]}`, read whole by the
+/// JSON scanner's marked dialect and reported as JSON. A marked value is a
+/// string; any other value is JSON, nested objects and arrays included.
 fn object_arguments(spec: &FormatSpec) -> Node {
     let a = &spec.tools.arguments;
-    let q = a.string_quote.trim().to_string();
-    let arg = || {
-        Node::seq(vec![
-            Node::Space,
-            Node::Until { stops: vec![":".to_string()], kind: TextKind::ArgName, trim_newlines: false },
-            Node::lit(":"),
-            Node::Space,
-            Node::Choice(vec![
-                Alt {
-                    guard: Node::lit(q.clone()),
-                    body: Node::seq(vec![Node::Until { stops: vec![q.clone()], kind: TextKind::ArgString, trim_newlines: false }, Node::lit(q.clone())]),
-                },
-                Alt { guard: Node::Empty, body: Node::Json { kind: JsonKind::ArgValue, schema: None, python: false } },
-            ]),
-            Node::Space,
-        ])
-    };
-    let more = Node::Repeat { alts: vec![Alt { guard: Node::lit(","), body: arg() }], limits: vec![None], recover: None };
-    Node::seq(vec![
-        Node::Mark(Mark::ArgsOpen),
-        Node::lit(a.start.trim()),
-        Node::Space,
-        Node::Choice(vec![
-            Alt { guard: Node::lit(a.end.trim()), body: Node::Empty },
-            Alt { guard: Node::Empty, body: Node::seq(vec![arg(), more, Node::lit(a.end.trim())]) },
-        ]),
-        Node::Mark(Mark::ArgsClose),
-    ])
+    // The template may print scalars with Python's `str` (`None`).
+    let python = spec.tools.format.python_dict_arguments || spec.tools.format.python_scalar_arguments;
+    Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: a.string_quote.trim().to_string() }
 }
 
 /// `<name-prefix>NAME<name-suffix>[<value-prefix>]VALUE<value-suffix>` per argument.
@@ -719,7 +722,7 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         let v = match kind {
             ValueKind::String => Node::Until { stops: vec![value_suffix.clone()], kind: TextKind::ArgString, trim_newlines: true },
             ValueKind::Auto => Node::Until { stops: vec![value_suffix.clone()], kind: TextKind::ArgAuto, trim_newlines: true },
-            ValueKind::Json => Node::seq(vec![Node::Space, Node::Json { kind: JsonKind::ArgValue, schema: None, python }, Node::Space]),
+            ValueKind::Json => Node::seq(vec![Node::Space, Node::Json { kind: JsonKind::ArgValue, schema: None, python, marker: String::new() }, Node::Space]),
         };
         Node::seq(vec![marker(&value_prefix), v, Node::lit(value_suffix.clone()), Node::Space])
     };

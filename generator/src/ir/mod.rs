@@ -142,8 +142,12 @@ pub enum Node {
     /// An empty stop list means "everything".
     Until { stops: Vec<String>, kind: TextKind, trim_newlines: bool },
     /// One JSON value (`python` also accepts Python literals: `True`,
-    /// `None`, single-quoted strings), with an optional JSON schema.
-    Json { kind: JsonKind, schema: Option<Value>, python: bool },
+    /// `None`, single-quoted strings), with an optional JSON schema. A
+    /// non-empty `marker` reads the *marked dialect* (Gemma 4's object
+    /// literals): strings may also be raw text between two markers, and
+    /// object keys may be bare words (see
+    /// [`chat_parser_runtime::json::JsonScanner::scan_marked`]).
+    Json { kind: JsonKind, schema: Option<Value>, python: bool, marker: String },
     /// A JSON string's content (between quotes), reported as this kind.
     JsonStringContent(TextKind),
     /// An argument name given in the IR (tagged formats with a known schema).

@@ -22,7 +22,7 @@
 //! use chat_parser_runtime::grammar::value::Value;
 //! static CALL: &[Op] = &[
 //!     Op::Seq(3), Op::Lit(0), Op::Call,
-//!         Op::Seq(4), Op::Name { stops: 1, count: 1 }, Op::Lit(1), Op::Args { python: false }, Op::Lit(2),
+//!         Op::Seq(4), Op::Name { stops: 1, count: 1 }, Op::Lit(1), Op::Args { python: false, marker: None }, Op::Lit(2),
 //!     Op::Space,
 //! ];
 //! let envelope = Envelope {
@@ -316,8 +316,8 @@ impl<'a> Builder<'_, 'a> {
                     Expr::seq([Expr::not_chars(&name_start_excluded(stops)), free])
                 }
             },
-            Op::Args { python } => {
-                let options = SchemaOptions { python };
+            Op::Args { python, marker } => {
+                let options = SchemaOptions { python, marker: marker.map_or("", |m| env.string(m)) };
                 match ctx.tool.and_then(|t| t.parameters.map(|p| (t.name, p))) {
                     Some((name, params)) => schema_rule(&mut self.g, &format!("{name}-args"), params, &options, &mut self.warnings),
                     None => any_object(&mut self.g, &options),
@@ -352,8 +352,8 @@ impl<'a> Builder<'_, 'a> {
                 }
                 chosen
             }
-            Op::Json { python } => {
-                let options = SchemaOptions { python };
+            Op::Json { python, marker } => {
+                let options = SchemaOptions { python, marker: marker.map_or("", |m| env.string(m)) };
                 match ctx.arg {
                     Some((name, schema)) => {
                         let hint = format!("{}-{name}", ctx.tool.map(|t| t.name).unwrap_or("arg"));
@@ -485,7 +485,7 @@ mod tests {
         Op::Seq(4),
         Op::Name { stops: 1, count: 1 },
         Op::Lit(1),
-        Op::Args { python: false },
+        Op::Args { python: false, marker: None },
         Op::Lit(2),
         Op::Space,
     ];
@@ -549,7 +549,7 @@ mod tests {
             Op::Text { role: TextRole::ArgString, stops: 4, count: 1 },
             Op::Lit(4),
             Op::Seq(2),
-            Op::Json { python: false },
+            Op::Json { python: false, marker: None },
             Op::Lit(4),
             Op::Seq(2),
             Op::Text { role: TextRole::ArgAuto, stops: 4, count: 1 },

@@ -97,18 +97,35 @@ use core::fmt::Write;
 /// use chat_parser_runtime::grammar::Grammar;
 /// let schema = Value::parse(r#"{"enum": ["it's", true, null]}"#).unwrap();
 /// let mut g = Grammar::new();
-/// schema_rule(&mut g, "flag", &schema, &SchemaOptions { python: true }, &mut Vec::new());
+/// schema_rule(&mut g, "flag", &schema, &SchemaOptions { python: true, ..Default::default() }, &mut Vec::new());
 /// // Python's repr ("it's" in double quotes, True, None), and JSON as well.
 /// assert!(g.to_gbnf().contains(r#"flag ::= "\"" "i" "t" "'" "s" "\"" space | ("true" | "True") space | ("null" | "None") space"#));
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SchemaOptions {
+pub struct SchemaOptions<'m> {
     /// Values may be Python literals (the template writes arguments with
     /// Python's `repr`): `True`/`False`/`None`, strings in single quotes (or
     /// double quotes, as `repr` writes a string containing `'` and no `"`),
     /// dict keys as strings. JSON is accepted as well: templates that write
     /// scalars with `repr` write nested objects with `tojson`.
     pub python: bool,
+    /// Not empty: values are written in the marked dialect of
+    /// [`crate::json::JsonScanner::scan_marked`] (Gemma 4), as the template
+    /// writes them: every string is raw text between two markers, object
+    /// keys are bare words (a key that cannot be bare is a marked string).
+    /// A string's `pattern`, `format` and lengths are not enforced there:
+    /// any text without the marker is accepted.
+    ///
+    /// ```
+    /// use chat_parser_runtime::grammar::schema::{schema_rule, SchemaOptions};
+    /// use chat_parser_runtime::grammar::value::Value;
+    /// use chat_parser_runtime::grammar::Grammar;
+    /// let schema = Value::parse(r#"{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}"#).unwrap();
+    /// let mut g = Grammar::new();
+    /// schema_rule(&mut g, "args", &schema, &SchemaOptions { marker: "<|\"|>", ..Default::default() }, &mut Vec::new());
+    /// assert!(g.to_gbnf().contains(r#"args ::= "{" space "c" "i" "t" "y" space ":" space marked-string"#));
+    /// ```
+    pub marker: &'m str,
 }
 
 /// Adds rules matching the texts valid under `schema` and returns an
@@ -134,8 +151,8 @@ pub struct SchemaOptions {
 /// assert!(gbnf.contains("weather-args ::= \"{\" space \"\\\"\" \"c\" \"i\" \"t\" \"y\" \"\\\"\" space \":\" space string"));
 /// assert!(gbnf.contains("space ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20}"));
 /// ```
-pub fn schema_rule(g: &mut Grammar, hint: &str, schema: &Value, options: &SchemaOptions, warnings: &mut Vec<String>) -> Expr {
-    let mut c = Conv { g, root: schema, py: options.python, base: hint.to_owned(), warnings, refs: Vec::new(), work: 0 };
+pub fn schema_rule(g: &mut Grammar, hint: &str, schema: &Value, options: &SchemaOptions<'_>, warnings: &mut Vec<String>) -> Expr {
+    let mut c = Conv { g, root: schema, py: options.python, marker: options.marker.to_owned(), base: hint.to_owned(), warnings, refs: Vec::new(), work: 0 };
     c.reference("#", 0)
 }
 
@@ -148,11 +165,11 @@ pub fn schema_rule(g: &mut Grammar, hint: &str, schema: &Value, options: &Schema
 /// use chat_parser_runtime::grammar::{Expr, Grammar};
 /// let mut g = Grammar::new();
 /// assert_eq!(any_value(&mut g, &SchemaOptions::default()), Expr::Ref("value".into()));
-/// assert_eq!(any_value(&mut g, &SchemaOptions { python: true }), Expr::Ref("py-value".into()));
+/// assert_eq!(any_value(&mut g, &SchemaOptions { python: true, ..Default::default() }), Expr::Ref("py-value".into()));
 /// assert!(g.to_gbnf().contains("py-null ::= (\"null\" | \"None\") space"));
 /// ```
-pub fn any_value(g: &mut Grammar, options: &SchemaOptions) -> Expr {
-    Prims { g, py: options.python }.generic().0
+pub fn any_value(g: &mut Grammar, options: &SchemaOptions<'_>) -> Expr {
+    Prims { g, py: options.python, marker: options.marker }.generic().0
 }
 
 /// Adds the rules for any JSON object (or Python dict with string keys) and
@@ -166,8 +183,8 @@ pub fn any_value(g: &mut Grammar, options: &SchemaOptions) -> Expr {
 /// assert_eq!(any_object(&mut g, &SchemaOptions::default()), Expr::Ref("object".into()));
 /// assert!(g.to_gbnf().contains("object ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space"));
 /// ```
-pub fn any_object(g: &mut Grammar, options: &SchemaOptions) -> Expr {
-    Prims { g, py: options.python }.generic().1
+pub fn any_object(g: &mut Grammar, options: &SchemaOptions<'_>) -> Expr {
+    Prims { g, py: options.python, marker: options.marker }.generic().1
 }
 
 /// Nesting of schemas (without `$ref` indirection) beyond which a part
@@ -445,12 +462,23 @@ fn encode_set(set: &[(char, char)], quote: char, python: bool) -> Expr {
 // ---------------------------------------------------------------------------
 // Shared rules
 
-struct Prims<'g> {
+struct Prims<'g, 'm> {
     g: &'g mut Grammar,
     py: bool,
+    /// The string marker of the marked dialect (`""`: JSON or Python).
+    marker: &'m str,
 }
 
-impl Prims<'_> {
+/// Whether `c` may be part of a bare key in the marked dialect (what the
+/// JSON scanner reads as one).
+fn bare_key_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '$') || !c.is_ascii()
+}
+
+/// The characters of bare keys, as a class.
+const BARE_KEY_SET: &[(char, char)] = &[('$', '$'), ('-', '.'), ('0', '9'), ('A', 'Z'), ('_', '_'), ('a', 'z'), ('\u{80}', char::MAX)];
+
+impl Prims<'_, '_> {
     /// `"" | " " | "\n"{1,2} [ \t]{0,20} | [^\x00-\U0010FFFF] space`. The
     /// last alternative never matches (no character is outside that
     /// class); it makes the rule recursive, so llguidance's GBNF converter
@@ -526,8 +554,12 @@ impl Prims<'_> {
     }
 
     /// A string whose characters (between the quotes) match `inner(quote)`,
-    /// then space.
+    /// then space. In the marked dialect, any marked string (see
+    /// [`SchemaOptions::marker`]).
     fn quoted(&mut self, mut inner: impl FnMut(&mut Self, char) -> Expr) -> Expr {
+        if !self.marker.is_empty() {
+            return self.string();
+        }
         let mut alts = Vec::new();
         for &q in self.quotes() {
             let body = inner(self, q);
@@ -538,6 +570,12 @@ impl Prims<'_> {
     }
 
     fn string(&mut self) -> Expr {
+        if !self.marker.is_empty() {
+            let marker = self.marker;
+            let text = self.g.text_without("marked-text", &[marker]);
+            let space = self.space();
+            return self.g.rule("marked-string", cat([chars(marker), text, chars(marker), space]));
+        }
         let body = self.quoted(|p, q| Expr::star(p.char(q)));
         self.g.rule(if self.py { "py-string" } else { "string" }, body)
     }
@@ -597,7 +635,11 @@ impl Prims<'_> {
     /// to each other.
     fn generic(&mut self) -> (Expr, Expr, Expr) {
         let (string, number, boolean, null, space) = (self.string(), self.number(), self.boolean(), self.null(), self.space());
-        let prefix = if self.py { "py-" } else { "" };
+        let prefix = match (self.marker.is_empty(), self.py) {
+            (false, _) => "marked-",
+            (true, true) => "py-",
+            (true, false) => "",
+        };
         // The first free (or identical) set of names: another part of the
         // grammar may already use `value` for something else.
         let mut n = 1;
@@ -605,7 +647,13 @@ impl Prims<'_> {
             let suffix = if n == 1 { String::new() } else { format!("-{n}") };
             let names = [format!("{prefix}value{suffix}"), format!("{prefix}object{suffix}"), format!("{prefix}array{suffix}")];
             let [value, object, array] = names.clone().map(Expr::Ref);
-            let member = cat([string.clone(), lit(":"), space.clone(), value.clone()]);
+            let key = if self.marker.is_empty() {
+                string.clone()
+            } else {
+                let bare = Expr::class(BARE_KEY_SET);
+                Expr::alt([cat([bare.clone(), Expr::star(bare), space.clone()]), string.clone()])
+            };
+            let member = cat([key, lit(":"), space.clone(), value.clone()]);
             let bodies = [
                 Expr::alt([object.clone(), array.clone(), string.clone(), number.clone(), boolean.clone(), null.clone()]),
                 cat([
@@ -654,6 +702,8 @@ struct Conv<'a, 'g> {
     g: &'g mut Grammar,
     root: &'a Value,
     py: bool,
+    /// See [`SchemaOptions::marker`].
+    marker: String,
     /// The caller's hint: rules are named after it.
     base: String,
     warnings: &'g mut Vec<String>,
@@ -716,8 +766,8 @@ impl<'a> Conv<'a, '_> {
         }
     }
 
-    fn prims(&mut self) -> Prims<'_> {
-        Prims { g: self.g, py: self.py }
+    fn prims(&mut self) -> Prims<'_, '_> {
+        Prims { g: self.g, py: self.py, marker: &self.marker }
     }
 
     fn space(&mut self) -> Expr {
@@ -1056,7 +1106,7 @@ impl<'a> Conv<'a, '_> {
                     if i > 0 {
                         parts.extend([lit(","), space.clone()]);
                     }
-                    parts.extend([self.string_literal(k), space.clone(), lit(":"), space.clone()]);
+                    parts.extend([self.key_literal(k), space.clone(), lit(":"), space.clone()]);
                     parts.push(self.literal(item, depth + 1));
                 }
                 parts.push(lit("}"));
@@ -1067,6 +1117,9 @@ impl<'a> Conv<'a, '_> {
     }
 
     fn string_literal(&self, text: &str) -> Expr {
+        if !self.marker.is_empty() {
+            return cat([chars(&self.marker), chars(text), chars(&self.marker)]);
+        }
         if self.py {
             Expr::alt([chars(&py_repr(text)), chars(&json_quote(text))])
         } else {
@@ -1251,7 +1304,7 @@ impl<'a> Conv<'a, '_> {
         let mut kvs = Vec::new();
         for (k, v, _) in &props {
             let value = self.convert(&format!("{name}-{k}"), v, depth + 1);
-            let key = self.string_literal(k);
+            let key = self.key_literal(k);
             kvs.push(cat([key, space.clone(), lit(":"), space.clone(), value]));
         }
         let extra_kv = match &extra {
@@ -1294,10 +1347,22 @@ impl<'a> Conv<'a, '_> {
         cat([lit("{"), space.clone(), members, lit("}"), space])
     }
 
+    /// An object key as written: a string, or in the marked dialect a bare
+    /// word where the key is one.
+    fn key_literal(&self, key: &str) -> Expr {
+        if !self.marker.is_empty() && !key.is_empty() && key.chars().all(bare_key_char) {
+            return chars(key);
+        }
+        self.string_literal(key)
+    }
+
     /// A key (a string, then space) that is none of `keys`: one rule per
     /// prefix of the keys, like [`Grammar::text_without`]. An escape leaves
     /// the prefixes (`"\u0061"` is accepted even if `a` is a key).
     fn key_not_in(&mut self, name: &str, keys: &[&str]) -> Expr {
+        if !self.marker.is_empty() {
+            return self.bare_key_not_in(name, keys);
+        }
         if keys.is_empty() {
             return self.prims().string();
         }
@@ -1347,6 +1412,48 @@ impl<'a> Conv<'a, '_> {
             alts.push(cat([Expr::Lit(q.into()), refs[0].clone()]));
         }
         Expr::alt(alts)
+    }
+
+    /// [`Conv::key_not_in`] in the marked dialect: a bare key (then space)
+    /// that is none of the bare `keys` (a declared key that cannot be bare
+    /// is written marked, so it never collides).
+    fn bare_key_not_in(&mut self, name: &str, keys: &[&str]) -> Expr {
+        // Trie of the keys, as in `key_not_in`.
+        let mut nodes: Vec<(Vec<(char, usize)>, bool)> = vec![(Vec::new(), false)];
+        for k in keys.iter().filter(|k| k.chars().all(bare_key_char)) {
+            let mut at = 0;
+            for c in k.chars() {
+                at = match nodes[at].0.iter().find(|(d, _)| *d == c) {
+                    Some(&(_, next)) => next,
+                    None => {
+                        nodes.push((Vec::new(), false));
+                        let next = nodes.len() - 1;
+                        nodes[at].0.push((c, next));
+                        next
+                    }
+                };
+            }
+            nodes[at].1 = true;
+        }
+        let space = self.space();
+        let bare = Expr::class(BARE_KEY_SET);
+        let free = cat([Expr::star(bare), space.clone()]);
+        let mut refs: Vec<Expr> = vec![Expr::empty(); nodes.len()];
+        for i in (0..nodes.len()).rev() {
+            let (next, is_key) = &nodes[i];
+            let mut body = Vec::new();
+            for &(c, j) in next {
+                body.push(cat([Expr::Lit(c.into()), refs[j].clone()]));
+            }
+            let taken: Set = normalize(next.iter().map(|&(c, _)| (c, c)).collect());
+            body.extend(set_class(&minus(BARE_KEY_SET, &taken)).map(|other| cat([other, free.clone()])));
+            // A key is never empty: the root cannot end it.
+            if !is_key && i > 0 {
+                body.push(space.clone());
+            }
+            refs[i] = self.g.rule(&format!("{name}-key"), Expr::alt(body));
+        }
+        refs[0].clone()
     }
 
     // --- arrays ---------------------------------------------------------
@@ -2108,7 +2215,7 @@ fn has_anchor(re: &Re) -> bool {
 }
 
 /// The quoted text of strings matching `re`, inside `quote`.
-fn re_expr(p: &mut Prims<'_>, re: &Re, quote: char, python: bool) -> Expr {
+fn re_expr(p: &mut Prims<'_, '_>, re: &Re, quote: char, python: bool) -> Expr {
     match re {
         Re::Set(set) => {
             let e = encode_set(set, quote, python);
@@ -2360,7 +2467,7 @@ mod tests {
             for python in [false, true] {
                 let mut g = Grammar::new();
                 let mut w = Vec::new();
-                let e = schema_rule(&mut g, "s", &schema, &SchemaOptions { python }, &mut w);
+                let e = schema_rule(&mut g, "s", &schema, &SchemaOptions { python, ..Default::default() }, &mut w);
                 g.define("root", e);
                 let text = g.to_gbnf();
                 assert!(text.len() < 4_000_000, "#{i}: {} bytes for {schema}", text.len());
