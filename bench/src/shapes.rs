@@ -10,6 +10,8 @@
 //! | `qwen3-coder`  | Qwen3-Coder                                | `<tool_call><function=…><parameter=…>` (XML arguments)   |
 //! | `mistral-3.2`  | Mistral-Small-3.2-24B-Instruct-2506        | `[TOOL_CALLS]name[CALL_ID]id[ARGS]{…}`                    |
 //! | `r1-distill`   | deepseek-ai-DeepSeek-R1-Distill-Qwen-32B   | `<think>` (opened by the prompt) + `<｜tool▁calls▁begin｜>` sections with fenced JSON |
+//! | `gpt-oss`      | openai-gpt-oss-120b                        | harmony messages: `analysis`, `final`, `commentary to=functions.NAME` |
+//! | `gemma-4`      | google-gemma-4-31B-it                      | `<\|channel>thought` + `<\|tool_call>call:NAME{k:<\|"\|>v<\|"\|>}` |
 //!
 //! Shapes ([`Shape`]):
 //!
@@ -79,6 +81,14 @@ pub enum CallStyle {
     MistralArgs,
     /// `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{…}\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`.
     DeepseekFenced,
+    /// Harmony: reasoning in an `analysis` message, content in a `final`
+    /// message (before calls, in a `commentary` message without a
+    /// recipient), each call a `commentary to=functions.NAME <|constrain|>json`
+    /// message ended by `<|call|>`.
+    Harmony,
+    /// Gemma 4: `<|channel>thought\n…<channel|>` reasoning, calls
+    /// `<|tool_call>call:NAME{code:<|"|>…<|"|>,line:N}<tool_call|>`.
+    Gemma,
 }
 
 /// A corpus template and how its output is written.
@@ -88,27 +98,30 @@ pub struct Family {
     pub file: &'static str,
     pub label: &'static str,
     pub calls: CallStyle,
-    /// The generation prompt opens `<think>`: the output starts inside the
-    /// reasoning and closes it with `</think>`.
-    pub forced_open_reasoning: bool,
+    /// The output has reasoning: after a `<think>` the generation prompt
+    /// opened (closed by `</think>`), or in the format's own reasoning
+    /// markup (harmony, Gemma 4).
+    pub reasons: bool,
 }
 
-/// The four benchmarked templates.
-pub const FAMILIES: [Family; 4] = [
-    Family { file: "Qwen-QwQ-32B.jinja", label: "qwq-32b", calls: CallStyle::JsonTag, forced_open_reasoning: true },
-    Family { file: "Qwen3-Coder.jinja", label: "qwen3-coder", calls: CallStyle::XmlTag, forced_open_reasoning: false },
+/// The benchmarked templates.
+pub const FAMILIES: [Family; 6] = [
+    Family { file: "Qwen-QwQ-32B.jinja", label: "qwq-32b", calls: CallStyle::JsonTag, reasons: true },
+    Family { file: "Qwen3-Coder.jinja", label: "qwen3-coder", calls: CallStyle::XmlTag, reasons: false },
     Family {
         file: "Mistral-Small-3.2-24B-Instruct-2506.jinja",
         label: "mistral-3.2",
         calls: CallStyle::MistralArgs,
-        forced_open_reasoning: false,
+        reasons: false,
     },
     Family {
         file: "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
         label: "r1-distill",
         calls: CallStyle::DeepseekFenced,
-        forced_open_reasoning: true,
+        reasons: true,
     },
+    Family { file: "openai-gpt-oss-120b.jinja", label: "gpt-oss", calls: CallStyle::Harmony, reasons: true },
+    Family { file: "google-gemma-4-31B-it.jinja", label: "gemma-4", calls: CallStyle::Gemma, reasons: true },
 ];
 
 /// One of the three outputs.
@@ -229,7 +242,7 @@ impl Call {
 pub fn case(family: &'static Family, shape: Shape) -> Case {
     const IDS: [&str; 3] = ["a1B2c3D4e", "f5G6h7I8j", "k9L0m1N2o"];
     let half = 8 * KIB;
-    let reasons = family.forced_open_reasoning;
+    let reasons = family.reasons;
     let (reasoning, content, calls) = match shape {
         Shape::Text if reasons => (reasoning(half), content(half), Vec::new()),
         Shape::Text => (String::new(), content(2 * half), Vec::new()),
@@ -262,8 +275,13 @@ pub fn case(family: &'static Family, shape: Shape) -> Case {
 
 /// One output in the family's markup.
 fn render(family: &Family, reasoning: &str, content: &str, calls: &[Call]) -> String {
+    match family.calls {
+        CallStyle::Harmony => return render_harmony(reasoning, content, calls),
+        CallStyle::Gemma => return render_gemma(reasoning, content, calls),
+        _ => {}
+    }
     let mut out = String::new();
-    if family.forced_open_reasoning {
+    if family.reasons {
         out += reasoning;
         out += "\n</think>\n\n";
     }
@@ -307,6 +325,41 @@ fn render(family: &Family, reasoning: &str, content: &str, calls: &[Call]) -> St
             out += &rendered.join("\n");
             out += "<｜tool▁calls▁end｜>";
         }
+        CallStyle::Harmony | CallStyle::Gemma => {}
+    }
+    out
+}
+
+/// A harmony reply: an `analysis` message, then the content in the `final`
+/// message (or, when calls follow, in a `commentary` preamble), then one
+/// message per call.
+fn render_harmony(reasoning: &str, content: &str, calls: &[Call]) -> String {
+    let mut messages = Vec::new();
+    if !reasoning.is_empty() {
+        messages.push(format!("<|channel|>analysis<|message|>{reasoning}<|end|>"));
+    }
+    if !content.is_empty() && calls.is_empty() {
+        // The last message: a server strips its `<|return|>`.
+        messages.push(format!("<|channel|>final<|message|>{content}"));
+    } else if !content.is_empty() {
+        messages.push(format!("<|channel|>commentary<|message|>{content}<|end|>"));
+    }
+    for c in calls {
+        messages.push(format!("<|channel|>commentary to=functions.{TOOL} <|constrain|>json<|message|>{}<|call|>", c.json_arguments()));
+    }
+    messages.join("<|start|>assistant")
+}
+
+/// A Gemma 4 reply: the thought channel, content, then the calls with their
+/// object-literal arguments (the code string between `<|"|>` markers, raw).
+fn render_gemma(reasoning: &str, content: &str, calls: &[Call]) -> String {
+    let mut out = String::new();
+    if !reasoning.is_empty() {
+        out += &format!("<|channel>thought\n{reasoning}<channel|>");
+    }
+    out += content;
+    for c in calls {
+        out += &format!("<|tool_call>call:{TOOL}{{code:<|\"|>{}<|\"|>,line:{}}}<tool_call|>", c.code, c.line);
     }
     out
 }

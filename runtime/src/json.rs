@@ -371,8 +371,8 @@ impl JsonScanner {
     /// let mut json = String::new();
     /// let mut out = |piece: &str| json.push_str(piece);
     /// let q = "<|\"|>";
-    /// assert_eq!(scanner.scan_marked("{say:<|\"|>a \"b\"<|", false, q, &mut out), (18, Scan::NeedMore));
-    /// assert_eq!(scanner.scan_marked("\"|>,n:[1]}<tool_call|>", false, q, &mut out), (11, Scan::Done));
+    /// assert_eq!(scanner.scan_marked("{say:<|\"|>a \"b\"<|", false, q, &mut out), (17, Scan::NeedMore));
+    /// assert_eq!(scanner.scan_marked("\"|>,n:[1]}<tool_call|>", false, q, &mut out), (10, Scan::Done));
     /// assert_eq!(json, r#"{"say":"a \"b\"","n":[1]}"#);
     /// ```
     pub fn scan_marked(&mut self, text: &str, last: bool, marker: &str, out: &mut impl FnMut(&str)) -> (usize, Scan) {

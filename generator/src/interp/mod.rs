@@ -155,6 +155,9 @@ pub struct StreamParser<'g> {
     hold_limit: Option<usize>,
     /// Markers the hold limit counts as 2 bytes (see `codegen::pack_table`).
     pack: Vec<String>,
+    /// Markup read as [`TextKind::Discard`], when asked for (tests that
+    /// check no text is lost tell dropped markup from lost text).
+    discarded: Option<String>,
 }
 
 /// `text[from..to]` is known to be whitespace.
@@ -188,6 +191,7 @@ impl<'g> StreamParser<'g> {
             arg_type: ValueKind::Auto,
             hold_limit: None,
             pack: Vec::new(),
+            discarded: None,
         }
     }
 
@@ -233,6 +237,20 @@ impl<'g> StreamParser<'g> {
 
     /// Checks call names against these tools and types arguments by them
     /// (see [`crate::ir::build::tool_signatures`]).
+    /// Keeps the markup the format drops ([`TextKind::Discard`]: harmony's
+    /// content types and messages to built-in tools), for
+    /// [`StreamParser::discarded`]. It grows with the output: for tests.
+    pub fn with_discard_log(mut self) -> StreamParser<'g> {
+        self.discarded = Some(String::new());
+        self
+    }
+
+    /// The markup dropped so far (with [`StreamParser::with_discard_log`];
+    /// text read again after a backtrack appears again).
+    pub fn discarded(&self) -> &str {
+        self.discarded.as_deref().unwrap_or("")
+    }
+
     pub fn with_tools(mut self, tools: Vec<ToolSignature>) -> StreamParser<'g> {
         self.tools = tools;
         self
@@ -351,7 +369,14 @@ impl<'g> StreamParser<'g> {
     fn emit_text(&mut self, kind: TextKind, text: &str) {
         // Discarded markup is not a reported piece: a broken call gives it
         // back as content, as the generated parsers do.
-        if text.is_empty() || kind == TextKind::Discard {
+        if text.is_empty() {
+            return;
+        }
+        if kind == TextKind::Discard {
+            if let Some(log) = &mut self.discarded {
+                log.push_str(text);
+                log.push('\0');
+            }
             return;
         }
         self.emit_pos = self.pos;
