@@ -260,7 +260,14 @@ pub fn case(family: &'static Family, shape: Shape) -> Case {
             IDS.iter().enumerate().map(|(i, &id)| Call { id, code: code(4000), line: 10 + 40 * i as u32 }).collect(),
         ),
     };
-    let text = render(family, &reasoning, &content, &calls);
+    let mut text = render(family, &reasoning, &content, &calls);
+    let mut content = content;
+    if text.len() < 16 * KIB && !content.is_empty() {
+        // Terse markup (Gemma 4 writes code unescaped): more content
+        // brings the output to 16 KiB like the others.
+        content = self::content(content.len() + 16 * KIB - text.len() + 64);
+        text = render(family, &reasoning, &content, &calls);
+    }
     let has_ids = family.calls == CallStyle::MistralArgs;
     let calls = calls
         .iter()

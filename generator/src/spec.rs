@@ -171,6 +171,10 @@ pub enum ToolFormatMode {
     TagWithJson,
     /// Name and each argument in markup: `<parameter=k>v</parameter>`.
     TagWithTagged,
+    /// A Python list of calls, `[f(a=1), g(b='x')]`: keyword arguments whose
+    /// values are Python literals (or JSON). A list element written as a
+    /// JSON call object (`{"name": …, "arguments": {…}}`) is read too.
+    PythonCalls,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

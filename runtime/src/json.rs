@@ -73,6 +73,8 @@ enum Expect {
     Colon,
     /// `,` or the container's close.
     CommaOrClose,
+    /// Nothing: the value is complete.
+    Done,
 }
 
 /// The token being read.
@@ -232,16 +234,20 @@ impl Word {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonScanner {
-    python: bool,
-    /// Only an object is acceptable (a call's arguments).
-    object_only: bool,
+    /// [`PYTHON`] and [`OBJECT_ONLY`] (bits, to keep the state small:
+    /// generated parsers hold a scanner).
+    syntax: u8,
     /// Bit `i` is set when the container at depth `i` is an object.
     objects: u64,
     depth: u8,
     expect: Expect,
     token: Token,
-    done: bool,
 }
+
+/// [`JsonScanner::syntax`]: Python literals are accepted.
+const PYTHON: u8 = 1;
+/// [`JsonScanner::syntax`]: only an object is acceptable (a call's arguments).
+const OBJECT_ONLY: u8 = 2;
 
 /// Writes output: a run of input copied unchanged is reported in one piece
 /// when it is interrupted (by a conversion) or when the call ends.
@@ -283,14 +289,27 @@ impl JsonScanner {
     /// literals; `object_only` accepts only an object (a call's arguments).
     pub const fn new(python: bool, object_only: bool) -> JsonScanner {
         JsonScanner {
-            python,
-            object_only,
+            syntax: if python { PYTHON } else { 0 } | if object_only { OBJECT_ONLY } else { 0 },
             objects: 0,
             depth: 0,
             expect: Expect::Value,
             token: Token::None,
-            done: false,
         }
+    }
+
+    #[inline]
+    fn python(&self) -> bool {
+        self.syntax & PYTHON != 0
+    }
+
+    #[inline]
+    fn object_only(&self) -> bool {
+        self.syntax & OBJECT_ONLY != 0
+    }
+
+    #[inline]
+    fn done(&self) -> bool {
+        self.expect == Expect::Done
     }
 
     /// Whether the scanner is inside a double-quoted string, not in an
@@ -327,7 +346,7 @@ impl JsonScanner {
     /// Whether the value is complete.
     #[inline]
     pub fn is_done(&self) -> bool {
-        self.done
+        self.done()
     }
 
     /// Consumes as much of `text` as belongs to the value, writing its JSON
@@ -376,7 +395,7 @@ impl JsonScanner {
     /// assert_eq!(json, r#"{"say":"a \"b\"","n":[1]}"#);
     /// ```
     pub fn scan_marked(&mut self, text: &str, last: bool, marker: &str, out: &mut impl FnMut(&str)) -> (usize, Scan) {
-        if self.done {
+        if self.done() {
             return (0, Scan::Done);
         }
         let mut w = Writer {
@@ -427,7 +446,7 @@ impl JsonScanner {
                             i += m;
                             self.token = Token::None;
                             self.after_value(s.key);
-                            if self.done {
+                            if self.done() {
                                 return (i, Scan::Done);
                             }
                             continue;
@@ -462,7 +481,7 @@ impl JsonScanner {
                             i += m;
                             self.token = Token::None;
                             self.after_value(s.key);
-                            if self.done {
+                            if self.done() {
                                 return (i, Scan::Done);
                             }
                             continue;
@@ -571,7 +590,7 @@ impl JsonScanner {
                             self.token = Token::None;
                             self.after_value(s.key);
                             i += 1;
-                            if self.done {
+                            if self.done() {
                                 return (i, Scan::Done);
                             }
                             continue;
@@ -603,7 +622,7 @@ impl JsonScanner {
                     }
                     self.token = Token::None;
                     self.after_value(false);
-                    if self.done {
+                    if self.done() {
                         return (i, Scan::Done);
                     }
                     continue;
@@ -621,7 +640,7 @@ impl JsonScanner {
                     if at as usize + 1 == spelling.len() {
                         self.token = Token::None;
                         self.after_value(false);
-                        if self.done {
+                        if self.done() {
                             return (i, Scan::Done);
                         }
                     } else {
@@ -640,7 +659,7 @@ impl JsonScanner {
                 Expect::Value | Expect::ValueOrClose => {
                     if b == b']' && self.expect == Expect::ValueOrClose {
                         self.close();
-                    } else if mark.first() == Some(&b) && !(self.object_only && self.depth == 0) {
+                    } else if mark.first() == Some(&b) && !(self.object_only() && self.depth == 0) {
                         match self.open_marked(w, i, mark, false) {
                             Ok(next) => i = next,
                             Err(end) => return (end, Scan::Invalid),
@@ -664,7 +683,7 @@ impl JsonScanner {
                         self.token = Token::BareKey;
                         i += 1;
                         continue;
-                    } else if b == b'"' || (self.python && b == b'\'') {
+                    } else if b == b'"' || (self.python() && b == b'\'') {
                         if b == b'\'' {
                             w.replace(i, 1, "\"");
                         }
@@ -685,16 +704,18 @@ impl JsonScanner {
                     (b'}', Some(true)) | (b']', Some(false)) => self.close(),
                     _ => return (i, Scan::Invalid),
                 },
+                // Not reached: a complete value returns at once.
+                Expect::Done => return (i, Scan::Done),
             }
             i += 1;
-            if self.done {
+            if self.done() {
                 return (i, Scan::Done);
             }
         }
         // The text ran out.
         if last && matches!(self.token, Token::Number(n) if n.complete()) && self.depth == 0 {
             self.token = Token::None;
-            self.done = true;
+            self.expect = Expect::Done;
             return (i, Scan::Done);
         }
         if last {
@@ -719,7 +740,7 @@ impl JsonScanner {
     /// Starts the value whose first byte `b` is at `at`; false if no value
     /// starts so (or it would nest too deep).
     fn start_value<F: FnMut(&str)>(&mut self, b: u8, at: usize, w: &mut Writer<'_, F>) -> bool {
-        if self.object_only && self.depth == 0 && b != b'{' {
+        if self.object_only() && self.depth == 0 && b != b'{' {
             return false;
         }
         let word = match b {
@@ -742,7 +763,7 @@ impl JsonScanner {
                 self.token = Token::Str(Str::new(b'"', false));
                 return true;
             }
-            b'\'' if self.python => {
+            b'\'' if self.python() => {
                 w.replace(at, 1, "\"");
                 self.token = Token::Str(Str::new(b'\'', false));
                 return true;
@@ -762,9 +783,9 @@ impl JsonScanner {
             b't' => Word::True,
             b'f' => Word::False,
             b'n' => Word::Null,
-            b'T' if self.python => Word::PyTrue,
-            b'F' if self.python => Word::PyFalse,
-            b'N' if self.python => Word::PyNone,
+            b'T' if self.python() => Word::PyTrue,
+            b'F' if self.python() => Word::PyFalse,
+            b'N' if self.python() => Word::PyNone,
             _ => return false,
         };
         if let Some(json) = word.json() {
@@ -789,7 +810,7 @@ impl JsonScanner {
         if was_key {
             self.expect = Expect::Colon;
         } else if self.depth == 0 {
-            self.done = true;
+            self.expect = Expect::Done;
         } else {
             self.expect = Expect::CommaOrClose;
         }

@@ -59,6 +59,52 @@ fn gemma_layout(spec: &mut FormatSpec) {
     t.arguments = crate::spec::ArgumentMarkers { start: "{".into(), end: "}".into(), string_quote: quote, ..Default::default() };
 }
 
+/// LFM2 / LFM2.5: tool calls are a Python list of calls,
+/// `[f(a=1), g(b='x')]`; LFM2 wraps it in special tokens,
+/// `<|tool_call_start|>…<|tool_call_end|>`, LFM2.5 writes the bare list.
+///
+/// What is derived: llama.cpp's LFM2 template renders JSON calls inside the
+/// tokens, so the analysis found them (its JSON call objects are still read,
+/// as list items). LFM2's own template renders no call at all: the call
+/// tokens are named after the tool-list tokens it writes
+/// (`<|tool_list_start|>` → `<|tool_call_start|>`), the one derivation its
+/// source allows. Not derivable: the Python call syntax (the model's
+/// behaviour, which no render shows) and the `<think>` block these models
+/// write (only LFM2.5's source mentions `</think>`, to strip it from
+/// history).
+fn python_call_list(spec: &mut FormatSpec, source: &str) {
+    let f = &mut spec.tools.format;
+    if f.section_start.trim().is_empty() {
+        if let Some((start, end)) = list_tokens(source) {
+            f.section_start = start.replace("_list_", "_call_");
+            f.section_end = end.replace("_list_", "_call_");
+        }
+    }
+    f.mode = crate::spec::ToolFormatMode::PythonCalls;
+    f.tools_array_wrapped = false;
+    for token in [f.section_start.clone(), f.section_end.clone()] {
+        if !token.is_empty() && !spec.preserved_tokens.contains(&token) {
+            spec.preserved_tokens.push(token);
+        }
+    }
+    if spec.reasoning.mode == crate::spec::ReasoningMode::None {
+        spec.reasoning.mode = crate::spec::ReasoningMode::TagBased;
+        spec.reasoning.start = "<think>".into();
+        spec.reasoning.end = "</think>".into();
+    }
+}
+
+/// The special tokens around a tool list in the template (`<|tool_list_start|>`,
+/// `<|tool_list_end|>`).
+fn list_tokens(source: &str) -> Option<(String, String)> {
+    let token = |suffix: &str| -> Option<String> {
+        let at = source.find(suffix)?;
+        let start = source[..at].rfind("<|")?;
+        Some(source[start..at + suffix.len()].to_string())
+    };
+    Some((token("_list_start|>")?, token("_list_end|>")?))
+}
+
 /// The harmony layout, from renders: the generation prompt gives the header
 /// start and the role (`<|start|>` `assistant`), the generic analysis the
 /// body marker (`<|message|>`), the end of a reply (`<|return|>`) and of a
@@ -128,8 +174,14 @@ struct DedicatedFamily {
 /// What a family's description adds to the analysed spec (after the
 /// generic analysis and the generation prompt). Families without a format
 /// yet are left as analysed.
-pub fn describe(family: &str, spec: &mut FormatSpec, r: &mut Renderer<'_>) {
+pub fn describe(family: &str, source: &str, spec: &mut FormatSpec, r: &mut Renderer<'_>) {
     match family {
+        "LFM2" | "LFM2.5" => python_call_list(spec, source),
+        // GigaChat 3 and Cohere2 MoE: the generic analysis reads their
+        // calls (a JSON object after GigaChat's `function call` role
+        // header; Cohere's JSON action array with `tool_call_id`,
+        // `tool_name`, `parameters`), so nothing is added.
+        "GigaChatV3" | "Cohere2 MoE" => {}
         "GPT-OSS" => {
             if let Some(channels) = harmony_channels(spec, r) {
                 spec.channels = channels;
@@ -169,7 +221,14 @@ const FAMILIES: &[DedicatedFamily] = &[
     // Cohere2 MoE / North: <|START_TEXT|> content and <|START_ACTION|> JSON actions.
     DedicatedFamily { name: "Cohere2 MoE", matches: |s| s.contains("<|START_TEXT|>") && s.contains("<|START_ACTION|>") },
     // LFM2: tool list in special tokens, Python-call syntax for calls.
-    DedicatedFamily { name: "LFM2", matches: |s| s.contains("<|tool_list_start|>") && s.contains("<|tool_list_end|>") },
+    // (LFM2.5-8B-A1B writes the LFM2 call tokens around its Python calls.)
+    DedicatedFamily {
+        name: "LFM2",
+        matches: |s| {
+            (s.contains("<|tool_list_start|>") && s.contains("<|tool_list_end|>"))
+                || (s.contains("List of tools: ") && s.contains("<|tool_call_start|>[") && s.contains("+ \"(\" +"))
+        },
+    },
     DedicatedFamily { name: "LFM2.5", matches: |s| s.contains("List of tools: [") && !s.contains("<|tool_list_start|>") },
     // GigaChat 3: role separators; calls as a "function call" role message.
     DedicatedFamily {

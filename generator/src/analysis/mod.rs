@@ -125,7 +125,7 @@ pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
     spec.generation_prompt.no_thinking_prefill = prefill(&spec.generation_prompt.no_thinking, &spec.reasoning);
     if let Some(name) = family::dedicated_family(source) {
         spec.family = Family::Dedicated(name.to_string());
-        family::describe(name, &mut spec, &mut r);
+        family::describe(name, source, &mut spec, &mut r);
     }
     Ok(Analysis { spec, render_failures: r.failures })
 }

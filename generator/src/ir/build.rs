@@ -387,7 +387,11 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     let json = f.mode == ToolFormatMode::JsonNative;
     // One call after its per-call opener (and, for tag formats, with or
     // without its function-name prefix).
-    let call = if json { json_call(spec, false) } else { tagged_call(spec) };
+    let call = match f.mode {
+        ToolFormatMode::JsonNative => json_call(spec, false),
+        ToolFormatMode::PythonCalls => python_list_item(spec),
+        _ => tagged_call(spec),
+    };
     let call_after_prefix = tagged_call_after_prefix(spec);
     let close = |body: Node| closed(spec, body);
     // Later calls in a section: what starts each of them.
@@ -397,6 +401,24 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         recover: Some(Box::new(Node::Empty)),
     };
 
+    if f.mode == ToolFormatMode::PythonCalls {
+        // The list is the section: `[` opens it where no marker does
+        // (LFM2.5 writes the bare list; the names after it are checked
+        // against the declared tools, so `[1]` in prose stays content).
+        let list = Node::seq(vec![
+            Node::Space,
+            close(call.clone()),
+            next_call(Node::seq(vec![Node::Space, Node::lit(",")]), close(Node::seq(vec![Node::Space, call]))),
+            Node::Space,
+            Node::lit("]"),
+        ]);
+        let section = Node::seq(vec![list, marker(&f.section_end), Node::Space]);
+        if section_start.is_empty() {
+            return ("[".to_string(), Node::lit("["), section);
+        }
+        let guard = Node::seq(vec![Node::lit(section_start), Node::Space, Node::lit("[")]);
+        return (section_start.to_string(), guard, section);
+    }
     if !section_start.is_empty() {
         let calls = if f.tools_array_wrapped {
             Node::seq(vec![
@@ -585,6 +607,59 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
         Node::Choice(alts) => Node::seq(vec![prefix, Node::Choice(alts)]),
         other => Node::seq(vec![prefix, other]),
     }
+}
+
+/// One element of a Python call list: a call `name(k=v, …)`, or a JSON call
+/// object (what llama.cpp's LFM2 template renders).
+fn python_list_item(spec: &FormatSpec) -> Node {
+    Node::Choice(vec![
+        Alt { guard: Node::Peek(Box::new(Node::lit("{"))), body: json_call(spec, false) },
+        Alt { guard: Node::Empty, body: python_call() },
+    ])
+}
+
+/// One Python call, `name(k=v, …)`: keyword arguments, reported as a JSON
+/// object. A quoted value is a raw string, as LFM2.5's template writes it
+/// (`"'" + value + "'"`, nothing escaped: `'a\nb'` holds a backslash, and
+/// `'it's'` an apostrophe, so the value ends at a quote that a `,` or the
+/// call's `)` follows); any other value is a Python literal or JSON
+/// (`True`, `None`, `3.5`, `[1, {'a': 2}]`).
+fn python_call() -> Node {
+    let raw = |q: &str| Alt {
+        guard: Node::lit(q),
+        body: Node::seq(vec![
+            Node::Until { stops: vec![format!("{q},"), format!("{q})")], kind: TextKind::ArgString, trim_newlines: false },
+            Node::lit(q),
+        ]),
+    };
+    let arg = || {
+        Node::seq(vec![
+            Node::Space,
+            Node::Until { stops: vec!["=".to_string()], kind: TextKind::ArgName, trim_newlines: false },
+            Node::lit("="),
+            Node::Space,
+            Node::Choice(vec![
+                raw("'"),
+                raw("\""),
+                Alt { guard: Node::Empty, body: Node::Json { kind: JsonKind::ArgValue, schema: None, python: true, marker: String::new() } },
+            ]),
+            Node::Space,
+        ])
+    };
+    let after = || {
+        let more = Node::Repeat { alts: vec![Alt { guard: Node::lit(","), body: arg() }], limits: vec![None], recover: None };
+        Node::seq(vec![
+            Node::lit("("),
+            Node::Mark(Mark::ArgsOpen),
+            Node::Space,
+            Node::Choice(vec![
+                Alt { guard: Node::lit(")"), body: Node::Empty },
+                Alt { guard: Node::Empty, body: Node::seq(vec![arg(), more, Node::lit(")")]) },
+            ]),
+            Node::Mark(Mark::ArgsClose),
+        ])
+    };
+    Node::seq(vec![Node::Mark(Mark::ToolOpen), named(Node::Empty, &["(".to_string()], &after)])
 }
 
 /// A call in a tag format, from the function name prefix on.
