@@ -206,6 +206,12 @@ pub struct ToolFormat {
     /// Scalar argument values are written the Python way (`True`, `False`,
     /// `None`): the template prints them with `|string` (Qwen3-Coder does).
     pub python_scalar_arguments: bool,
+    /// Replies made of addressed blocks (Functionary v3.2): each block is
+    /// `per_call_start` + a recipient + `function.name_suffix`, and the
+    /// block addressed to this recipient (`all`) is content, any other a
+    /// call to the tool it names (`>>>all\ntext`, `>>>get_weather\n{…}`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub content_recipient: String,
 }
 
 impl Default for ToolFormat {
@@ -227,6 +233,7 @@ impl Default for ToolFormat {
             parameter_order: Vec::new(),
             python_dict_arguments: false,
             python_scalar_arguments: false,
+            content_recipient: String::new(),
         }
     }
 }

@@ -767,6 +767,11 @@ const DEDICATED_TEMPLATES: &[&str] = &[
     "mistralai-Ministral-3-14B-Reasoning-2512",
     "Kimi-K2-Thinking",
     "deepseek-ai-DeepSeek-V3.2",
+    "LFM2-8B-A1B",
+    "LFM2.5-Instruct",
+    "meetkai-functionary-medium-v3.2",
+    "Cohere2MoE",
+    "GigaChat3-10B-A1.8B",
 ];
 
 fn own_fixtures() -> Vec<Fixture> {

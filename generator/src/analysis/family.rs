@@ -94,6 +94,31 @@ fn python_call_list(spec: &mut FormatSpec, source: &str) {
     }
 }
 
+/// Functionary v3.2's addressed blocks, from renders: the generation
+/// prompt ends with the block opener (`>>>`, after its last line break), and
+/// a content turn shows the recipient that makes a block content (`all`)
+/// between the opener and the name suffix the generic analysis found (`\n`).
+fn addressed_blocks(spec: &mut FormatSpec, r: &mut Renderer<'_>) {
+    let prompt = spec.generation_prompt.thinking.trim_end();
+    let opener = prompt.rsplit('\n').next().unwrap_or("").trim().to_string();
+    let suffix = spec.tools.function.name_suffix.clone();
+    if opener.is_empty() || suffix.is_empty() || opener.chars().any(char::is_alphanumeric) {
+        return;
+    }
+    let turn = json!({"role": "assistant", "content": ASSISTANT_MSG});
+    let Some(reply) = r.render("F1 content recipient", &Scenario { messages: convo(turn), tools: None, add_generation_prompt: false, enable_thinking: true })
+    else {
+        return;
+    };
+    let Some(before) = reply.find(ASSISTANT_MSG).and_then(|at| reply[..at].strip_suffix(suffix.as_str())) else { return };
+    let Some(recipient) = before.rfind(opener.as_str()).map(|at| before[at + opener.len()..].to_string()) else { return };
+    if recipient.trim().is_empty() || recipient.contains(char::is_whitespace) {
+        return;
+    }
+    spec.tools.format.per_call_start = opener;
+    spec.tools.format.content_recipient = recipient;
+}
+
 /// The special tokens around a tool list in the template (`<|tool_list_start|>`,
 /// `<|tool_list_end|>`).
 fn list_tokens(source: &str) -> Option<(String, String)> {
@@ -177,6 +202,7 @@ struct DedicatedFamily {
 pub fn describe(family: &str, source: &str, spec: &mut FormatSpec, r: &mut Renderer<'_>) {
     match family {
         "LFM2" | "LFM2.5" => python_call_list(spec, source),
+        "Functionary v3.2" => addressed_blocks(spec, r),
         // GigaChat 3 and Cohere2 MoE: the generic analysis reads their
         // calls (a JSON object after GigaChat's `function call` role
         // header; Cohere's JSON action array with `tool_call_id`,

@@ -167,6 +167,9 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         // final channel's body).
         return super::channels::reply(spec, options.reasoning_format != ReasoningFormat::None, tools_active);
     }
+    if !spec.tools.format.content_recipient.is_empty() && options.json_schema.is_none() {
+        return addressed_blocks(spec, tools_active);
+    }
     // Where reasoning ends: its end marker, and for families whose models
     // start calling tools inside an open block, where calls start.
     let mut reasoning_ends = vec![end.to_string()];
@@ -284,6 +287,41 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     }
     items.push(Node::End);
     Node::seq(items)
+}
+
+/// A reply of addressed blocks (Functionary v3.2): `>>>all\nTEXT` is
+/// content and `>>>NAME\n{json}` a call. The generation prompt wrote the
+/// first opener, so the reply starts inside the first block; a block whose
+/// recipient is neither the content recipient nor a declared tool is
+/// content as written.
+fn addressed_blocks(spec: &FormatSpec, tools_active: bool) -> Node {
+    let f = &spec.tools.format;
+    let opener = f.per_call_start.trim().to_string();
+    let after_recipient = spec.tools.function.name_suffix.clone();
+    let content = Node::Until { stops: vec![opener.clone()], kind: TextKind::Content, trim_newlines: false };
+    let mut kinds = vec![Alt {
+        guard: Node::lit(format!("{}{after_recipient}", f.content_recipient)),
+        body: Node::seq(vec![Node::Mark(Mark::Commit), content.clone()]),
+    }];
+    if tools_active {
+        let call = Node::seq(vec![
+            Node::Mark(Mark::ToolOpen),
+            Node::Until { stops: vec![after_recipient.clone()], kind: TextKind::ToolName, trim_newlines: false },
+            Node::lit(after_recipient.clone()),
+            Node::Space,
+            Node::Json { kind: JsonKind::ToolArgs, schema: None, python: f.python_dict_arguments, marker: String::new() },
+        ]);
+        kinds.push(Alt { guard: Node::Empty, body: Node::seq(vec![closed(spec, call), content.clone()]) });
+    }
+    let block = Node::Choice(kinds);
+    let prefilled = spec.generation_prompt.thinking.trim_end().ends_with(opener.as_str());
+    let mut alts = vec![Alt { guard: Node::lit(opener), body: block.clone() }];
+    let mut limits = vec![None];
+    if prefilled {
+        alts.push(Alt { guard: Node::Empty, body: block });
+        limits.push(Some(1));
+    }
+    Node::seq(vec![Node::Repeat { alts, limits, recover: Some(Box::new(content)) }, Node::End])
 }
 
 /// The text that starts tool calls in this format (what switches a lazy
