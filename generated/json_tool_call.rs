@@ -333,8 +333,8 @@ fn fast(
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        17 | 54 => c.fast_json(false, s, w, sink),
-        82 => c.fast_json(true, s, w, sink),
+        17 | 54 => c.fast_json(false, "", s, w, sink),
+        82 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }

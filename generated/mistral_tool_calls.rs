@@ -445,8 +445,8 @@ fn fast(
                 && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        26 | 58 | 107 | 139 => c.fast_json(false, s, w, sink),
-        170 => c.fast_json(true, s, w, sink),
+        26 | 58 | 107 | 139 => c.fast_json(false, "", s, w, sink),
+        170 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }

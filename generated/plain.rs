@@ -196,7 +196,7 @@ fn fast(
     }
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        8 => c.fast_json(true, s, w, sink),
+        8 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }

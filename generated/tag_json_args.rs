@@ -281,8 +281,8 @@ fn fast(
                 && !clear_of_stops(s.as_bytes(), &["<function="]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        15 | 38 => c.fast_json(false, s, w, sink),
-        54 => c.fast_json(true, s, w, sink),
+        15 | 38 => c.fast_json(false, "", s, w, sink),
+        54 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }

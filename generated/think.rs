@@ -217,7 +217,7 @@ fn fast(
                 && !clear_of_stops(s.as_bytes(), &["</think>"]))
                 && c.fast_text(Kind::Reasoning, true, s, w, sink)
         }
-        12 | 30 | 44 => c.fast_json(true, s, w, sink),
+        12 | 30 | 44 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }

@@ -416,8 +416,8 @@ fn fast(
                 && !clear_of_stops(s.as_bytes(), &["</parameter>"]))
                 && c.fast_text(Kind::ArgString, true, s, w, sink)
         }
-        27 | 74 => c.fast_json(false, s, w, sink),
-        102 => c.fast_json(true, s, w, sink),
+        27 | 74 => c.fast_json(false, "", s, w, sink),
+        102 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }

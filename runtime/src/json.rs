@@ -321,6 +321,15 @@ impl JsonScanner {
         matches!(self.token, Token::Str(s) if s.quote == b'"' && !s.escape && s.hex == 0)
     }
 
+    /// Whether the scanner is inside a string between markers (the marked
+    /// dialect of [`JsonScanner::scan_marked`]) and holds no cut marker:
+    /// text without the marker's first byte is then reported JSON-escaped
+    /// and changes nothing (what streaming parsers' fast path relies on).
+    #[inline]
+    pub fn in_marked_text(&self) -> bool {
+        matches!(self.token, Token::Str(s) if s.quote == MARKED && s.held == 0)
+    }
+
     /// Inside a double-quoted string and not in a `\u` escape: whether a
     /// backslash was just read (`Some(true)`), or not (`Some(false)`).
     /// `None` anywhere else.

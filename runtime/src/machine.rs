@@ -23,7 +23,7 @@
 //! held markup counts as broken, by the same rules.
 
 use crate::json::{JsonScanner, Scan};
-use crate::word::{holds_json_escape, Word};
+use crate::word::{holds_any, holds_json_escape, Word};
 use crate::{ArgType, Event, Sink, Tool};
 
 /// Bytes of input a parser can hold back across chunks.
@@ -850,10 +850,14 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         true
     }
 
-    /// Inside a JSON string (arguments or structured output): reports
-    /// `chunk` whole if it holds nothing the scanner must look at.
+    /// Inside a JSON string (arguments or structured output; `marker`: the
+    /// string marker of the marked dialect, `""` for JSON): reports `chunk`
+    /// whole if it holds nothing the scanner must look at.
     #[inline(always)]
-    pub fn fast_json(&mut self, content: bool, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
+    pub fn fast_json(&mut self, content: bool, marker: &str, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
+        if let Some(&first) = marker.as_bytes().first() {
+            return self.fast_marked(content, first, chunk, word, sink);
+        }
         let Some(escaped) = self.json.string_escape_state() else { return false };
         let bytes = chunk.as_bytes();
         // The common case: no quote, backslash or control character at all.
@@ -874,6 +878,24 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         let Some(ends_escaped) = plain_json_string_run(&bytes[from..]) else { return false };
         self.json.set_string_escape(ends_escaped);
         sink.event(if content { Event::Content(chunk) } else { Event::ToolArgs(chunk) });
+        true
+    }
+
+    /// Inside a string between markers: reports `chunk`, JSON-escaped, if
+    /// it holds no `first` byte of the marker (nothing can end the string).
+    #[inline(always)]
+    fn fast_marked(&mut self, content: bool, first: u8, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
+        let bytes = chunk.as_bytes();
+        if !self.json.in_marked_text() || holds_any(bytes, word, [first]) {
+            return false;
+        }
+        if !holds_json_escape(bytes, word) {
+            sink.event(if content { Event::Content(chunk) } else { Event::ToolArgs(chunk) });
+        } else if content {
+            crate::escape::json_escape(chunk, &mut |piece: &str| sink.event(Event::Content(piece)));
+        } else {
+            args_escaped_chunk("", chunk, sink);
+        }
         true
     }
 

@@ -59,9 +59,9 @@ impl States {
         s
     }
 
-    fn push_json(&mut self, content: bool, code: TokenStream) -> u16 {
+    fn push_json(&mut self, content: bool, marker: &str, code: TokenStream) -> u16 {
         let id = self.push("json", code);
-        self.fast.push((id, quote! { c.fast_json(#content, s, w, sink) }));
+        self.fast.push((id, quote! { c.fast_json(#content, #marker, s, w, sink) }));
         id
     }
 
@@ -199,7 +199,7 @@ impl States {
             Node::Json { kind, python, marker, .. } => {
                 let content = *kind == JsonKind::Content;
                 let object_only = *kind == JsonKind::ToolArgs;
-                let scan = self.push_json(content, quote! {
+                let scan = self.push_json(content, marker, quote! {
                     match json_step(c, t, #content, #marker, last, sink) {
                         Scan::Done => { c.st = #nx; }
                         Scan::NeedMore => need_more!(),
