@@ -437,6 +437,28 @@ impl JsonScanner {
         }
     }
 
+    /// Reads a marked string's closing marker, from its byte `from` on, at
+    /// `at`: where to go on when it is complete (the string ends) or cut by
+    /// the chunk's end (its bytes are held); `None` when it breaks off (its
+    /// bytes are text).
+    fn close_marked<F: FnMut(&str)>(&mut self, w: &mut Writer<'_, F>, at: usize, marker: &[u8], from: usize, mut s: Str) -> Option<usize> {
+        let bytes = w.text.as_bytes();
+        let want = marker.get(from..).unwrap_or(&[]);
+        let m = shared_prefix(want, &bytes[at..]);
+        if m == want.len() {
+            w.replace(at, m, "\"");
+            self.token = Token::None;
+            self.after_value(s.key);
+        } else if at + m == bytes.len() {
+            w.skip(at, m);
+            s.held = (from + m) as u8;
+            self.token = Token::Str(s);
+        } else {
+            return None;
+        }
+        Some(at + m)
+    }
+
     fn run<F: FnMut(&str)>(&mut self, w: &mut Writer<'_, F>, last: bool, marker: &str) -> (usize, Scan) {
         let bytes = w.text.as_bytes();
         let mark = marker.as_bytes();
@@ -448,24 +470,12 @@ impl JsonScanner {
                     if s.held > 0 {
                         // The closing marker was cut by the last chunk's end.
                         let k = usize::from(s.held);
-                        let want = mark.get(k..).unwrap_or(&[]);
-                        let m = shared_prefix(want, &bytes[i..]);
-                        if m == want.len() {
-                            w.replace(i, m, "\"");
-                            i += m;
-                            self.token = Token::None;
-                            self.after_value(s.key);
+                        if let Some(next) = self.close_marked(w, i, mark, k, s) {
+                            i = next;
                             if self.done() {
                                 return (i, Scan::Done);
                             }
                             continue;
-                        }
-                        if i + m == bytes.len() {
-                            w.skip(i, m);
-                            s.held += m as u8;
-                            self.token = Token::Str(s);
-                            i += m;
-                            break;
                         }
                         // Not the marker after all: what was held is text.
                         // (It ended a chunk, so it ends on a character.)
@@ -484,23 +494,12 @@ impl JsonScanner {
                         break;
                     };
                     if b == first {
-                        let m = shared_prefix(mark, &bytes[i..]);
-                        if m == mark.len() {
-                            w.replace(i, m, "\"");
-                            i += m;
-                            self.token = Token::None;
-                            self.after_value(s.key);
+                        if let Some(next) = self.close_marked(w, i, mark, 0, s) {
+                            i = next;
                             if self.done() {
                                 return (i, Scan::Done);
                             }
                             continue;
-                        }
-                        if i + m == bytes.len() {
-                            w.skip(i, m);
-                            s.held = m as u8;
-                            self.token = Token::Str(s);
-                            i += m;
-                            break;
                         }
                     }
                     if let Some(e) = escape::escape_of(b) {

@@ -413,6 +413,28 @@ fn set_class(set: &[(char, char)]) -> Option<Expr> {
     })
 }
 
+/// A trie of `keys`: per node, its children by character and whether a key
+/// ends there; node 0 is the root, and a child always comes after its parent.
+fn key_trie<'k>(keys: impl Iterator<Item = &'k str>) -> Vec<(Vec<(char, usize)>, bool)> {
+    let mut nodes: Vec<(Vec<(char, usize)>, bool)> = vec![(Vec::new(), false)];
+    for k in keys {
+        let mut at = 0;
+        for c in k.chars() {
+            at = match nodes[at].0.iter().find(|(d, _)| *d == c) {
+                Some(&(_, next)) => next,
+                None => {
+                    nodes.push((Vec::new(), false));
+                    let next = nodes.len() - 1;
+                    nodes[at].0.push((c, next));
+                    next
+                }
+            };
+        }
+        nodes[at].1 = true;
+    }
+    nodes
+}
+
 /// JSON's short escapes.
 const JSON_ESCAPES: &[(char, &str)] =
     &[('"', "\\\""), ('\\', "\\\\"), ('/', "\\/"), ('\n', "\\n"), ('\r', "\\r"), ('\t', "\\t"), ('\u{8}', "\\b"), ('\u{c}', "\\f")];
@@ -1370,24 +1392,7 @@ impl<'a> Conv<'a, '_> {
         let quotes: &[char] = if py { &['\'', '"'] } else { &['"'] };
         let mut alts = Vec::new();
         for &q in quotes {
-            // Trie of the keys: (children by character, whether a key ends
-            // here); a child always comes after its parent.
-            let mut nodes: Vec<(Vec<(char, usize)>, bool)> = vec![(Vec::new(), false)];
-            for k in keys {
-                let mut at = 0;
-                for c in k.chars() {
-                    at = match nodes[at].0.iter().find(|(d, _)| *d == c) {
-                        Some(&(_, next)) => next,
-                        None => {
-                            nodes.push((Vec::new(), false));
-                            let next = nodes.len() - 1;
-                            nodes[at].0.push((c, next));
-                            next
-                        }
-                    };
-                }
-                nodes[at].1 = true;
-            }
+            let nodes = key_trie(keys.iter().copied());
             // The closing quote and space end every path: rules with space
             // stay rules in llguidance's GBNF converter (see `space`), and a
             // key token fused from these rules would swallow the characters
@@ -1418,23 +1423,7 @@ impl<'a> Conv<'a, '_> {
     /// that is none of the bare `keys` (a declared key that cannot be bare
     /// is written marked, so it never collides).
     fn bare_key_not_in(&mut self, name: &str, keys: &[&str]) -> Expr {
-        // Trie of the keys, as in `key_not_in`.
-        let mut nodes: Vec<(Vec<(char, usize)>, bool)> = vec![(Vec::new(), false)];
-        for k in keys.iter().filter(|k| k.chars().all(bare_key_char)) {
-            let mut at = 0;
-            for c in k.chars() {
-                at = match nodes[at].0.iter().find(|(d, _)| *d == c) {
-                    Some(&(_, next)) => next,
-                    None => {
-                        nodes.push((Vec::new(), false));
-                        let next = nodes.len() - 1;
-                        nodes[at].0.push((c, next));
-                        next
-                    }
-                };
-            }
-            nodes[at].1 = true;
-        }
+        let nodes = key_trie(keys.iter().copied().filter(|k| k.chars().all(bare_key_char)));
         let space = self.space();
         let bare = Expr::class(BARE_KEY_SET);
         let free = cat([Expr::star(bare), space.clone()]);
