@@ -49,6 +49,13 @@ fn bare_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'$') || b >= 0x80
 }
 
+/// Whether `b` cannot stand raw in a JSON string (what
+/// [`escape::escape_of`] escapes), as one inline test for the copy loop.
+#[inline(always)]
+fn needs_escape(b: u8) -> bool {
+    b == b'"' || b == b'\\' || b < 0x20
+}
+
 /// How many bytes `a` and `b` share at their start.
 #[inline]
 fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
@@ -417,24 +424,25 @@ impl JsonScanner {
         (consumed, scan)
     }
 
-    /// Starts a string at the opening `marker` at `at`: the position to go
-    /// on from, or `Err` with where the broken marker ends (its bytes so
-    /// far are reported as written, and count as consumed).
-    fn open_marked<F: FnMut(&str)>(&mut self, w: &mut Writer<'_, F>, at: usize, marker: &[u8], key: bool) -> Result<usize, usize> {
+    /// Reads a string's opening `marker`, from its byte `from` on, at
+    /// `at`: the position to go on from when it is complete (the string
+    /// starts) or cut by the chunk's end (its bytes are held), or `Err` with
+    /// where the broken marker ends (the bytes read in this text are
+    /// reported as written, and count as consumed).
+    fn open_marked<F: FnMut(&str)>(&mut self, w: &mut Writer<'_, F>, at: usize, marker: &[u8], from: usize, key: bool) -> Result<usize, usize> {
         let bytes = w.text.as_bytes();
-        let m = shared_prefix(marker, &bytes[at..]);
-        if m == marker.len() {
+        let want = marker.get(from..).unwrap_or(&[]);
+        let m = shared_prefix(want, &bytes[at..]);
+        if m == want.len() {
             w.replace(at, m, "\"");
             self.token = Token::Str(Str::new(MARKED, key));
-            Ok(at + m)
         } else if at + m == bytes.len() {
-            // Cut by the chunk's end: its bytes are held, not reported.
             w.skip(at, m);
-            self.token = Token::Opening { at: m as u8, key };
-            Ok(at + m)
+            self.token = Token::Opening { at: (from + m) as u8, key };
         } else {
-            Err(at + m)
+            return Err(at + m);
         }
+        Ok(at + m)
     }
 
     /// Reads a marked string's closing marker, from its byte `from` on, at
@@ -486,7 +494,7 @@ impl JsonScanner {
                     // Raw text, copied in runs up to the marker's first
                     // byte or a byte JSON escapes.
                     let first = mark.first().copied().unwrap_or(b'"');
-                    while i < bytes.len() && bytes[i] != first && escape::escape_of(bytes[i]).is_none() {
+                    while i < bytes.len() && bytes[i] != first && !needs_escape(bytes[i]) {
                         i += 1;
                     }
                     let Some(&b) = bytes.get(i) else {
@@ -510,25 +518,19 @@ impl JsonScanner {
                     continue;
                 }
                 Token::Opening { at, key } => {
+                    // The opening marker was cut by the last chunk's end.
                     let at = usize::from(at);
-                    let want = mark.get(at..).unwrap_or(&[]);
-                    let m = shared_prefix(want, &bytes[i..]);
-                    if m == want.len() {
-                        w.replace(i, m, "\"");
-                        self.token = Token::Str(Str::new(MARKED, key));
-                        i += m;
-                        continue;
+                    match self.open_marked(w, i, mark, at, key) {
+                        Ok(next) => i = next,
+                        Err(end) => {
+                            // A broken marker: the held bytes are reported
+                            // as written, then the rest of it.
+                            w.flush(i);
+                            (w.out)(marker.get(..at).unwrap_or(""));
+                            return (end, Scan::Invalid);
+                        }
                     }
-                    if i + m == bytes.len() {
-                        w.skip(i, m);
-                        self.token = Token::Opening { at: (at + m) as u8, key };
-                        i += m;
-                        break;
-                    }
-                    // A broken marker: its bytes are reported as written.
-                    w.flush(i);
-                    (w.out)(marker.get(..at).unwrap_or(""));
-                    return (i + m, Scan::Invalid);
+                    continue;
                 }
                 Token::BareKey => {
                     while i < bytes.len() && bare_key_byte(bytes[i]) {
@@ -668,7 +670,7 @@ impl JsonScanner {
                     if b == b']' && self.expect == Expect::ValueOrClose {
                         self.close();
                     } else if mark.first() == Some(&b) && !(self.object_only() && self.depth == 0) {
-                        match self.open_marked(w, i, mark, false) {
+                        match self.open_marked(w, i, mark, 0, false) {
                             Ok(next) => i = next,
                             Err(end) => return (end, Scan::Invalid),
                         }
@@ -681,7 +683,7 @@ impl JsonScanner {
                     if b == b'}' && self.expect == Expect::KeyOrClose {
                         self.close();
                     } else if mark.first() == Some(&b) {
-                        match self.open_marked(w, i, mark, true) {
+                        match self.open_marked(w, i, mark, 0, true) {
                             Ok(next) => i = next,
                             Err(end) => return (end, Scan::Invalid),
                         }

@@ -235,8 +235,6 @@ impl<'g> StreamParser<'g> {
         keep
     }
 
-    /// Checks call names against these tools and types arguments by them
-    /// (see [`crate::ir::build::tool_signatures`]).
     /// Keeps the markup the format drops ([`TextKind::Discard`]: harmony's
     /// content types and messages to built-in tools), for
     /// [`StreamParser::discarded`]. It grows with the output: for tests.
@@ -251,6 +249,8 @@ impl<'g> StreamParser<'g> {
         self.discarded.as_deref().unwrap_or("")
     }
 
+    /// Checks call names against these tools and types arguments by them
+    /// (see [`crate::ir::build::tool_signatures`]).
     pub fn with_tools(mut self, tools: Vec<ToolSignature>) -> StreamParser<'g> {
         self.tools = tools;
         self
@@ -367,11 +367,11 @@ impl<'g> StreamParser<'g> {
     }
 
     fn emit_text(&mut self, kind: TextKind, text: &str) {
-        // Discarded markup is not a reported piece: a broken call gives it
-        // back as content, as the generated parsers do.
         if text.is_empty() {
             return;
         }
+        // Discarded markup is not a reported piece: a broken call gives it
+        // back as content, as the generated parsers do.
         if kind == TextKind::Discard {
             if let Some(log) = &mut self.discarded {
                 log.push_str(text);
@@ -390,9 +390,9 @@ impl<'g> StreamParser<'g> {
                 _ => self.out.push(Out::Reasoning(text.to_string())),
             },
             TextKind::ToolId => self.out.push(Out::ToolId(text.to_string())),
-            TextKind::Discard => {}
-            // Names and raw values are reported through their own paths.
-            TextKind::ToolName | TextKind::ToolIdName | TextKind::ArgName | TextKind::ArgString | TextKind::ArgAuto => {}
+            // Names and raw values are reported through their own paths
+            // (and discarded markup returned above).
+            TextKind::Discard | TextKind::ToolName | TextKind::ToolIdName | TextKind::ArgName | TextKind::ArgString | TextKind::ArgAuto => {}
         }
     }
 

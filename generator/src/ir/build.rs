@@ -423,13 +423,7 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     let per_call_start = f.per_call_start.trim();
     let name_prefix = spec.tools.function.name_prefix.trim();
     let json = f.mode == ToolFormatMode::JsonNative;
-    // One call after its per-call opener (and, for tag formats, with or
-    // without its function-name prefix).
-    let call = match f.mode {
-        ToolFormatMode::JsonNative => json_call(spec, false),
-        ToolFormatMode::PythonCalls => python_list_item(spec),
-        _ => tagged_call(spec),
-    };
+    let call = one_call(spec);
     let call_after_prefix = tagged_call_after_prefix(spec);
     let close = |body: Node| closed(spec, body);
     // Later calls in a section: what starts each of them.
@@ -438,18 +432,22 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         limits: vec![more],
         recover: Some(Box::new(Node::Empty)),
     };
+    // A list of calls after its `[`: each `item`, separated by `,`, then `]`.
+    let list_rest = |item: Node| {
+        Node::seq(vec![
+            Node::Space,
+            close(item.clone()),
+            next_call(Node::seq(vec![Node::Space, Node::lit(",")]), close(item)),
+            Node::Space,
+            Node::lit("]"),
+        ])
+    };
 
     if f.mode == ToolFormatMode::PythonCalls {
         // The list is the section: `[` opens it where no marker does
         // (LFM2.5 writes the bare list; the names after it are checked
         // against the declared tools, so `[1]` in prose stays content).
-        let list = Node::seq(vec![
-            Node::Space,
-            close(call.clone()),
-            next_call(Node::seq(vec![Node::Space, Node::lit(",")]), close(Node::seq(vec![Node::Space, call]))),
-            Node::Space,
-            Node::lit("]"),
-        ]);
+        let list = list_rest(Node::seq(vec![Node::Space, call]));
         let section = Node::seq(vec![list, marker(&f.section_end), Node::Space]);
         if section_start.is_empty() {
             return ("[".to_string(), Node::lit("["), section);
@@ -459,18 +457,7 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     }
     if !section_start.is_empty() {
         let calls = if f.tools_array_wrapped {
-            Node::seq(vec![
-                Node::Space,
-                Node::lit("["),
-                Node::Space,
-                close(Node::seq(vec![marker(per_call_start), Node::Space, call.clone()])),
-                next_call(
-                    Node::seq(vec![Node::Space, Node::lit(",")]),
-                    close(Node::seq(vec![marker(per_call_start), Node::Space, call.clone()])),
-                ),
-                Node::Space,
-                Node::lit("]"),
-            ])
+            Node::seq(vec![Node::Space, Node::lit("["), list_rest(Node::seq(vec![marker(per_call_start), Node::Space, call.clone()]))])
         } else if !per_call_start.is_empty() {
             Node::seq(vec![Node::Space, Node::lit(per_call_start), per_call_rest(spec, parallel)])
         } else if !json && !name_prefix.is_empty() {
@@ -502,6 +489,16 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     }
 }
 
+/// One call after its per-call opener, in the format's call syntax (for
+/// tag formats, with or without its function-name prefix).
+fn one_call(spec: &FormatSpec) -> Node {
+    match spec.tools.format.mode {
+        ToolFormatMode::JsonNative => json_call(spec, false),
+        ToolFormatMode::PythonCalls => python_list_item(spec),
+        _ => tagged_call(spec),
+    }
+}
+
 /// A call's body, its per-call end marker, and the call's end.
 fn closed(spec: &FormatSpec, body: Node) -> Node {
     Node::seq(vec![body, marker(&spec.tools.format.per_call_end), Node::Mark(Mark::ToolClose)])
@@ -512,7 +509,7 @@ fn closed(spec: &FormatSpec, body: Node) -> Node {
 fn per_call_rest(spec: &FormatSpec, parallel: bool) -> Node {
     let f = &spec.tools.format;
     let per_call_start = f.per_call_start.trim();
-    let call = if f.mode == ToolFormatMode::JsonNative { json_call(spec, false) } else { tagged_call(spec) };
+    let call = one_call(spec);
     let close = |body: Node| closed(spec, body);
     Node::seq(vec![
         Node::Space,
