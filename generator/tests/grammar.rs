@@ -396,7 +396,7 @@ fn corpus_grammars_pass_llguidance() {
         all.extend(template_cases(&shared, &name, &template, &analysis.spec));
     }
     let texts: usize = all.iter().map(|c| c.accept.len() + c.reject.len()).sum();
-    println!("grammar: {} grammars over {templates} templates, {texts} texts", all.len());
+    figure(&format!("grammar: {} grammars over {templates} templates, {texts} texts", all.len()));
     // Templates whose rendered calls the parser reads back give the
     // round-trip texts; the others (no tool calls in the format, or a round
     // trip that fails: docs/roundtrip-failures.md) are checked on the
@@ -404,7 +404,7 @@ fn corpus_grammars_pass_llguidance() {
     let mut with_texts: Vec<&str> = all.iter().filter(|c| c.name.starts_with("roundtrip ") && !c.accept.is_empty()).map(|c| c.template.as_str()).collect();
     with_texts.dedup();
     let rendered: usize = all.iter().filter(|c| c.name.ends_with("/lazy parallel") && c.name.starts_with("roundtrip ")).map(|c| c.accept.len()).sum();
-    println!("grammar: {} templates with round-trip texts ({rendered} rendered replies)", with_texts.len());
+    figure(&format!("grammar: {} templates with round-trip texts ({rendered} rendered replies)", with_texts.len()));
     let known: Vec<String> = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/grammar/known-failures.txt"))
         .unwrap_or_default()
         .lines()
@@ -418,7 +418,7 @@ fn corpus_grammars_pass_llguidance() {
         message.truncate(300);
         println!("  FAIL {template} [lark, llguidance crate] {message}");
     }
-    println!("grammar (llguidance crate, Lark form): {}/{templates} templates accept all, reject all", templates - failures.len());
+    figure(&format!("grammar (llguidance crate, Lark form): {}/{templates} templates accept all, reject all", templates - failures.len()));
     let unexpected: Vec<&String> = failures.iter().map(|(t, _)| t).filter(|t| !known.contains(t)).collect();
     assert!(unexpected.is_empty(), "grammar failures not in tests/grammar/known-failures.txt: {unexpected:?}");
 
@@ -436,15 +436,34 @@ fn corpus_grammars_pass_llguidance() {
     let out = match out {
         Ok(out) => out,
         Err(e) => {
-            println!("grammar: SKIP (python3 not runnable: {e})");
+            figure(&format!("grammar: SKIP (python3 not runnable: {e})"));
             return;
         }
     };
-    print!("{}", String::from_utf8_lossy(&out.stdout));
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if line.starts_with("grammar") {
+            figure(line);
+        } else {
+            println!("{line}");
+        }
+    }
     eprint!("{}", String::from_utf8_lossy(&out.stderr));
     match out.status.code() {
         Some(0) => {}
-        Some(3) => println!("grammar: SKIP (llguidance not installed: pip install llguidance)"),
+        Some(3) => figure("grammar: SKIP (llguidance not installed: pip install llguidance)"),
         other => panic!("grammar check failed ({other:?}); cases in {}", file.display()),
+    }
+}
+
+/// Prints a summary line, and appends it to the file `CHAT_PARSER_FIGURES`
+/// names, when set: CI shows the figures of passing tests (whose output the
+/// harness hides) without running this long test a second time.
+fn figure(line: &str) {
+    println!("{line}");
+    if let Some(path) = std::env::var_os("CHAT_PARSER_FIGURES") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = writeln!(f, "{line}");
+        }
     }
 }
