@@ -45,7 +45,7 @@ const MARKED: u8 = 0;
 /// Whether `b` may be part of a bare object key in the marked dialect:
 /// ASCII letters and digits, `_ - . $`, and any non-ASCII character.
 #[inline]
-fn bare_key_byte(b: u8) -> bool {
+pub(crate) fn bare_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'$') || b >= 0x80
 }
 

@@ -491,13 +491,14 @@ struct Prims<'g, 'm> {
     marker: &'m str,
 }
 
-/// Whether `c` may be part of a bare key in the marked dialect (what the
-/// JSON scanner reads as one).
+/// Whether `c` may be part of a bare key in the marked dialect: what the
+/// JSON scanner reads as one ([`crate::json::bare_key_byte`]).
 fn bare_key_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '$') || !c.is_ascii()
+    !c.is_ascii() || crate::json::bare_key_byte(c as u8)
 }
 
-/// The characters of bare keys, as a class.
+/// The characters of bare keys, as a class (the same set as
+/// [`bare_key_char`]; a test checks it).
 const BARE_KEY_SET: &[(char, char)] = &[('$', '$'), ('-', '.'), ('0', '9'), ('A', 'Z'), ('_', '_'), ('a', 'z'), ('\u{80}', char::MAX)];
 
 impl Prims<'_, '_> {
@@ -2479,6 +2480,14 @@ mod tests {
         for _ in 0..20_000 {
             let p: String = (0..r.next(12)).map(|_| BITS[r.next(BITS.len())]).collect();
             let _ = parse_regex(&p);
+        }
+    }
+
+    #[test]
+    fn bare_key_class_is_the_scanners_set() {
+        for c in (0u8..=0x7f).map(char::from).chain(['é', '日']) {
+            let in_class = BARE_KEY_SET.iter().any(|&(lo, hi)| (lo..=hi).contains(&c));
+            assert_eq!(in_class, bare_key_char(c), "{c:?}");
         }
     }
 
