@@ -244,6 +244,15 @@ pub struct FunctionMarkers {
     pub name_prefix: String,
     pub name_suffix: String,
     pub close: String,
+    /// A namespace written before the name, between these two markers
+    /// (MiroThinker's MCP server, `<server_name>tool-python</server_name>`
+    /// before `<tool_name>run_python</tool_name>`). The parser reads it and
+    /// drops it: the reported name is the function name alone, the name the
+    /// request's tools declare. Optional in the output. Empty: none.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace_start: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace_end: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -33,6 +33,7 @@ const DESCRIBED: &[&str] = &[
     "GigaChatV3",
     "Cohere2 MoE",
     "Functionary v3.2",
+    "MiroThinker",
 ];
 
 /// Vectors a described family does not pass yet, with the reason. The test
@@ -51,13 +52,24 @@ struct Tally {
 #[test]
 fn vectors_pass() {
     let Some(shared) = common::shared_dir("vectors") else { return };
-    let cases = common::vectors::load(&shared);
+    run("vectors", &shared, &common::vectors::load(&shared));
+}
+
+/// The project's own cases for formats described from the template source
+/// (`tests/data/described_outputs.jsonl`), by the same rule.
+#[test]
+fn described_outputs_pass() {
+    let Some(shared) = common::shared_dir("described outputs") else { return };
+    run("described outputs", &shared, &common::vectors::described(&shared));
+}
+
+fn run(label: &str, shared: &std::path::Path, cases: &[common::vectors::Case]) {
     let mut specs: BTreeMap<String, FormatSpec> = BTreeMap::new();
     // Per family: "generic" or the dedicated family's name.
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
     let mut pending: BTreeMap<String, usize> = BTreeMap::new();
     let mut failures = Vec::new();
-    for case in &cases {
+    for case in cases {
         let spec = specs.entry(case.template.clone()).or_insert_with(|| {
             let source = std::fs::read_to_string(shared.join("templates").join(&case.template)).expect("template");
             analyze(&ChatTemplate::new(&case.template, &source).expect("compiles")).expect("analyses").spec
@@ -108,15 +120,15 @@ fn vectors_pass() {
     }
     let (mut pass, mut exact, mut total) = (0, 0, 0);
     for (family, t) in &tallies {
-        println!("vectors: {family}: {}/{} pass ({} exact)", t.pass, t.total, t.exact);
+        println!("{label}: {family}: {}/{} pass ({} exact)", t.pass, t.total, t.exact);
         pass += t.pass;
         exact += t.exact;
         total += t.total;
     }
-    println!("vectors: {pass}/{total} pass ({exact} exact)");
+    println!("{label}: {pass}/{total} pass ({exact} exact)");
     if !pending.is_empty() {
         let list: Vec<String> = pending.iter().map(|(f, n)| format!("{f} ({n})")).collect();
-        println!("vectors: pending (dedicated formats of a later issue): {}", list.join(", "));
+        println!("{label}: pending (dedicated formats of a later issue): {}", list.join(", "));
     }
-    assert!(failures.is_empty(), "{} vectors fail", failures.len());
+    assert!(failures.is_empty(), "{} {label} fail", failures.len());
 }

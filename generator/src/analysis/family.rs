@@ -55,7 +55,7 @@ fn gemma_layout(spec: &mut FormatSpec) {
     let t = &mut spec.tools;
     t.format.per_call_start = opener.to_string();
     t.format.per_call_end = end_marker;
-    t.function = crate::spec::FunctionMarkers { name_prefix: call_prefix.to_string(), name_suffix: String::new(), close: String::new() };
+    t.function = crate::spec::FunctionMarkers { name_prefix: call_prefix.to_string(), name_suffix: String::new(), ..Default::default() };
     t.arguments = crate::spec::ArgumentMarkers { start: "{".into(), end: "}".into(), string_quote: quote, ..Default::default() };
 }
 
@@ -117,6 +117,93 @@ fn addressed_blocks(spec: &mut FormatSpec, r: &mut Renderer<'_>) {
     }
     spec.tools.format.per_call_start = opener;
     spec.tools.format.content_recipient = recipient;
+}
+
+/// MiroThinker's MCP calls, described from the template source.
+///
+/// Both corpus templates fail on every assistant turn in Python's jinja2
+/// too (they assign attributes of dicts, and one reads a macro caller's
+/// variable), so no render shows a call or a reasoning block. What is read
+/// instead:
+/// - calls: the macro that writes a call turn (`render_tool_call`) prints
+///   its markup as six string literals, in this order: the section opener
+///   (`<use_mcp_tool>`), the server opener, the server closer with the name
+///   prefix, the name suffix with the arguments opener, the arguments
+///   closer, the section closer. The server name, the tool name and the
+///   JSON arguments are printed between them. The server is the call's
+///   namespace: the template derives it from the tool name
+///   (`render_tool_server`), the parser drops it and reports the tool name,
+///   which is the name the request declared;
+/// - reasoning: the generation prompt without thinking appends an empty
+///   block (`<think>\n\n</think>\n\n`), see [`empty_block_reasoning`].
+fn mcp_calls(spec: &mut FormatSpec, source: &str) {
+    empty_block_reasoning(spec);
+    let Some(literals) = macro_literals(source, "render_tool_call") else { return };
+    let [section_start, ns_start, ns_end_name, name_args, args_end, section_end] = literals.as_slice() else { return };
+    let split = |s: &str| s.trim().split_once('\n').map(|(a, b)| (a.trim().to_string(), b.trim().to_string()));
+    let (Some((ns_end, name_prefix)), Some((name_suffix, args_start))) = (split(ns_end_name), split(name_args)) else { return };
+    let t = &mut spec.tools;
+    t.format.mode = crate::spec::ToolFormatMode::TagWithJson;
+    t.format.section_start = section_start.trim().to_string();
+    t.format.section_end = section_end.trim().to_string();
+    t.function = crate::spec::FunctionMarkers {
+        name_prefix,
+        name_suffix,
+        namespace_start: ns_start.trim().to_string(),
+        namespace_end: ns_end,
+        ..Default::default()
+    };
+    t.arguments = crate::spec::ArgumentMarkers { start: args_start, end: args_end.trim().to_string(), ..Default::default() };
+    let c = &mut spec.capabilities;
+    (c.supports_tools, c.supports_tool_calls, c.supports_parallel_tool_calls, c.supports_object_arguments) = (true, true, true, true);
+}
+
+/// Reasoning markers from the empty block that the generation prompt
+/// without thinking appends to the one with thinking (`<think>\n\n</think>\n\n`):
+/// its two words. A blank line between them is taken as the template's
+/// layout, one newline on each side of the text, as the templates of this
+/// shape write it (`<think>\n` + reasoning + `\n</think>\n\n`).
+fn empty_block_reasoning(spec: &mut FormatSpec) {
+    let g = &spec.generation_prompt;
+    let Some(block) = g.no_thinking.strip_prefix(g.thinking.as_str()) else { return };
+    let words: Vec<&str> = block.split_whitespace().collect();
+    let [start, end] = words.as_slice() else { return };
+    let between = block.trim_start()[start.len()..].split(end).next().unwrap_or("");
+    let layout = if between == "\n\n" { "\n" } else { "" };
+    let after = &block[block.rfind(end).unwrap_or(0) + end.len()..];
+    spec.reasoning.mode = crate::spec::ReasoningMode::TagBased;
+    spec.reasoning.start = format!("{start}{layout}");
+    spec.reasoning.end = format!("{layout}{end}{after}");
+    spec.preserved_tokens = vec![start.to_string(), end.to_string()];
+}
+
+/// The double-quoted string literals of a macro's body, in order, their
+/// escapes decoded (`"\n<use_mcp_tool>"`). `None` without such a macro.
+fn macro_literals(source: &str, name: &str) -> Option<Vec<String>> {
+    let at = source.find(&format!("macro {name}("))?;
+    let body = &source[at..];
+    let body = &body[..body.find("endmacro")?];
+    let mut out = Vec::new();
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            continue;
+        }
+        let mut lit = String::new();
+        loop {
+            match chars.next()? {
+                '"' => break,
+                '\\' => match chars.next()? {
+                    'n' => lit.push('\n'),
+                    't' => lit.push('\t'),
+                    other => lit.push(other),
+                },
+                other => lit.push(other),
+            }
+        }
+        out.push(lit);
+    }
+    Some(out)
 }
 
 /// The special tokens around a tool list in the template (`<|tool_list_start|>`,
@@ -218,6 +305,7 @@ pub fn describe(family: &str, source: &str, spec: &mut FormatSpec, r: &mut Rende
         // which no render shows: the calls end the reasoning.
         "Kimi K2 Thinking" => spec.reasoning.ended_by_calls = true,
         "Gemma4" => gemma_layout(spec),
+        "MiroThinker" => mcp_calls(spec, source),
         _ => {}
     }
 }

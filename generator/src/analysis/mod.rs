@@ -121,12 +121,13 @@ pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
     } else {
         preserved_tokens(&spec)
     };
-    spec.generation_prompt.thinking_prefill = prefill(&spec.generation_prompt.thinking, &spec.reasoning);
-    spec.generation_prompt.no_thinking_prefill = prefill(&spec.generation_prompt.no_thinking, &spec.reasoning);
     if let Some(name) = family::dedicated_family(source) {
         spec.family = Family::Dedicated(name.to_string());
         family::describe(name, source, &mut spec, &mut r);
     }
+    // After the family's description, which may give the reasoning markers.
+    spec.generation_prompt.thinking_prefill = prefill(&spec.generation_prompt.thinking, &spec.reasoning);
+    spec.generation_prompt.no_thinking_prefill = prefill(&spec.generation_prompt.no_thinking, &spec.reasoning);
     Ok(Analysis { spec, render_failures: r.failures })
 }
 

@@ -19,7 +19,7 @@ fn qwen_coder_spec() -> FormatSpec {
     s.tools.format.mode = ToolFormatMode::TagWithTagged;
     s.tools.format.per_call_start = "<tool_call>\n".into();
     s.tools.format.per_call_end = "</tool_call>".into();
-    s.tools.function = FunctionMarkers { name_prefix: "<function=".into(), name_suffix: ">\n".into(), close: "</function>\n".into() };
+    s.tools.function = FunctionMarkers { name_prefix: "<function=".into(), name_suffix: ">\n".into(), close: "</function>\n".into(), ..Default::default() };
     s.tools.arguments.name_prefix = "<parameter=".into();
     s.tools.arguments.name_suffix = ">\n".into();
     s.tools.arguments.value_suffix = "</parameter>\n".into();

@@ -462,12 +462,15 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
             Node::seq(vec![Node::Space, Node::lit(per_call_start), per_call_rest(spec, parallel)])
         } else if !json && !name_prefix.is_empty() {
             // Calls follow each other inside the section, each opened by the
-            // function-name prefix (`<invoke name="...">`).
-            Node::seq(vec![
-                Node::Space,
-                close(call.clone()),
-                next_call(Node::seq(vec![Node::Space, Node::lit(name_prefix)]), close(call_after_prefix)),
-            ])
+            // function-name prefix (`<invoke name="...">`), or by the
+            // namespace before it where the template writes one.
+            let mut next = next_call(Node::seq(vec![Node::Space, Node::lit(name_prefix)]), close(call_after_prefix.clone()));
+            if let (Some((start, rest)), Node::Repeat { alts, limits, .. }) = (namespace(spec), &mut next) {
+                let body = close(Node::seq(vec![rest, Node::lit(name_prefix), call_after_prefix]));
+                alts.insert(0, Alt { guard: Node::seq(vec![Node::Space, Node::lit(start)]), body });
+                limits.insert(0, more);
+            }
+            Node::seq(vec![Node::Space, close(call.clone()), next])
         } else {
             Node::seq(vec![Node::Space, close(call.clone())])
         };
@@ -700,10 +703,26 @@ fn python_call() -> Node {
 /// A call in a tag format, from the function name prefix on.
 fn tagged_call(spec: &FormatSpec) -> Node {
     let prefix = spec.tools.function.name_prefix.trim();
-    if prefix.is_empty() {
-        return tagged_call_after_prefix(spec);
+    let call = if prefix.is_empty() { tagged_call_after_prefix(spec) } else { Node::seq(vec![Node::lit(prefix), tagged_call_after_prefix(spec)]) };
+    match namespace(spec) {
+        Some((start, rest)) => Node::seq(vec![Node::optional(Node::lit(start), rest), call]),
+        None => call,
     }
-    Node::seq(vec![Node::lit(prefix), tagged_call_after_prefix(spec)])
+}
+
+/// The namespace a template writes before a call's name, between two
+/// markers (MiroThinker's `<server_name>tool-python</server_name>`): its
+/// start marker, and what follows it up to the name prefix. The namespace
+/// is read and dropped (`Discard`): the call's name is the tool's own name,
+/// which is what the request declared. `None` for formats without one.
+fn namespace(spec: &FormatSpec) -> Option<(String, Node)> {
+    let f = &spec.tools.function;
+    let (start, end) = (f.namespace_start.trim(), f.namespace_end.trim());
+    if start.is_empty() || end.is_empty() {
+        return None;
+    }
+    let name = Node::Until { stops: vec![end.to_string()], kind: TextKind::Discard, trim_newlines: false };
+    Some((start.to_string(), Node::seq(vec![name, Node::lit(end), Node::Space])))
 }
 
 /// What may follow the function name: its suffix when the template writes

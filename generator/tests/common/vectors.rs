@@ -20,9 +20,21 @@ pub struct Case {
 }
 
 pub fn load(shared: &Path) -> Vec<Case> {
+    load_file(shared, &shared.join("vectors/parse_cases.jsonl"))
+}
+
+/// The project's own cases in the vectors' format
+/// (`tests/data/described_outputs.jsonl`): outputs of families whose
+/// templates cannot render a call (MiroThinker), written from the template
+/// source. Their tools are keys of the shared `vectors/tools.json`.
+pub fn described(shared: &Path) -> Vec<Case> {
+    load_file(shared, &Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/described_outputs.jsonl"))
+}
+
+fn load_file(shared: &Path, file: &Path) -> Vec<Case> {
     let tools: BTreeMap<String, Value> =
         serde_json::from_str(&std::fs::read_to_string(shared.join("vectors/tools.json")).expect("tools.json")).expect("tools JSON");
-    let text = std::fs::read_to_string(shared.join("vectors/parse_cases.jsonl")).expect("parse_cases.jsonl");
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let c: Value = serde_json::from_str(line).expect("case JSON");
