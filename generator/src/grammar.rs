@@ -26,7 +26,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
 use crate::ir::build::{tool_calls, tool_triggers, ParseOptions, ReasoningFormat};
-use crate::ir::{JsonKind, Node, TextKind};
+use crate::ir::{Alt, JsonKind, Node, TextKind};
 use crate::spec::{FormatSpec, Prefill, ReasoningMode};
 
 /// An envelope with owned storage (what the generator builds; see
@@ -154,6 +154,10 @@ fn op_tokens(op: &Op) -> TokenStream {
             quote!(Op::Args { python: #python, marker: #marker })
         }
         Op::TaggedArgs => quote!(Op::TaggedArgs),
+        Op::SeparatedArgs { separator } => {
+            let separator = n(separator);
+            quote!(Op::SeparatedArgs { separator: #separator })
+        }
         Op::ArgName { stops, count } => {
             let (stops, count) = (n(stops), n(count));
             quote!(Op::ArgName { stops: #stops, count: #count })
@@ -326,6 +330,37 @@ impl Writer {
         (at, n as u16)
     }
 
+    /// A sequence of nodes, where an argument followed by a loop of the
+    /// same argument after a separator (`a=1, b=2` in a Python call: the
+    /// IR's `arg {"," => arg}*`) becomes [`Op::SeparatedArgs`], so that a
+    /// grammar writes each declared argument once, typed by its schema.
+    fn items(&mut self, items: &[Node], out: &mut Vec<Op>) {
+        let mut pieces: Vec<(&[Node], Option<&str>)> = Vec::new();
+        for k in 0..items.len() {
+            match separated_at(items, k) {
+                Some((arg, sep)) if pieces.len() >= arg.len() => {
+                    pieces.truncate(pieces.len() - arg.len());
+                    pieces.push((arg, Some(sep)));
+                }
+                _ => pieces.push((&items[k..=k], None)),
+            }
+        }
+        out.push(Op::Seq(pieces.len() as u16));
+        for (nodes, sep) in pieces {
+            match sep {
+                Some(sep) => {
+                    let separator = self.string(sep);
+                    out.push(Op::SeparatedArgs { separator });
+                    out.push(Op::Seq(nodes.len() as u16));
+                    for n in nodes {
+                        self.node(n, out);
+                    }
+                }
+                None => nodes.iter().for_each(|n| self.node(n, out)),
+            }
+        }
+    }
+
     fn node(&mut self, node: &Node, out: &mut Vec<Op>) {
         match node {
             Node::Empty | Node::Peek(_) | Node::Mark(_) | Node::End => out.push(Op::Seq(0)),
@@ -343,18 +378,19 @@ impl Writer {
                         self.node(item, out);
                     }
                     out.push(Op::Call);
-                    out.push(Op::Seq((items.len() - k) as u16));
-                    for item in &items[k..] {
-                        self.node(item, out);
-                    }
+                    self.items(&items[k..], out);
                 }
-                None => {
-                    out.push(Op::Seq(items.len() as u16));
-                    for item in items {
-                        self.node(item, out);
-                    }
-                }
+                None => self.items(items, out),
             },
+            // An argument list's own empty form (`f()`): the separated
+            // arguments already allow no argument where the tool has no
+            // required one, and must not where it has.
+            Node::Choice(alts)
+                if matches!(alts.as_slice(), [Alt { guard: Node::Literal(_), body: Node::Empty }, Alt { guard: Node::Empty, body: Node::Seq(items) }]
+                    if (0..items.len()).any(|k| separated_at(items, k).is_some())) =>
+            {
+                self.node(&alts[1].body, out)
+            }
             Node::Choice(alts) => {
                 out.push(Op::Alt(alts.len() as u16));
                 for a in alts {
@@ -414,6 +450,16 @@ impl Writer {
             }
         }
     }
+}
+
+/// At `items[k]`, a loop of one argument after a separator that repeats
+/// the argument just before it (the IR's `arg {"," => arg}*`): the
+/// argument's nodes and the separator.
+fn separated_at(items: &[Node], k: usize) -> Option<(&[Node], &str)> {
+    let Node::Repeat { alts, .. } = &items[k] else { return None };
+    let [Alt { guard: Node::Literal(sep), body: Node::Seq(arg) }] = alts.as_slice() else { return None };
+    let is_arg = arg.iter().any(|a| matches!(a, Node::Until { kind: TextKind::ArgName, .. }));
+    (is_arg && k >= arg.len() && items[k - arg.len()..k] == arg[..]).then_some((arg.as_slice(), sep.as_str()))
 }
 
 /// `Some(i)` or `None` as tokens.

@@ -29,7 +29,7 @@ use chat_parser_generator::{
     interp::StreamParser,
     ir::build::{build, ParseOptions, ReasoningFormat},
     jinja::ChatTemplate,
-    spec::{FormatSpec, Prefill, ReasoningMode},
+    spec::{FormatSpec, Prefill, ReasoningMode, ToolFormatMode},
 };
 use chat_parser_runtime::envelope::TriggerKind;
 use chat_parser_runtime::grammar::request::{ReplyGrammar, ToolChoice};
@@ -234,6 +234,33 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
                 vec![good],
                 vec![city, days],
             );
+        }
+    }
+
+    // Python literal values (the template renders few of them): strings in
+    // both quote styles with escapes, `True`/`False`/`None`, nested lists
+    // and dicts, each typed by its schema.
+    if spec.tools.format.mode == ToolFormatMode::PythonCalls {
+        let tool = json!({"type": "function", "function": {"name": "py_values", "parameters": {"type": "object", "properties": {
+            "s": {"type": "string"}, "q": {"type": "string"}, "flag": {"type": "boolean"}, "nothing": {"type": "null"},
+            "items": {"type": "array"}, "opts": {"type": "object"}}, "required": ["s", "flag"]}}});
+        let f = &spec.tools.format;
+        let call = |args: &str| format!("{prefix}{}[py_values({args})]{}", f.section_start.trim(), f.section_end.trim());
+        let accept: Vec<String> = [
+            r#"s='it\'s', q="say \"hi\"\n", flag=True, nothing=None, items=[1, 'a', [2, 3.5], None], opts={'k': 'v', 'inner': {'m': None, "n": [True]}}"#,
+            r#"s="double", flag=False"#,
+            "s='', flag=True, items=[]",
+        ]
+        .iter()
+        .map(|a| call(a))
+        .collect();
+        let reject: Vec<String> =
+            ["flag=True", "s='x', flag='yes'", "s='x', flag=True, items=5", "s=3, flag=True", "s='x', flag=True, opts=[1]"].iter().map(|a| call(a)).collect();
+        let tools = [tool];
+        if accept.iter().all(|t| parse(spec, &tools, t).tool_calls.iter().filter(|c| c.complete).count() == 1) {
+            push("python values/lazy".into(), grammar(&env, &Req { tools: &tools, choice: ToolChoice::Auto, parallel: false, schema: None }), accept, reject);
+        } else {
+            panic!("{name}: the parser does not read the Python-literal calls");
         }
     }
 

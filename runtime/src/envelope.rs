@@ -63,6 +63,10 @@ pub enum Op {
     /// Tagged arguments: the next subtree is one argument (starting at its
     /// name prefix), written once per declared argument.
     TaggedArgs,
+    /// Arguments with a separator between them (`,` in a Python call): the
+    /// next subtree is one argument, written once per declared argument,
+    /// `separator` (a string) between two that are written.
+    SeparatedArgs { separator: u16 },
     /// An argument's name (free text up to a stop without a schema).
     ArgName { stops: u16, count: u16 },
     /// An argument's value by its schema type: the next three subtrees are

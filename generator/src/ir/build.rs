@@ -670,17 +670,18 @@ fn python_call() -> Node {
             Node::lit(q),
         ]),
     };
+    let literal = || Node::Json { kind: JsonKind::ArgValue, schema: None, python: true, marker: String::new() };
+    let any = || Node::seq(vec![Node::Space, Node::Choice(vec![raw("'"), raw("\""), Alt { guard: Node::Empty, body: literal() }])]);
     let arg = || {
         Node::seq(vec![
             Node::Space,
             Node::Until { stops: vec!["=".to_string()], kind: TextKind::ArgName, trim_newlines: false },
             Node::lit("="),
-            Node::Space,
-            Node::Choice(vec![
-                raw("'"),
-                raw("\""),
-                Alt { guard: Node::Empty, body: Node::Json { kind: JsonKind::ArgValue, schema: None, python: true, marker: String::new() } },
-            ]),
+            // A string argument is read in either quote style (or as a
+            // Python literal); any other declared type is a Python literal
+            // (or JSON), so a grammar types it by the schema. The branches
+            // are sequences, not choices: grammars keep every form of them.
+            Node::ByArgType { string: Box::new(any()), json: Box::new(Node::seq(vec![Node::Space, literal()])), auto: Box::new(any()) },
             Node::Space,
         ])
     };

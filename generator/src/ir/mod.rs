@@ -158,7 +158,8 @@ pub enum Node {
     /// A branch that is a [`Node::Choice`] lists the form the schema asks
     /// for first: parsers read any alternative, grammars allow only the
     /// first (DSML's `string="true"` / `string="false"` values, where the
-    /// markup says the type).
+    /// markup says the type). Grammars write any other branch whole (a
+    /// Python string argument in either quote style).
     ByArgType { string: Box<Node>, json: Box<Node>, auto: Box<Node> },
     /// Reports a structural event.
     Mark(Mark),

@@ -210,7 +210,7 @@ impl<'a> Builder<'_, 'a> {
             pending -= 1;
             pending += match *op {
                 Op::Seq(n) | Op::Alt(n) => usize::from(n),
-                Op::Repeat { .. } | Op::Call | Op::TaggedArgs => 1,
+                Op::Repeat { .. } | Op::Call | Op::TaggedArgs | Op::SeparatedArgs { .. } => 1,
                 Op::ByArgType => 3,
                 _ => 0,
             };
@@ -232,19 +232,7 @@ impl<'a> Builder<'_, 'a> {
                 let body = self.tree(ops, i, ctx);
                 Expr::repeat(body, 0, (max != u16::MAX).then_some(u32::from(max)))
             }
-            Op::Lit(s) => {
-                // Markup is written character by character: an engine with a
-                // greedy lexer (llguidance) commits to a literal once its
-                // first characters match, so free text like `</b>` before
-                // `</parameter>`, or `<|END_THINKING|>` where
-                // `<|START_ACTION|>` may also come, would be rejected.
-                let s = env.string(s);
-                if s.chars().nth(1).is_some() {
-                    Expr::Seq(s.chars().map(Expr::lit).collect())
-                } else {
-                    Expr::lit(s)
-                }
-            }
+            Op::Lit(s) => markup(env.string(s)),
             Op::Space => self.space(),
             Op::OptionalNewline => Expr::opt(Expr::lit("\n")),
             Op::Text { role: TextRole::ArgString, .. } if raw_enum(ctx).is_some() => {
@@ -323,7 +311,8 @@ impl<'a> Builder<'_, 'a> {
                     None => any_object(&mut self.g, &options),
                 }
             }
-            Op::TaggedArgs => self.tagged_args(ops, i, ctx),
+            Op::TaggedArgs => self.tagged_args(ops, i, ctx, None),
+            Op::SeparatedArgs { separator } => self.tagged_args(ops, i, ctx, Some(env.string(separator))),
             Op::ArgName { stops, count } => match ctx.arg {
                 Some((name, _)) => Expr::lit(name),
                 None => {
@@ -374,14 +363,18 @@ impl<'a> Builder<'_, 'a> {
 
     /// Tagged arguments: with a schema, each declared property in order
     /// (required ones present, optional ones at most once); otherwise any
-    /// number of arguments with free names and untyped values.
-    fn tagged_args(&mut self, ops: &[Op], i: &mut usize, ctx: &Ctx<'_>) -> Expr {
+    /// number of arguments with free names and untyped values. With a
+    /// `separator`, it stands between two arguments written.
+    fn tagged_args(&mut self, ops: &[Op], i: &mut usize, ctx: &Ctx<'_>, separator: Option<&str>) -> Expr {
         let params = ctx.tool.and_then(|t| t.parameters);
         let props = params.and_then(|p| p.get("properties")).and_then(Value::as_object);
         let Some(props) = props else {
             let one = self.tree(ops, i, ctx);
             let one = self.g.rule("arg", one);
-            return Expr::star(one);
+            return match separator {
+                Some(sep) => Expr::opt(Expr::seq([one.clone(), Expr::star(Expr::seq([markup(sep), one]))])),
+                None => Expr::star(one),
+            };
         };
         let required: Vec<&str> = params
             .and_then(|p| p.get("required"))
@@ -416,13 +409,53 @@ impl<'a> Builder<'_, 'a> {
             let arg = self.tree(ops, i, &inner);
             let hint = format!("{}-arg-{name}", ctx.tool.map(|t| t.name).unwrap_or(""));
             let arg = self.g.rule(&hint, arg);
-            items.push(if required.contains(&name.as_str()) { arg } else { Expr::opt(arg) });
+            items.push((arg, required.contains(&name.as_str())));
         }
         if items.is_empty() {
             *i = start;
             Self::skip(ops, i);
         }
-        Expr::seq(items)
+        match separator {
+            Some(sep) => self.separated(&items, sep),
+            None => Expr::seq(items.into_iter().map(|(arg, required)| if required { arg } else { Expr::opt(arg) })),
+        }
+    }
+
+    /// Arguments in order, each `(rule, required)`, with `sep` between two
+    /// that are written: the first one written is any argument that only
+    /// optional ones precede; each later one comes after a separator.
+    fn separated(&mut self, items: &[(Expr, bool)], sep: &str) -> Expr {
+        // `tails[k]`: the arguments from `k` on, after one was written.
+        let mut tails = alloc::vec![Expr::empty(); items.len() + 1];
+        for k in (1..items.len()).rev() {
+            let (arg, required) = &items[k];
+            let next = Expr::seq([markup(sep), arg.clone()]);
+            let here = if *required { next } else { Expr::opt(next) };
+            tails[k] = if k + 1 == items.len() { here } else { self.g.rule("args-after", Expr::seq([here, tails[k + 1].clone()])) };
+        }
+        let mut firsts = Vec::new();
+        for (k, (arg, required)) in items.iter().enumerate() {
+            firsts.push(Expr::seq([arg.clone(), tails[k + 1].clone()]));
+            if *required {
+                return Expr::alt(firsts);
+            }
+        }
+        // Every argument is optional: none at all is a call too.
+        firsts.push(Expr::empty());
+        Expr::alt(firsts)
+    }
+}
+
+/// A literal piece of markup, written character by character: an engine
+/// with a greedy lexer (llguidance) commits to a literal once its first
+/// characters match, so free text like `</b>` before `</parameter>`, or
+/// `<|END_THINKING|>` where `<|START_ACTION|>` may also come, would be
+/// rejected.
+fn markup(s: &str) -> Expr {
+    if s.chars().nth(1).is_some() {
+        Expr::Seq(s.chars().map(Expr::lit).collect())
+    } else {
+        Expr::lit(s)
     }
 }
 
