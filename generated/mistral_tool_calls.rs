@@ -34,9 +34,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\"]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\nstring-content ::= ([^\"\\\\\\x00-\\x1F] | \"\\\\\" [^\\x00-\\x1F])*\ncall ::= [^\\t\\n\\r \"] name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string-content \"\\\"\" | \"\") ws \"}\"\ncontent-part ::= ([^C\\[] | \"C\" ([^A\\[] | \"A\" ([^L\\[] | \"L\" ([^L\\[] | \"L\" ([^S\\[] | \"S\" [^\\[\\]]))))) | never-matches\ncontent-part-2 ::= (\"[\" | \"C\" (\"[\" | \"A\" (\"[\" | \"L\" (\"[\" | \"L\" (\"[\" | \"S\" \"[\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"C\" (\"\" | \"A\" (\"\" | \"L\" (\"\" | \"L\" (\"\" | \"S\"))))) | never-matches\ncontent-part-4 ::= ([^T\\[] | \"T\" ([^O\\[] | \"O\" ([^O\\[] | \"O\" ([^L\\[] | \"L\" ([^\\[_] | \"_\" content-part))))) | never-matches\ncontent-part-5 ::= (\"\" | \"T\" (\"\" | \"O\" (\"\" | \"O\" (\"\" | \"L\" (\"\" | \"_\" content-part-3))))) | never-matches\ncontent ::= ([^\\[] | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content-part-2)))))* content-part-4)* (\"\" | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content-part-2)))))* content-part-5) | never-matches\ncall-2 ::= [^\\t\\n\\r \"] name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string-content \"\\\"\" | \"\") ws \"}\" (ws \",\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call)* ws \"]\" ws content\ntool-calls ::= \"[\" \"T\" \"O\" \"O\" \"L\" \"_\" \"C\" \"A\" \"L\" \"L\" \"S\" \"]\" ws \"[\" ws ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call-2\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\"]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\nstring-content ::= ([^\"\\\\\\x00-\\x1F] | \"\\\\\" [^\\x00-\\x1F])*\ncall ::= [^\\t\\n\\r \"] name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string-content \"\\\"\" | \"\") ws \"}\"\ncontent-part ::= ([^C\\[] | \"C\" ([^A\\[] | \"A\" ([^L\\[] | \"L\" ([^L\\[] | \"L\" ([^S\\[] | \"S\" [^\\[\\]]))))) | never-matches\ncontent-part-2 ::= (\"[\" | \"C\" (\"[\" | \"A\" (\"[\" | \"L\" (\"[\" | \"L\" (\"[\" | \"S\" \"[\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"C\" (\"\" | \"A\" (\"\" | \"L\" (\"\" | \"L\" (\"\" | \"S\"))))) | never-matches\ncontent-part-4 ::= ([^T\\[] | \"T\" ([^O\\[] | \"O\" ([^O\\[] | \"O\" ([^L\\[] | \"L\" ([^\\[_] | \"_\" content-part))))) | never-matches\ncontent-part-5 ::= (\"\" | \"T\" (\"\" | \"O\" (\"\" | \"O\" (\"\" | \"L\" (\"\" | \"_\" content-part-3))))) | never-matches\ncontent ::= ([^\\[] | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content-part-2)))))* content-part-4)* (\"\" | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content-part-2)))))* content-part-5) | never-matches\ncall-2 ::= [^\\t\\n\\r \"] name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string-content \"\\\"\" | \"\") ws \"}\" (ws \",\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call)* ws \"]\" ws content\ntool-calls ::= \"[\" \"T\" \"O\" \"O\" \"L\" \"_\" \"C\" \"A\" \"L\" \"L\" \"S\" \"]\" ws \"[\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call-2\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\"]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\nstring_content: (/[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" /[^\\x00-\\x1F]/)*\ncall: /[^\\t\\n\\r \"]/ name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string_content \"\\\"\" | \"\") ws \"}\"\ncontent_part: (/[^C\\[]/ | \"C\" (/[^A\\[]/ | \"A\" (/[^L\\[]/ | \"L\" (/[^L\\[]/ | \"L\" (/[^S\\[]/ | \"S\" /[^\\[\\]]/))))) | never_matches\ncontent_part_2: (\"[\" | \"C\" (\"[\" | \"A\" (\"[\" | \"L\" (\"[\" | \"L\" (\"[\" | \"S\" \"[\"))))) | never_matches\ncontent_part_3: (\"\" | \"C\" (\"\" | \"A\" (\"\" | \"L\" (\"\" | \"L\" (\"\" | \"S\"))))) | never_matches\ncontent_part_4: (/[^T\\[]/ | \"T\" (/[^O\\[]/ | \"O\" (/[^O\\[]/ | \"O\" (/[^L\\[]/ | \"L\" (/[^\\[_]/ | \"_\" content_part))))) | never_matches\ncontent_part_5: (\"\" | \"T\" (\"\" | \"O\" (\"\" | \"O\" (\"\" | \"L\" (\"\" | \"_\" content_part_3))))) | never_matches\ncontent: (/[^\\[]/ | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content_part_2)))))* content_part_4)* (\"\" | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content_part_2)))))* content_part_5) | never_matches\ncall_2: /[^\\t\\n\\r \"]/ name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string_content \"\\\"\" | \"\") ws \"}\" (ws \",\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call)* ws \"]\" ws content\ntool_calls: \"[\" \"T\" \"O\" \"O\" \"L\" \"_\" \"C\" \"A\" \"L\" \"L\" \"S\" \"]\" ws \"[\" ws ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call_2\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\"]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\nstring_content: (/[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" /[^\\x00-\\x1F]/)*\ncall: /[^\\t\\n\\r \"]/ name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string_content \"\\\"\" | \"\") ws \"}\"\ncontent_part: (/[^C\\[]/ | \"C\" (/[^A\\[]/ | \"A\" (/[^L\\[]/ | \"L\" (/[^L\\[]/ | \"L\" (/[^S\\[]/ | \"S\" /[^\\[\\]]/))))) | never_matches\ncontent_part_2: (\"[\" | \"C\" (\"[\" | \"A\" (\"[\" | \"L\" (\"[\" | \"L\" (\"[\" | \"S\" \"[\"))))) | never_matches\ncontent_part_3: (\"\" | \"C\" (\"\" | \"A\" (\"\" | \"L\" (\"\" | \"L\" (\"\" | \"S\"))))) | never_matches\ncontent_part_4: (/[^T\\[]/ | \"T\" (/[^O\\[]/ | \"O\" (/[^O\\[]/ | \"O\" (/[^L\\[]/ | \"L\" (/[^\\[_]/ | \"_\" content_part))))) | never_matches\ncontent_part_5: (\"\" | \"T\" (\"\" | \"O\" (\"\" | \"O\" (\"\" | \"L\" (\"\" | \"_\" content_part_3))))) | never_matches\ncontent: (/[^\\[]/ | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content_part_2)))))* content_part_4)* (\"\" | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content_part_2)))))* content_part_5) | never_matches\ncall_2: /[^\\t\\n\\r \"]/ name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string_content \"\\\"\" | \"\") ws \"}\" (ws \",\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call)* ws \"]\" ws content\ntool_calls: \"[\" \"T\" \"O\" \"O\" \"L\" \"_\" \"C\" \"A\" \"L\" \"L\" \"S\" \"]\" ws \"[\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call_2\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -59,11 +59,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
             ],
             calls: [
                 &[
-                    Op::Seq(14),
+                    Op::Seq(13),
                     Op::Lit(0),
                     Op::Space,
                     Op::Lit(1),
-                    Op::Space,
                     Op::Space,
                     Op::Seq(0),
                     Op::Lit(2),
@@ -173,11 +172,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                 ],
                 &[
-                    Op::Seq(14),
+                    Op::Seq(13),
                     Op::Lit(0),
                     Op::Space,
                     Op::Lit(1),
-                    Op::Space,
                     Op::Space,
                     Op::Seq(0),
                     Op::Lit(2),
@@ -296,15 +294,15 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.
-pub const HOLD_LIMIT: usize = 101;
+pub const HOLD_LIMIT: usize = 97;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 116;
+pub const WINDOW_BYTES: usize = 112;
 const W: usize = WINDOW_BYTES;
 /// The longest text the machine looks at at once (held text
 /// unpacked, plus a chunk): `W` unless the template packs.
-const F: usize = 622;
+const F: usize = 598;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
 pub const PACK: &[&str] = &["[TOOL_CALLS]"];
@@ -332,21 +330,21 @@ impl<'t> Parser<'t> {
             };
         let entry = match combo {
             0 => 3,
-            1 => 84,
-            2 => 165,
-            3 => 175,
+            1 => 83,
+            2 => 163,
+            3 => 173,
             4 => 3,
-            5 => 84,
-            6 => 165,
-            7 => 175,
+            5 => 83,
+            6 => 163,
+            7 => 173,
             8 => 3,
-            9 => 84,
-            10 => 165,
-            11 => 175,
+            9 => 83,
+            10 => 163,
+            11 => 173,
             12 => 3,
-            13 => 84,
-            14 => 165,
-            15 => 175,
+            13 => 83,
+            14 => 163,
+            15 => 173,
             _ => 0,
         };
         Parser {
@@ -413,7 +411,7 @@ impl Machine<2usize, 2usize, 1usize> for Grammar {
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 | 9 | 83 | 88 | 90 | 164 => {
+            7 | 9 | 82 | 87 | 89 | 162 => {
                 c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink)
             }
             _ => None,
@@ -440,23 +438,23 @@ fn fast(
     }
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        7 | 9 | 83 | 88 | 90 | 164 => {
+        7 | 9 | 82 | 87 | 89 | 162 => {
             !(holds_any(s.as_bytes(), w, [91u8])
                 && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        26 | 58 | 107 | 139 => c.fast_json(false, "", s, w, sink),
-        170 => c.fast_json(true, "", s, w, sink),
+        26 | 58 | 106 | 138 => c.fast_json(false, "", s, w, sink),
+        168 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
 /// Where each loop resumes, by variant entry and loop.
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
-        (84, 0usize) => Resume { head: 5, recover: 8 },
-        (84, 1usize) => Resume { head: 14, recover: 14 },
-        (165, 0usize) => Resume { head: 86, recover: 89 },
-        (165, 1usize) => Resume { head: 95, recover: 95 },
+        (83, 0usize) => Resume { head: 5, recover: 8 },
+        (83, 1usize) => Resume { head: 14, recover: 14 },
+        (163, 0usize) => Resume { head: 85, recover: 88 },
+        (163, 1usize) => Resume { head: 94, recover: 94 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
@@ -623,7 +621,7 @@ fn run(
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 81;
+                            c.st = 80;
                             continue;
                         }
                         G::More => need_more!(),
@@ -1386,40 +1384,32 @@ fn run(
                 }
                 c.st = 77;
             }
-            /// space
-            79 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 78;
-            }
             /// literal "["
-            80 => {
+            79 => {
                 match lit(t, c.pos, "[", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 79;
+                        c.st = 78;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            81 => {
+            80 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 80;
+                c.st = 79;
             }
             /// loop
-            82 => {
+            81 => {
                 c.enter_loop(0usize);
                 c.st = 5;
             }
             /// Content up to ["[TOOL_CALLS]"]
-            83 => {
+            82 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
                 let found = match hit {
@@ -1439,19 +1429,19 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 82;
+                        c.st = 81;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            84 => {
+            83 => {
                 c.until_start();
-                c.st = 83;
+                c.st = 82;
             }
             /// end of output
-            85 => {
+            84 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -1461,7 +1451,7 @@ fn run(
                 c.st = 0;
             }
             /// loop head
-            86 => {
+            85 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
                     match guard_3(t, c.pos, last) {
@@ -1469,22 +1459,54 @@ fn run(
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 162;
+                            c.st = 160;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 85;
+                c.st = 84;
             }
             /// loop round done
-            87 => {
+            86 => {
                 c.end_round(true, t, sink);
-                c.st = 86;
+                c.st = 85;
             }
             /// Content up to ["[TOOL_CALLS]"]
+            87 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 85;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
             88 => {
+                c.until_start();
+                c.st = 87;
+            }
+            /// Content up to ["[TOOL_CALLS]"]
+            89 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
                 let found = match hit {
@@ -1511,71 +1533,39 @@ fn run(
                 }
             }
             /// text start
-            89 => {
-                c.until_start();
-                c.st = 88;
-            }
-            /// Content up to ["[TOOL_CALLS]"]
             90 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 87;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            91 => {
                 c.until_start();
-                c.st = 90;
+                c.st = 89;
             }
             /// space
-            92 => {
+            91 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 91;
+                c.st = 90;
             }
             /// literal "]"
-            93 => {
+            92 => {
                 match lit(t, c.pos, "]", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 92;
+                        c.st = 91;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            94 => {
+            93 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 93;
+                c.st = 92;
             }
             /// loop head
-            95 => {
+            94 => {
                 if c.may_try(1usize, 0usize, None) {
                     let start = c.pos;
                     match guard_2(t, c.pos, last) {
@@ -1583,109 +1573,109 @@ fn run(
                             if !c.start_round(1usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 127;
+                            c.st = 126;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 94;
+                c.st = 93;
             }
             /// loop round done
-            96 => {
+            95 => {
                 c.end_round(true, t, sink);
-                c.st = 95;
+                c.st = 94;
             }
             /// ToolClose
-            97 => {
+            96 => {
                 c.tool_close(sink);
-                c.st = 96;
+                c.st = 95;
             }
             /// literal "}"
-            98 => {
+            97 => {
                 match lit(t, c.pos, "}", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 97;
+                        c.st = 96;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            99 => {
+            98 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 98;
+                c.st = 97;
             }
             /// literal "\""
-            100 => {
+            99 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 99;
+                        c.st = 98;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// json string
-            101 => {
+            100 => {
                 match c.json_string_step(t, Kind::ToolId, last, sink) {
                     Some(true) => {
+                        c.st = 99;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// literal "\""
+            101 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
                         c.st = 100;
                     }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// literal "\""
-            102 => {
-                match lit(t, c.pos, "\"", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 101;
-                    }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            103 => {
+            102 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 102;
+                c.st = 101;
             }
             /// literal ":"
-            104 => {
+            103 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 103;
+                        c.st = 102;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            105 => {
+            104 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 104;
+                c.st = 103;
             }
             /// choice
-            106 => {
+            105 => {
                 match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 105;
+                        c.st = 104;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1694,7 +1684,7 @@ fn run(
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 99;
+                        c.st = 98;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1703,98 +1693,98 @@ fn run(
                 fail!()
             }
             /// json
-            107 => {
+            106 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 106;
+                        c.st = 105;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            108 => {
+            107 => {
                 c.json = JsonScanner::new(false, true);
-                c.st = 107;
+                c.st = 106;
             }
             /// space
-            109 => {
+            108 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 108;
+                c.st = 107;
             }
             /// literal ":"
-            110 => {
+            109 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 109;
+                        c.st = 108;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            111 => {
+            110 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 110;
+                c.st = 109;
             }
             /// literal "\"arguments\""
-            112 => {
+            111 => {
                 match lit(t, c.pos, "\"arguments\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 111;
+                        c.st = 110;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            113 => {
+            112 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 112;
+                c.st = 111;
             }
             /// literal ","
-            114 => {
+            113 => {
                 match lit(t, c.pos, ",", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 113;
+                        c.st = 112;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            115 => {
+            114 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 114;
+                c.st = 113;
             }
             /// literal "\""
-            116 => {
+            115 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 115;
+                        c.st = 114;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ToolName up to ["\""]
-            117 => {
+            116 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1820,192 +1810,192 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 116;
+                        c.st = 115;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            118 => {
+            117 => {
                 c.until_start();
-                c.st = 117;
+                c.st = 116;
             }
             /// literal "\""
-            119 => {
+            118 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 118;
+                        c.st = 117;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            120 => {
+            119 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 119;
+                c.st = 118;
             }
             /// literal ":"
-            121 => {
+            120 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 120;
+                        c.st = 119;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            122 => {
+            121 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 121;
+                c.st = 120;
             }
             /// literal "\"name\""
-            123 => {
+            122 => {
                 match lit(t, c.pos, "\"name\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 122;
+                        c.st = 121;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            124 => {
+            123 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 123;
+                c.st = 122;
             }
             /// literal "{"
-            125 => {
+            124 => {
                 match lit(t, c.pos, "{", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 124;
+                        c.st = 123;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ToolOpen
-            126 => {
+            125 => {
                 c.tool_open(sink);
-                c.st = 125;
+                c.st = 124;
             }
             /// space
-            127 => {
+            126 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 126;
+                c.st = 125;
             }
             /// loop
-            128 => {
+            127 => {
                 c.enter_loop(1usize);
-                c.st = 95;
+                c.st = 94;
             }
             /// ToolClose
-            129 => {
+            128 => {
                 c.tool_close(sink);
-                c.st = 128;
+                c.st = 127;
             }
             /// literal "}"
-            130 => {
+            129 => {
                 match lit(t, c.pos, "}", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 129;
+                        c.st = 128;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            131 => {
+            130 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 130;
+                c.st = 129;
             }
             /// literal "\""
-            132 => {
+            131 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 131;
+                        c.st = 130;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// json string
-            133 => {
+            132 => {
                 match c.json_string_step(t, Kind::ToolId, last, sink) {
                     Some(true) => {
-                        c.st = 132;
+                        c.st = 131;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// literal "\""
-            134 => {
+            133 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 133;
+                        c.st = 132;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            135 => {
+            134 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 134;
+                c.st = 133;
             }
             /// literal ":"
-            136 => {
+            135 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 135;
+                        c.st = 134;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            137 => {
+            136 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 136;
+                c.st = 135;
             }
             /// choice
-            138 => {
+            137 => {
                 match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 137;
+                        c.st = 136;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2014,7 +2004,7 @@ fn run(
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 131;
+                        c.st = 130;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2023,98 +2013,98 @@ fn run(
                 fail!()
             }
             /// json
-            139 => {
+            138 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 138;
+                        c.st = 137;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            140 => {
+            139 => {
                 c.json = JsonScanner::new(false, true);
-                c.st = 139;
+                c.st = 138;
             }
             /// space
-            141 => {
+            140 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 140;
+                c.st = 139;
             }
             /// literal ":"
-            142 => {
+            141 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 141;
+                        c.st = 140;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            143 => {
+            142 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 142;
+                c.st = 141;
             }
             /// literal "\"arguments\""
-            144 => {
+            143 => {
                 match lit(t, c.pos, "\"arguments\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 143;
+                        c.st = 142;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            145 => {
+            144 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 144;
+                c.st = 143;
             }
             /// literal ","
-            146 => {
+            145 => {
                 match lit(t, c.pos, ",", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 145;
+                        c.st = 144;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            147 => {
+            146 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 146;
+                c.st = 145;
             }
             /// literal "\""
-            148 => {
+            147 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 147;
+                        c.st = 146;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ToolName up to ["\""]
-            149 => {
+            148 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -2140,97 +2130,108 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 148;
+                        c.st = 147;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            150 => {
+            149 => {
                 c.until_start();
-                c.st = 149;
+                c.st = 148;
             }
             /// literal "\""
-            151 => {
+            150 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 150;
+                        c.st = 149;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            152 => {
+            151 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 151;
+                c.st = 150;
             }
             /// literal ":"
-            153 => {
+            152 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 152;
+                        c.st = 151;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            154 => {
+            153 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 153;
+                c.st = 152;
             }
             /// literal "\"name\""
-            155 => {
+            154 => {
                 match lit(t, c.pos, "\"name\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 154;
+                        c.st = 153;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            156 => {
+            155 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 155;
+                c.st = 154;
             }
             /// literal "{"
-            157 => {
+            156 => {
                 match lit(t, c.pos, "{", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 156;
+                        c.st = 155;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ToolOpen
-            158 => {
+            157 => {
                 c.tool_open(sink);
-                c.st = 157;
+                c.st = 156;
             }
             /// space
-            159 => {
+            158 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 158;
+                c.st = 157;
+            }
+            /// literal "["
+            159 => {
+                match lit(t, c.pos, "[", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 158;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
             }
             /// space
             160 => {
@@ -2240,32 +2241,13 @@ fn run(
                 }
                 c.st = 159;
             }
-            /// literal "["
-            161 => {
-                match lit(t, c.pos, "[", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 160;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            162 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 161;
-            }
             /// loop
-            163 => {
+            161 => {
                 c.enter_loop(0usize);
-                c.st = 86;
+                c.st = 85;
             }
             /// Content up to ["[TOOL_CALLS]"]
-            164 => {
+            162 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
                 let found = match hit {
@@ -2285,19 +2267,19 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 163;
+                        c.st = 161;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            165 => {
+            163 => {
                 c.until_start();
-                c.st = 164;
+                c.st = 162;
             }
             /// end of output
-            166 => {
+            164 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -2307,6 +2289,36 @@ fn run(
                 c.st = 0;
             }
             /// space
+            165 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 164;
+            }
+            /// choice
+            166 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 165;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 164;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
             167 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
@@ -2314,65 +2326,35 @@ fn run(
                 }
                 c.st = 166;
             }
-            /// choice
-            168 => {
-                match guard_4(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 167;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 166;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            169 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 168;
-            }
             /// json
-            170 => {
+            168 => {
                 match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
-                        c.st = 169;
+                        c.st = 167;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            171 => {
+            169 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 170;
+                c.st = 168;
             }
             /// space
-            172 => {
+            170 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 171;
+                c.st = 169;
             }
             /// choice
-            173 => {
+            171 => {
                 match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 172;
+                        c.st = 170;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2381,7 +2363,7 @@ fn run(
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 172;
+                        c.st = 170;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2390,17 +2372,8 @@ fn run(
                 fail!()
             }
             /// choice
-            174 => {
+            172 => {
                 match guard_4(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 173;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 171;
@@ -2409,15 +2382,24 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 169;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
                 fail!()
             }
             /// space
-            175 => {
+            173 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 174;
+                c.st = 172;
             }
             _ => {
                 c.degraded = true;

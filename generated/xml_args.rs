@@ -274,7 +274,7 @@ pub const PACK: &[&str] = &[];
 /// A streaming parser of the model's output: feed it bytes as they
 /// arrive, then `finish`. Fixed-size state, no heap allocation.
 pub struct Parser<'t> {
-    core: Core<'t, 1usize, 2usize, 1usize>,
+    core: Core<'t, 1usize, 1usize, 1usize>,
     entry: u16,
     input: Input<W, F>,
 }
@@ -295,21 +295,21 @@ impl<'t> Parser<'t> {
             };
         let entry = match combo {
             0 => 3,
-            1 => 50,
-            2 => 97,
-            3 => 107,
+            1 => 48,
+            2 => 93,
+            3 => 103,
             4 => 3,
-            5 => 50,
-            6 => 97,
-            7 => 107,
+            5 => 48,
+            6 => 93,
+            7 => 103,
             8 => 3,
-            9 => 50,
-            10 => 97,
-            11 => 107,
+            9 => 48,
+            10 => 93,
+            11 => 103,
             12 => 3,
-            13 => 50,
-            14 => 97,
-            15 => 107,
+            13 => 48,
+            14 => 93,
+            15 => 103,
             _ => 0,
         };
         Parser {
@@ -326,7 +326,7 @@ impl<'t> Parser<'t> {
             .feed::<
                 Grammar,
                 1usize,
-                2usize,
+                1usize,
                 1usize,
             >(&mut self.core, self.entry, bytes, sink);
     }
@@ -334,7 +334,7 @@ impl<'t> Parser<'t> {
     /// the output cut off (`complete: false`).
     pub fn finish(&mut self, sink: &mut impl Sink) {
         self.input
-            .finish::<Grammar, 1usize, 2usize, 1usize>(&mut self.core, self.entry, sink);
+            .finish::<Grammar, 1usize, 1usize, 1usize>(&mut self.core, self.entry, sink);
     }
 }
 impl chat_parser_runtime::Parse for Parser<'_> {
@@ -348,11 +348,11 @@ impl chat_parser_runtime::Parse for Parser<'_> {
 }
 /// This template's state machine.
 struct Grammar;
-impl Machine<1usize, 2usize, 1usize> for Grammar {
+impl Machine<1usize, 1usize, 1usize> for Grammar {
     const PACK: &'static [&'static str] = PACK;
     #[inline]
     fn run<S: Sink>(
-        c: &mut Core<'_, 1usize, 2usize, 1usize>,
+        c: &mut Core<'_, 1usize, 1usize, 1usize>,
         entry: u16,
         t: &str,
         last: bool,
@@ -362,7 +362,7 @@ impl Machine<1usize, 2usize, 1usize> for Grammar {
     }
     #[inline(always)]
     fn fast<S: Sink>(
-        c: &mut Core<'_, 1usize, 2usize, 1usize>,
+        c: &mut Core<'_, 1usize, 1usize, 1usize>,
         s: &str,
         w: Word,
         sink: &mut S,
@@ -370,16 +370,16 @@ impl Machine<1usize, 2usize, 1usize> for Grammar {
         fast(c, s, w, sink)
     }
     fn fast_partial<S: Sink>(
-        c: &mut Core<'_, 1usize, 2usize, 1usize>,
+        c: &mut Core<'_, 1usize, 1usize, 1usize>,
         s: &str,
         max: usize,
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 | 9 | 49 | 54 | 56 | 96 => {
+            7 | 9 | 47 | 52 | 54 | 92 => {
                 c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink)
             }
-            22 | 69 => {
+            21 | 66 => {
                 c.fast_partial(Kind::ArgString, true, s, &["</parameter>"], max, sink)
             }
             _ => None,
@@ -395,7 +395,7 @@ impl Machine<1usize, 2usize, 1usize> for Grammar {
 /// having changed nothing, when the machine must run.
 #[inline(always)]
 fn fast(
-    c: &mut Core<'_, 1usize, 2usize, 1usize>,
+    c: &mut Core<'_, 1usize, 1usize, 1usize>,
     s: &str,
     w: Word,
     sink: &mut impl Sink,
@@ -406,28 +406,26 @@ fn fast(
     }
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        7 | 9 | 49 | 54 | 56 | 96 => {
+        7 | 9 | 47 | 52 | 54 | 92 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        22 | 69 => {
+        21 | 66 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["</parameter>"]))
                 && c.fast_text(Kind::ArgString, true, s, w, sink)
         }
-        27 | 74 => c.fast_json(false, "", s, w, sink),
-        102 => c.fast_json(true, "", s, w, sink),
+        26 | 71 => c.fast_json(false, "", s, w, sink),
+        98 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
 /// Where each loop resumes, by variant entry and loop.
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
-        (50, 0usize) => Resume { head: 5, recover: 8 },
-        (50, 1usize) => Resume { head: 18, recover: NONE },
-        (97, 0usize) => Resume { head: 52, recover: 55 },
-        (97, 1usize) => Resume { head: 65, recover: NONE },
+        (48, 0usize) => Resume { head: 5, recover: 8 },
+        (93, 0usize) => Resume { head: 50, recover: 53 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
@@ -467,13 +465,13 @@ fn guard_4(t: &str, p: usize, last: bool) -> G {
 /// whole commits in the same step, so it is checked there too, and
 /// whole and streamed output break the same markup.
 #[inline]
-fn over_hold(c: &Core<'_, 1usize, 2usize, 1usize>, t: &str, to: usize) -> bool {
+fn over_hold(c: &Core<'_, 1usize, 1usize, 1usize>, t: &str, to: usize) -> bool {
     to - c.keep() > HOLD_LIMIT
 }
 /// Runs the state machine over `t` from the current position.
 #[allow(unused_doc_comments)]
 fn run(
-    c: &mut Core<'_, 1usize, 2usize, 1usize>,
+    c: &mut Core<'_, 1usize, 1usize, 1usize>,
     entry: u16,
     t: &str,
     last: bool,
@@ -567,7 +565,7 @@ fn run(
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 47;
+                            c.st = 45;
                             continue;
                         }
                         G::More => need_more!(),
@@ -703,48 +701,38 @@ fn run(
             }
             /// loop head
             18 => {
-                if c.may_try(1usize, 0usize, None) {
-                    let start = c.pos;
-                    match guard_0(t, c.pos, last) {
-                        G::Match(p) => {
-                            if !c.start_round(1usize, 0usize, false, start, p) {
-                                fail!()
-                            }
-                            c.st = 37;
-                            continue;
-                        }
-                        G::More => need_more!(),
-                        G::No => {}
+                match guard_0(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 36;
+                        continue;
                     }
+                    G::More => need_more!(),
+                    G::No => {}
                 }
                 c.st = 17;
             }
-            /// loop round done
-            19 => {
-                c.end_round(false, t, sink);
-                c.st = 18;
-            }
             /// space
-            20 => {
+            19 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 19;
+                c.st = 18;
             }
             /// literal "</parameter>"
-            21 => {
+            20 => {
                 match lit(t, c.pos, "</parameter>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 20;
+                        c.st = 19;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ArgString up to ["</parameter>"]
-            22 => {
+            21 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["</parameter>"]);
                 let found = match hit {
@@ -764,57 +752,65 @@ fn run(
                 };
                 match c.until_step(t, Kind::ArgString, true, found, sink) {
                     Some(true) => {
-                        c.st = 21;
+                        c.st = 20;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            23 => {
+            22 => {
                 c.until_start();
-                c.st = 22;
+                c.st = 21;
             }
             /// space
-            24 => {
+            23 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 19;
+                c.st = 18;
             }
             /// literal "</parameter>"
-            25 => {
+            24 => {
                 match lit(t, c.pos, "</parameter>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 24;
+                        c.st = 23;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            26 => {
+            25 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 25;
+                c.st = 24;
             }
             /// json
-            27 => {
+            26 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 26;
+                        c.st = 25;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            28 => {
+            27 => {
                 c.json = JsonScanner::new(false, false);
+                c.st = 26;
+            }
+            /// space
+            28 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
                 c.st = 27;
             }
             /// space
@@ -823,29 +819,21 @@ fn run(
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 28;
-            }
-            /// space
-            30 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 19;
+                c.st = 18;
             }
             /// literal "</parameter>"
-            31 => {
+            30 => {
                 match lit(t, c.pos, "</parameter>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 30;
+                        c.st = 29;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ArgAuto up to ["</parameter>"]
-            32 => {
+            31 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["</parameter>"]);
                 let found = match hit {
@@ -865,38 +853,38 @@ fn run(
                 };
                 match c.until_step(t, Kind::ArgAuto, true, found, sink) {
                     Some(true) => {
-                        c.st = 31;
+                        c.st = 30;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            33 => {
+            32 => {
                 c.until_start();
-                c.st = 32;
+                c.st = 31;
             }
             /// value by argument type
-            34 => {
+            33 => {
                 c.st = match c.arg_type() {
-                    ArgType::String => 23,
-                    ArgType::Json => 29,
-                    ArgType::Auto => 33,
+                    ArgType::String => 22,
+                    ArgType::Json => 28,
+                    ArgType::Auto => 32,
                 };
             }
             /// literal ">"
-            35 => {
+            34 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 34;
+                        c.st = 33;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ArgName up to [">"]
-            36 => {
+            35 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -922,48 +910,43 @@ fn run(
                 }
                 match c.until_step(t, Kind::ArgName, false, found, sink) {
                     Some(true) => {
-                        c.st = 35;
+                        c.st = 34;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            37 => {
+            36 => {
                 c.until_start();
-                c.st = 36;
-            }
-            /// loop
-            38 => {
-                c.enter_loop(1usize);
-                c.st = 18;
+                c.st = 35;
             }
             /// ArgsOpen
-            39 => {
+            37 => {
                 c.args_open(sink);
-                c.st = 38;
+                c.st = 18;
             }
             /// literal ">"
-            40 => {
+            38 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 39;
+                        c.st = 37;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            41 => {
+            39 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 40;
+                c.st = 38;
             }
             /// ToolName up to [">"]
-            42 => {
+            40 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -989,56 +972,56 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 41;
+                        c.st = 39;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            43 => {
+            41 => {
                 c.until_start();
-                c.st = 42;
+                c.st = 40;
             }
             /// space
-            44 => {
+            42 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 43;
+                c.st = 41;
             }
             /// ToolOpen
-            45 => {
+            43 => {
                 c.tool_open(sink);
-                c.st = 44;
+                c.st = 42;
             }
             /// literal "<function="
-            46 => {
+            44 => {
                 match lit(t, c.pos, "<function=", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 45;
+                        c.st = 43;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            47 => {
+            45 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 46;
+                c.st = 44;
             }
             /// loop
-            48 => {
+            46 => {
                 c.enter_loop(0usize);
                 c.st = 5;
             }
             /// Content up to ["<tool_call>"]
-            49 => {
+            47 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<tool_call>"]);
                 let found = match hit {
@@ -1058,19 +1041,19 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 48;
+                        c.st = 46;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            50 => {
+            48 => {
                 c.until_start();
-                c.st = 49;
+                c.st = 47;
             }
             /// end of output
-            51 => {
+            49 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -1080,7 +1063,7 @@ fn run(
                 c.st = 0;
             }
             /// loop head
-            52 => {
+            50 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
                     match guard_1(t, c.pos, last) {
@@ -1088,18 +1071,50 @@ fn run(
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 94;
+                            c.st = 90;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 51;
+                c.st = 49;
             }
             /// loop round done
-            53 => {
+            51 => {
                 c.end_round(true, t, sink);
+                c.st = 50;
+            }
+            /// Content up to ["<tool_call>"]
+            52 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<tool_call>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 50;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            53 => {
+                c.until_start();
                 c.st = 52;
             }
             /// Content up to ["<tool_call>"]
@@ -1123,7 +1138,7 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 52;
+                        c.st = 51;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
@@ -1134,54 +1149,41 @@ fn run(
                 c.until_start();
                 c.st = 54;
             }
-            /// Content up to ["<tool_call>"]
-            56 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 53;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            57 => {
-                c.until_start();
-                c.st = 56;
-            }
             /// space
-            58 => {
+            56 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 57;
+                c.st = 55;
             }
             /// ToolClose
-            59 => {
+            57 => {
                 c.tool_close(sink);
-                c.st = 58;
+                c.st = 56;
             }
             /// literal "</tool_call>"
-            60 => {
+            58 => {
                 match lit(t, c.pos, "</tool_call>", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 57;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            59 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 58;
+            }
+            /// literal "</function>"
+            60 => {
+                match lit(t, c.pos, "</function>", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 59;
@@ -1198,74 +1200,45 @@ fn run(
                 }
                 c.st = 60;
             }
-            /// literal "</function>"
+            /// ArgsClose
             62 => {
-                match lit(t, c.pos, "</function>", last) {
+                c.args_close(sink);
+                c.st = 61;
+            }
+            /// loop head
+            63 => {
+                match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 61;
+                        c.st = 81;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            63 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
+                    G::No => {}
                 }
                 c.st = 62;
             }
-            /// ArgsClose
-            64 => {
-                c.args_close(sink);
-                c.st = 63;
-            }
-            /// loop head
-            65 => {
-                if c.may_try(1usize, 0usize, None) {
-                    let start = c.pos;
-                    match guard_0(t, c.pos, last) {
-                        G::Match(p) => {
-                            if !c.start_round(1usize, 0usize, false, start, p) {
-                                fail!()
-                            }
-                            c.st = 84;
-                            continue;
-                        }
-                        G::More => need_more!(),
-                        G::No => {}
-                    }
-                }
-                c.st = 64;
-            }
-            /// loop round done
-            66 => {
-                c.end_round(false, t, sink);
-                c.st = 65;
-            }
             /// space
-            67 => {
+            64 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 66;
+                c.st = 63;
             }
             /// literal "</parameter>"
-            68 => {
+            65 => {
                 match lit(t, c.pos, "</parameter>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 67;
+                        c.st = 64;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ArgString up to ["</parameter>"]
-            69 => {
+            66 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["</parameter>"]);
                 let found = match hit {
@@ -1285,35 +1258,58 @@ fn run(
                 };
                 match c.until_step(t, Kind::ArgString, true, found, sink) {
                     Some(true) => {
-                        c.st = 68;
+                        c.st = 65;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            70 => {
+            67 => {
                 c.until_start();
-                c.st = 69;
+                c.st = 66;
             }
             /// space
-            71 => {
+            68 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 66;
+                c.st = 63;
             }
             /// literal "</parameter>"
-            72 => {
+            69 => {
                 match lit(t, c.pos, "</parameter>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 71;
+                        c.st = 68;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
+            }
+            /// space
+            70 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 69;
+            }
+            /// json
+            71 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 70;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            72 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 71;
             }
             /// space
             73 => {
@@ -1323,50 +1319,27 @@ fn run(
                 }
                 c.st = 72;
             }
-            /// json
+            /// space
             74 => {
-                match json_step(c, t, false, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 73;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            75 => {
-                c.json = JsonScanner::new(false, false);
-                c.st = 74;
-            }
-            /// space
-            76 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 75;
-            }
-            /// space
-            77 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 66;
+                c.st = 63;
             }
             /// literal "</parameter>"
-            78 => {
+            75 => {
                 match lit(t, c.pos, "</parameter>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 77;
+                        c.st = 74;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ArgAuto up to ["</parameter>"]
-            79 => {
+            76 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["</parameter>"]);
                 let found = match hit {
@@ -1386,38 +1359,38 @@ fn run(
                 };
                 match c.until_step(t, Kind::ArgAuto, true, found, sink) {
                     Some(true) => {
-                        c.st = 78;
+                        c.st = 75;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            80 => {
+            77 => {
                 c.until_start();
-                c.st = 79;
+                c.st = 76;
             }
             /// value by argument type
-            81 => {
+            78 => {
                 c.st = match c.arg_type() {
-                    ArgType::String => 70,
-                    ArgType::Json => 76,
-                    ArgType::Auto => 80,
+                    ArgType::String => 67,
+                    ArgType::Json => 73,
+                    ArgType::Auto => 77,
                 };
             }
             /// literal ">"
-            82 => {
+            79 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 81;
+                        c.st = 78;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ArgName up to [">"]
-            83 => {
+            80 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1443,48 +1416,43 @@ fn run(
                 }
                 match c.until_step(t, Kind::ArgName, false, found, sink) {
                     Some(true) => {
-                        c.st = 82;
+                        c.st = 79;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            84 => {
+            81 => {
                 c.until_start();
-                c.st = 83;
-            }
-            /// loop
-            85 => {
-                c.enter_loop(1usize);
-                c.st = 65;
+                c.st = 80;
             }
             /// ArgsOpen
-            86 => {
+            82 => {
                 c.args_open(sink);
-                c.st = 85;
+                c.st = 63;
             }
             /// literal ">"
-            87 => {
+            83 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 86;
+                        c.st = 82;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            88 => {
+            84 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 87;
+                c.st = 83;
             }
             /// ToolName up to [">"]
-            89 => {
+            85 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1510,56 +1478,56 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 88;
+                        c.st = 84;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            90 => {
+            86 => {
                 c.until_start();
-                c.st = 89;
+                c.st = 85;
             }
             /// space
-            91 => {
+            87 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 90;
+                c.st = 86;
             }
             /// ToolOpen
-            92 => {
+            88 => {
                 c.tool_open(sink);
-                c.st = 91;
+                c.st = 87;
             }
             /// literal "<function="
-            93 => {
+            89 => {
                 match lit(t, c.pos, "<function=", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 92;
+                        c.st = 88;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            94 => {
+            90 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 93;
+                c.st = 89;
             }
             /// loop
-            95 => {
+            91 => {
                 c.enter_loop(0usize);
-                c.st = 52;
+                c.st = 50;
             }
             /// Content up to ["<tool_call>"]
-            96 => {
+            92 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<tool_call>"]);
                 let found = match hit {
@@ -1579,19 +1547,19 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 95;
+                        c.st = 91;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            97 => {
+            93 => {
                 c.until_start();
-                c.st = 96;
+                c.st = 92;
             }
             /// end of output
-            98 => {
+            94 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -1601,16 +1569,100 @@ fn run(
                 c.st = 0;
             }
             /// space
-            99 => {
+            95 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 98;
+                c.st = 94;
             }
             /// choice
-            100 => {
+            96 => {
                 match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 95;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 94;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            97 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 96;
+            }
+            /// json
+            98 => {
+                match json_step(c, t, true, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 97;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            99 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 98;
+            }
+            /// space
+            100 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 99;
+            }
+            /// choice
+            101 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 100;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 100;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            102 => {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 101;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 99;
@@ -1619,99 +1671,15 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 98;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
                 fail!()
             }
             /// space
-            101 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 100;
-            }
-            /// json
-            102 => {
-                match json_step(c, t, true, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 101;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
             103 => {
-                c.json = JsonScanner::new(false, false);
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
                 c.st = 102;
-            }
-            /// space
-            104 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 103;
-            }
-            /// choice
-            105 => {
-                match guard_4(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 104;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 104;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            106 => {
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 105;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 103;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            107 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 106;
             }
             _ => {
                 c.degraded = true;

@@ -63,7 +63,7 @@ fn cases() -> &'static [Case] {
             specs.insert(file, (template, analysis.spec));
         }
         let mut out = Vec::new();
-        for v in common::vectors::load(&shared) {
+        for v in common::vectors::load(&shared).into_iter().chain(common::vectors::described(&shared)) {
             let Some((_, spec)) = specs.get(&v.template) else { continue };
             let want = reference(spec, &v.options, &[v.input.as_bytes()]);
             out.push(Case { label: format!("vector {}", v.id), file: v.template.clone(), spec: spec.clone(), options: v.options, text: v.input.into_bytes(), want });

@@ -141,6 +141,25 @@ impl States {
                 }
                 self.push("choice", quote! { #(#tries)* fail!() })
             }
+            Node::Repeat { alts, limits, recover } if recover.is_none() && limits.iter().all(Option::is_none) => {
+                // A plain loop (no limit, no recovery) keeps no counters:
+                // it takes a round whenever a guard matches.
+                let head = self.reserve("loop head");
+                let mut tries = Vec::new();
+                for alt in alts {
+                    let b = state(self.compile(&alt.body, head, v));
+                    let g = self.guard(&alt.guard);
+                    tries.push(quote! {
+                        match #g(t, c.pos, last) {
+                            G::Match(p) => { c.pos = p; c.st = #b; continue; }
+                            G::More => need_more!(),
+                            G::No => {}
+                        }
+                    });
+                }
+                self.arms[head as usize] = quote! { #(#tries)* c.st = #nx; };
+                head
+            }
             Node::Repeat { alts, limits, recover } => {
                 let index = v.loops.len();
                 v.loops.push((0, None));
@@ -452,9 +471,11 @@ fn max_alts(node: &Node) -> usize {
     match node {
         Node::Seq(items) => items.iter().map(max_alts).max().unwrap_or(0),
         Node::Choice(alts) => alts.iter().map(|a| max_alts(&a.body)).max().unwrap_or(0),
-        Node::Repeat { alts, recover, .. } => {
+        Node::Repeat { alts, recover, limits } => {
             let inner = alts.iter().map(|a| max_alts(&a.body)).max().unwrap_or(0);
-            inner.max(alts.len()).max(recover.as_deref().map(max_alts).unwrap_or(0))
+            // Only a loop with counters (a limit or a recovery) counts.
+            let own = if recover.is_none() && limits.iter().all(Option::is_none) { 0 } else { alts.len() };
+            inner.max(own).max(recover.as_deref().map(max_alts).unwrap_or(0))
         }
         Node::ByArgType { string, json, auto } => max_alts(string).max(max_alts(json)).max(max_alts(auto)),
         _ => 0,
@@ -467,6 +488,10 @@ fn max_alts(node: &Node) -> usize {
 const SLACK: usize = 4;
 /// Room for a call id read before the name.
 const ID_ROOM: usize = 32;
+/// Room for dropped text read before the name (a namespace such as an MCP
+/// server, a harmony content type). The bound is a total, so this shares
+/// the name's room: a 25-byte server name leaves 55 bytes for the tool's.
+const DISCARD_ROOM: usize = 16;
 
 /// What a piece of markup costs in a parser's window: its length, or, for a
 /// marker of the template's pack table (see `chat_parser_runtime::pack`),
@@ -630,6 +655,7 @@ fn prefix_len(node: &Node, costs: &Costs<'_>) -> (usize, bool) {
             let longest = stops.iter().map(|s| costs.partial(s)).max().unwrap_or(0);
             match kind {
                 TextKind::ToolName | TextKind::ToolIdName => (crate::ir::MAX_NAME_LEN + longest, true),
+                TextKind::Discard => (DISCARD_ROOM + longest, false),
                 _ => (ID_ROOM + longest, false),
             }
         }

@@ -172,13 +172,19 @@ impl Node {
         Node::Literal(s.into())
     }
     pub fn seq(nodes: Vec<Node>) -> Node {
-        let mut flat = Vec::new();
+        let mut flat: Vec<Node> = Vec::new();
+        let mut push = |n: Node| match n {
+            Node::Empty => {}
+            Node::Literal(s) if s.is_empty() => {}
+            // Whitespace right after whitespace is the same whitespace (and
+            // would count twice in a parser's hold bound).
+            Node::Space if flat.last() == Some(&Node::Space) => {}
+            other => flat.push(other),
+        };
         for n in nodes {
             match n {
-                Node::Seq(inner) => flat.extend(inner),
-                Node::Empty => {}
-                Node::Literal(s) if s.is_empty() => {}
-                other => flat.push(other),
+                Node::Seq(inner) => inner.into_iter().for_each(&mut push),
+                other => push(other),
             }
         }
         match flat.len() {
