@@ -138,6 +138,9 @@ fn addressed_blocks(spec: &mut FormatSpec, r: &mut Renderer<'_>) {
 ///   block (`<think>\n\n</think>\n\n`), see [`empty_block_reasoning`].
 fn mcp_calls(spec: &mut FormatSpec, source: &str) {
     empty_block_reasoning(spec);
+    // The reasoning markers are the tokenizer's special tokens; the MCP tags
+    // are plain text.
+    spec.preserved_tokens = [&spec.reasoning.start, &spec.reasoning.end].iter().map(|m| m.trim().to_string()).filter(|m| !m.is_empty()).collect();
     let Some(literals) = macro_literals(source, "render_tool_call") else { return };
     let [section_start, ns_start, ns_end_name, name_args, args_end, section_end] = literals.as_slice() else { return };
     let split = |s: &str| s.trim().split_once('\n').map(|(a, b)| (a.trim().to_string(), b.trim().to_string()));
@@ -174,7 +177,6 @@ fn empty_block_reasoning(spec: &mut FormatSpec) {
     spec.reasoning.mode = crate::spec::ReasoningMode::TagBased;
     spec.reasoning.start = format!("{start}{layout}");
     spec.reasoning.end = format!("{layout}{end}{after}");
-    spec.preserved_tokens = vec![start.to_string(), end.to_string()];
 }
 
 /// The double-quoted string literals of a macro's body, in order, their

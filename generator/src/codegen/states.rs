@@ -12,7 +12,7 @@
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::ir::{JsonKind, Mark, Node, TextKind};
+use crate::ir::{Alt, JsonKind, Mark, Node, TextKind};
 
 /// The states of all variants of one parser.
 #[derive(Default)]
@@ -89,6 +89,24 @@ impl States {
         entry
     }
 
+    /// Each alternative's guard tried in order, its body (then `then`)
+    /// taken on the first that matches; falls through when none does.
+    fn guarded(&mut self, alts: &[Alt], then: u16, v: &mut Variant) -> TokenStream {
+        let mut tries = Vec::new();
+        for alt in alts {
+            let b = state(self.compile(&alt.body, then, v));
+            let g = self.guard(&alt.guard);
+            tries.push(quote! {
+                match #g(t, c.pos, last) {
+                    G::Match(p) => { c.pos = p; c.st = #b; continue; }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+            });
+        }
+        quote! { #(#tries)* }
+    }
+
     fn compile(&mut self, node: &Node, next: u16, v: &mut Variant) -> u16 {
         let nx = state(next);
         match node {
@@ -126,38 +144,15 @@ impl States {
                 at
             }
             Node::Choice(alts) => {
-                let mut tries = Vec::new();
-                for alt in alts {
-                    let body = self.compile(&alt.body, next, v);
-                    let g = self.guard(&alt.guard);
-                    let b = state(body);
-                    tries.push(quote! {
-                        match #g(t, c.pos, last) {
-                            G::Match(p) => { c.pos = p; c.st = #b; continue; }
-                            G::More => need_more!(),
-                            G::No => {}
-                        }
-                    });
-                }
-                self.push("choice", quote! { #(#tries)* fail!() })
+                let tries = self.guarded(alts, next, v);
+                self.push("choice", quote! { #tries fail!() })
             }
-            Node::Repeat { alts, limits, recover } if recover.is_none() && limits.iter().all(Option::is_none) => {
-                // A plain loop (no limit, no recovery) keeps no counters:
-                // it takes a round whenever a guard matches.
+            Node::Repeat { alts, limits, recover } if !counted(limits, recover) => {
+                // A plain loop keeps no counters: it takes a round whenever
+                // a guard matches.
                 let head = self.reserve("loop head");
-                let mut tries = Vec::new();
-                for alt in alts {
-                    let b = state(self.compile(&alt.body, head, v));
-                    let g = self.guard(&alt.guard);
-                    tries.push(quote! {
-                        match #g(t, c.pos, last) {
-                            G::Match(p) => { c.pos = p; c.st = #b; continue; }
-                            G::More => need_more!(),
-                            G::No => {}
-                        }
-                    });
-                }
-                self.arms[head as usize] = quote! { #(#tries)* c.st = #nx; };
+                let tries = self.guarded(alts, head, v);
+                self.arms[head as usize] = quote! { #tries c.st = #nx; };
                 head
             }
             Node::Repeat { alts, limits, recover } => {
@@ -467,14 +462,19 @@ fn region_depth(node: &Node) -> usize {
     }
 }
 
+/// Whether a loop keeps counters in the parser's state: it has a limit on
+/// some alternative's rounds, or recovers from a broken round.
+fn counted(limits: &[Option<u32>], recover: &Option<Box<Node>>) -> bool {
+    recover.is_some() || limits.iter().any(Option::is_some)
+}
+
 fn max_alts(node: &Node) -> usize {
     match node {
         Node::Seq(items) => items.iter().map(max_alts).max().unwrap_or(0),
         Node::Choice(alts) => alts.iter().map(|a| max_alts(&a.body)).max().unwrap_or(0),
         Node::Repeat { alts, recover, limits } => {
             let inner = alts.iter().map(|a| max_alts(&a.body)).max().unwrap_or(0);
-            // Only a loop with counters (a limit or a recovery) counts.
-            let own = if recover.is_none() && limits.iter().all(Option::is_none) { 0 } else { alts.len() };
+            let own = if counted(limits, recover) { alts.len() } else { 0 };
             inner.max(own).max(recover.as_deref().map(max_alts).unwrap_or(0))
         }
         Node::ByArgType { string, json, auto } => max_alts(string).max(max_alts(json)).max(max_alts(auto)),

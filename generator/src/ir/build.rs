@@ -426,18 +426,15 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     let call = one_call(spec);
     let call_after_prefix = tagged_call_after_prefix(spec);
     let close = |body: Node| closed(spec, body);
-    // Later calls in a section: what starts each of them.
-    let next_call = |guard: Node, body: Node| Node::Repeat {
-        alts: vec![Alt { guard, body }],
-        limits: vec![more],
-        recover: Some(Box::new(Node::Empty)),
-    };
+    // Later calls in a section: one alternative per opener a call may
+    // start with.
+    let next_call = |alts: Vec<Alt>| Node::Repeat { limits: vec![more; alts.len()], alts, recover: Some(Box::new(Node::Empty)) };
     // A list of calls after its `[`: each `item`, separated by `,`, then `]`.
     let list_rest = |item: Node| {
         Node::seq(vec![
             Node::Space,
             close(item.clone()),
-            next_call(Node::seq(vec![Node::Space, Node::lit(",")]), close(item)),
+            next_call(vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(",")]), body: close(item) }]),
             Node::Space,
             Node::lit("]"),
         ])
@@ -464,13 +461,13 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
             // Calls follow each other inside the section, each opened by the
             // function-name prefix (`<invoke name="...">`), or by the
             // namespace before it where the template writes one.
-            let mut next = next_call(Node::seq(vec![Node::Space, Node::lit(name_prefix)]), close(call_after_prefix.clone()));
-            if let (Some((start, rest)), Node::Repeat { alts, limits, .. }) = (namespace(spec), &mut next) {
-                let body = close(Node::seq(vec![rest, Node::lit(name_prefix), call_after_prefix]));
-                alts.insert(0, Alt { guard: Node::seq(vec![Node::Space, Node::lit(start)]), body });
-                limits.insert(0, more);
+            let mut openers = Vec::new();
+            if let Some((start, rest)) = namespace(spec) {
+                let body = close(Node::seq(vec![rest, Node::lit(name_prefix), call_after_prefix.clone()]));
+                openers.push(Alt { guard: Node::seq(vec![Node::Space, Node::lit(start)]), body });
             }
-            Node::seq(vec![Node::Space, close(call.clone()), next])
+            openers.push(Alt { guard: Node::seq(vec![Node::Space, Node::lit(name_prefix)]), body: close(call_after_prefix) });
+            Node::seq(vec![Node::Space, close(call.clone()), next_call(openers)])
         } else {
             Node::seq(vec![Node::Space, close(call.clone())])
         };

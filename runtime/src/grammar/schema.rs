@@ -1401,21 +1401,14 @@ impl<'a> Conv<'a, '_> {
             let (ch, space) = (self.prims().char(q), self.space());
             let close = cat([Expr::Lit(q.into()), space]);
             let free = cat([Expr::star(ch), close.clone()]);
-            let mut refs: Vec<Expr> = vec![Expr::empty(); nodes.len()];
-            for i in (0..nodes.len()).rev() {
-                let (next, is_key) = &nodes[i];
-                let mut body = Vec::new();
-                for &(c, j) in next {
-                    body.push(cat([encode_set(&[(c, c)], q, py), refs[j].clone()]));
-                }
-                let taken: Set = normalize(next.iter().map(|&(c, _)| (c, c)).collect());
-                body.push(cat([encode_set(&complement(&taken), q, py), free.clone()]));
-                if !is_key {
-                    body.push(close.clone());
-                }
-                refs[i] = self.g.rule(&format!("{name}-key"), Expr::alt(body));
-            }
-            alts.push(cat([Expr::Lit(q.into()), refs[0].clone()]));
+            let root = self.trie_rules(
+                name,
+                &nodes,
+                |c| encode_set(&[(c, c)], q, py),
+                |taken| alloc::vec![cat([encode_set(&complement(taken), q, py), free.clone()])],
+                |_, is_key| (!is_key).then(|| close.clone()),
+            );
+            alts.push(cat([Expr::Lit(q.into()), root]));
         }
         Expr::alt(alts)
     }
@@ -1428,22 +1421,39 @@ impl<'a> Conv<'a, '_> {
         let space = self.space();
         let bare = Expr::class(BARE_KEY_SET);
         let free = cat([Expr::star(bare), space.clone()]);
+        self.trie_rules(
+            name,
+            &nodes,
+            |c| Expr::Lit(c.into()),
+            |taken| set_class(&minus(BARE_KEY_SET, taken)).map(|other| cat([other, free.clone()])).into_iter().collect(),
+            // A key is never empty: the root cannot end it.
+            |i, is_key| (!is_key && i > 0).then(|| space.clone()),
+        )
+    }
+
+    /// One rule per node of a key trie (see [`key_trie`]), from the leaves
+    /// up; returns the root's. A node's rule takes each of its edges
+    /// (`edge(c)`, then the next node's rule), anything else that may follow
+    /// (`others(taken)`, given the edges' characters), and `end(node,
+    /// is_key)` when the text may end there.
+    fn trie_rules(
+        &mut self,
+        name: &str,
+        nodes: &[(Vec<(char, usize)>, bool)],
+        edge: impl Fn(char) -> Expr,
+        others: impl Fn(&Set) -> Vec<Expr>,
+        end: impl Fn(usize, bool) -> Option<Expr>,
+    ) -> Expr {
         let mut refs: Vec<Expr> = vec![Expr::empty(); nodes.len()];
         for i in (0..nodes.len()).rev() {
             let (next, is_key) = &nodes[i];
-            let mut body = Vec::new();
-            for &(c, j) in next {
-                body.push(cat([Expr::Lit(c.into()), refs[j].clone()]));
-            }
+            let mut body: Vec<Expr> = next.iter().map(|&(c, j)| cat([edge(c), refs[j].clone()])).collect();
             let taken: Set = normalize(next.iter().map(|&(c, _)| (c, c)).collect());
-            body.extend(set_class(&minus(BARE_KEY_SET, &taken)).map(|other| cat([other, free.clone()])));
-            // A key is never empty: the root cannot end it.
-            if !is_key && i > 0 {
-                body.push(space.clone());
-            }
+            body.extend(others(&taken));
+            body.extend(end(i, *is_key));
             refs[i] = self.g.rule(&format!("{name}-key"), Expr::alt(body));
         }
-        refs[0].clone()
+        refs.first().cloned().unwrap_or_else(Expr::empty)
     }
 
     // --- arrays ---------------------------------------------------------
