@@ -184,15 +184,15 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.
-pub const HOLD_LIMIT: usize = 101;
+pub const HOLD_LIMIT: usize = 97;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 117;
+pub const WINDOW_BYTES: usize = 113;
 const W: usize = WINDOW_BYTES;
 /// The longest text the machine looks at at once (held text
 /// unpacked, plus a chunk): `W` unless the template packs.
-const F: usize = 117;
+const F: usize = 113;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
 pub const PACK: &[&str] = &[];
@@ -322,7 +322,7 @@ fn fast(
     w: Word,
     sink: &mut impl Sink,
 ) -> bool {
-    if c.degraded {
+    if c.degraded() {
         sink.event(chat_parser_runtime::Event::Content(s));
         return true;
     }
@@ -390,7 +390,7 @@ fn run(
         };
     }
     loop {
-        if c.degraded {
+        if c.degraded() {
             c.degrade(t, sink);
             return;
         }
@@ -401,7 +401,7 @@ fn run(
             /// done
             0 => {
                 if c.pos < t.len() {
-                    c.degraded = true;
+                    c.set_degraded();
                     continue;
                 }
                 return;
@@ -1362,7 +1362,7 @@ fn run(
                 c.st = 86;
             }
             _ => {
-                c.degraded = true;
+                c.set_degraded();
             }
         }
     }

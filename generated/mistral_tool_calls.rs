@@ -294,18 +294,18 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.
-pub const HOLD_LIMIT: usize = 97;
+pub const HOLD_LIMIT: usize = 99;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 112;
+pub const WINDOW_BYTES: usize = 115;
 const W: usize = WINDOW_BYTES;
 /// The longest text the machine looks at at once (held text
 /// unpacked, plus a chunk): `W` unless the template packs.
-const F: usize = 598;
+const F: usize = 115;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
-pub const PACK: &[&str] = &["[TOOL_CALLS]"];
+pub const PACK: &[&str] = &[];
 /// A streaming parser of the model's output: feed it bytes as they
 /// arrive, then `finish`. Fixed-size state, no heap allocation.
 pub struct Parser<'t> {
@@ -432,7 +432,7 @@ fn fast(
     w: Word,
     sink: &mut impl Sink,
 ) -> bool {
-    if c.degraded {
+    if c.degraded() {
         sink.event(chat_parser_runtime::Event::Content(s));
         return true;
     }
@@ -522,7 +522,6 @@ fn guard_5(t: &str, p: usize, last: bool) -> G {
 #[inline]
 fn over_hold(c: &Core<'_, 2usize, 2usize, 1usize>, t: &str, to: usize) -> bool {
     to - c.keep() > HOLD_LIMIT
-        && packed_len(t.as_bytes().get(c.keep()..to).unwrap_or(&[]), PACK) > HOLD_LIMIT
 }
 /// Runs the state machine over `t` from the current position.
 #[allow(unused_doc_comments)]
@@ -544,7 +543,7 @@ fn run(
         };
     }
     loop {
-        if c.degraded {
+        if c.degraded() {
             c.degrade(t, sink);
             return;
         }
@@ -555,7 +554,7 @@ fn run(
             /// done
             0 => {
                 if c.pos < t.len() {
-                    c.degraded = true;
+                    c.set_degraded();
                     continue;
                 }
                 return;
@@ -2402,7 +2401,7 @@ fn run(
                 c.st = 172;
             }
             _ => {
-                c.degraded = true;
+                c.set_degraded();
             }
         }
     }

@@ -270,7 +270,7 @@ fn fast(
     w: Word,
     sink: &mut impl Sink,
 ) -> bool {
-    if c.degraded {
+    if c.degraded() {
         sink.event(chat_parser_runtime::Event::Content(s));
         return true;
     }
@@ -338,7 +338,7 @@ fn run(
         };
     }
     loop {
-        if c.degraded {
+        if c.degraded() {
             c.degrade(t, sink);
             return;
         }
@@ -349,7 +349,7 @@ fn run(
             /// done
             0 => {
                 if c.pos < t.len() {
-                    c.degraded = true;
+                    c.set_degraded();
                     continue;
                 }
                 return;
@@ -1038,7 +1038,7 @@ fn run(
                 c.st = 58;
             }
             _ => {
-                c.degraded = true;
+                c.set_degraded();
             }
         }
     }

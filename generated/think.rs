@@ -206,7 +206,7 @@ fn fast(
     w: Word,
     sink: &mut impl Sink,
 ) -> bool {
-    if c.degraded {
+    if c.degraded() {
         sink.event(chat_parser_runtime::Event::Content(s));
         return true;
     }
@@ -271,7 +271,7 @@ fn run(
         };
     }
     loop {
-        if c.degraded {
+        if c.degraded() {
             c.degrade(t, sink);
             return;
         }
@@ -282,7 +282,7 @@ fn run(
             /// done
             0 => {
                 if c.pos < t.len() {
-                    c.degraded = true;
+                    c.set_degraded();
                     continue;
                 }
                 return;
@@ -917,7 +917,7 @@ fn run(
                 c.st = 48;
             }
             _ => {
-                c.degraded = true;
+                c.set_degraded();
             }
         }
     }

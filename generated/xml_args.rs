@@ -400,7 +400,7 @@ fn fast(
     w: Word,
     sink: &mut impl Sink,
 ) -> bool {
-    if c.degraded {
+    if c.degraded() {
         sink.event(chat_parser_runtime::Event::Content(s));
         return true;
     }
@@ -488,7 +488,7 @@ fn run(
         };
     }
     loop {
-        if c.degraded {
+        if c.degraded() {
             c.degrade(t, sink);
             return;
         }
@@ -499,7 +499,7 @@ fn run(
             /// done
             0 => {
                 if c.pos < t.len() {
-                    c.degraded = true;
+                    c.set_degraded();
                     continue;
                 }
                 return;
@@ -1682,7 +1682,7 @@ fn run(
                 c.st = 102;
             }
             _ => {
-                c.degraded = true;
+                c.set_degraded();
             }
         }
     }

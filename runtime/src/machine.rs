@@ -120,11 +120,60 @@ pub struct Resume {
 /// certain: the call's start and an id written before the name.
 #[derive(Debug, Clone, Copy, Default)]
 struct Pending {
-    start: bool,
     id_from: u32,
     id_to: u32,
-    /// The id is JSON string content (escapes to decode).
-    id_escaped: bool,
+}
+
+/// A [`Core`]'s yes/no facts, a bit each: a generated parser's state is
+/// counted in bytes, and ten `bool`s would take ten.
+#[derive(Debug, Clone, Copy)]
+struct Flags(u16);
+
+/// The output broke beyond repair: the rest is content.
+const DEGRADED: u16 = 1;
+/// A call was opened and not closed.
+const CALL_OPEN: u16 = 1 << 1;
+/// The open call reported an argument (the next needs a separator).
+const ARGS_WRITTEN: u16 = 1 << 2;
+/// Text up to a stop: nothing of it read yet.
+const FRESH: u16 = 1 << 3;
+/// Text up to a stop: a newline read last and not reported (it may be the
+/// layout before the stop).
+const HELD_NEWLINE: u16 = 1 << 4;
+/// Text up to a stop: an untyped value decided to be a string.
+const AS_STRING: u16 = 1 << 5;
+/// The text being read reported something.
+const REPORTED: u16 = 1 << 6;
+/// A region or failed round sits at position 0, where the next consumed
+/// text would drop it (see [`Core::fast_consumed`]).
+const ANCHORED: u16 = 1 << 7;
+/// An uncommitted call's start is held back ([`Pending`]).
+const PENDING_START: u16 = 1 << 8;
+/// The held-back id is JSON string content (escapes to decode).
+const ID_ESCAPED: u16 = 1 << 9;
+
+impl Flags {
+    #[inline]
+    fn has(self, flag: u16) -> bool {
+        self.0 & flag != 0
+    }
+
+    #[inline]
+    fn set(&mut self, flag: u16, on: bool) {
+        if on {
+            self.0 |= flag;
+        } else {
+            self.0 &= !flag;
+        }
+    }
+
+    /// Whether `flag` was set; clears it.
+    #[inline]
+    fn take(&mut self, flag: u16) -> bool {
+        let was = self.has(flag);
+        self.set(flag, false);
+        was
+    }
 }
 
 /// The fixed-size state of a generated parser: `R` nested regions, `P`
@@ -136,28 +185,18 @@ pub struct Core<'t, const R: usize, const P: usize, const A: usize> {
     pub pos: usize,
     /// Position after the last reported piece.
     pub emit_pos: usize,
-    pub degraded: bool,
+    flags: Flags,
     calls: u32,
-    call_open: bool,
-    args_written: bool,
     regions: [Region; R],
     n_regions: u8,
     rounds: [Rounds<A>; P],
     pending: Pending,
-    // Text up to a stop.
-    fresh: bool,
-    held_newline: bool,
-    as_string: bool,
-    /// The text being read reported something.
-    reported: bool,
+    /// Text up to a stop: where its unreported part starts.
     acc_from: u32,
     pub json: JsonScanner,
     tools: &'t [Tool<'t>],
     tool: u16,
     arg_type: ArgType,
-    /// A region or failed round sits at position 0, where the next consumed
-    /// text would drop it (see [`Self::fast_consumed`]).
-    anchored: bool,
 }
 
 /// `text[from..]`, or `""` when `from` is out of range or not a boundary.
@@ -299,24 +338,17 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             st: start,
             pos: 0,
             emit_pos: 0,
-            degraded: false,
+            flags: Flags(FRESH),
             calls: 0,
-            call_open: false,
-            args_written: false,
             regions: [Region::default(); R],
             n_regions: 0,
             rounds: [Rounds::default(); P],
             pending: Pending::default(),
-            fresh: true,
-            held_newline: false,
-            as_string: false,
-            reported: false,
             acc_from: 0,
             json: JsonScanner::new(false, false),
             tools,
             tool: u16::MAX,
             arg_type: ArgType::Auto,
-            anchored: false,
         }
     }
 
@@ -353,8 +385,8 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         self.acc_from = self.acc_from.saturating_sub(n32);
         self.pending.id_from = self.pending.id_from.saturating_sub(n32);
         self.pending.id_to = self.pending.id_to.saturating_sub(n32);
-        self.anchored = self.regions[..self.n_regions as usize].iter().any(|r| r.pos == 0)
-            || self.rounds.iter().any(|r| r.failed_alt != u8::MAX && r.failed_pos == 0);
+        self.flags.set(ANCHORED, self.regions[..self.n_regions as usize].iter().any(|r| r.pos == 0)
+            || self.rounds.iter().any(|r| r.failed_alt != u8::MAX && r.failed_pos == 0));
     }
 
     /// After a fast path reported text the machine did not see: what
@@ -362,7 +394,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// at the start of it are dropped), as the rebase after a run would.
     #[inline(always)]
     pub fn fast_consumed(&mut self) {
-        if self.anchored {
+        if self.flags.has(ANCHORED) {
             self.drop_anchors();
         }
     }
@@ -424,7 +456,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 self.pending.id_from = from as u32;
             }
             self.pending.id_to = to as u32;
-            self.pending.id_escaped = escaped;
+            self.flags.set(ID_ESCAPED, escaped);
             self.emit_pos = self.pos;
             return;
         }
@@ -432,14 +464,22 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         report_id(text.get(from..to).unwrap_or(""), escaped, sink);
     }
 
+    /// The events held back for an uncommitted call, dropped (the call
+    /// broke).
+    fn forget_pending(&mut self) {
+        self.pending = Pending::default();
+        self.flags.set(PENDING_START | ID_ESCAPED, false);
+    }
+
     /// The events held back for an uncommitted call, now certain.
     fn flush_pending(&mut self, text: &str, sink: &mut impl Sink) {
         let p = core::mem::take(&mut self.pending);
-        if p.start {
+        if self.flags.take(PENDING_START) {
             sink.event(Event::ToolCallStart { index: self.calls as usize - 1 });
         }
+        let escaped = self.flags.take(ID_ESCAPED);
         if p.id_from < p.id_to {
-            report_id(text.get(p.id_from as usize..p.id_to as usize).unwrap_or(""), p.id_escaped, sink);
+            report_id(text.get(p.id_from as usize..p.id_to as usize).unwrap_or(""), escaped, sink);
         }
     }
 
@@ -455,20 +495,20 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// A call begins.
     pub fn tool_open(&mut self, sink: &mut impl Sink) {
         if self.uncommitted() {
-            self.pending.start = true;
+            self.flags.set(PENDING_START, true);
         } else {
             sink.event(Event::ToolCallStart { index: self.calls as usize });
         }
         self.calls += 1;
-        self.call_open = true;
-        self.args_written = false;
+        self.flags.set(CALL_OPEN, true);
+        self.flags.set(ARGS_WRITTEN, false);
     }
 
     /// The call ended (its closing markup matched).
     pub fn tool_close(&mut self, sink: &mut impl Sink) {
-        if self.call_open {
+        if self.flags.has(CALL_OPEN) {
             sink.event(Event::ToolCallEnd { complete: true });
-            self.call_open = false;
+            self.flags.set(CALL_OPEN, false);
         }
         self.emit_pos = self.pos;
     }
@@ -480,7 +520,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
 
     /// `{` of arguments built from tags.
     pub fn args_open(&mut self, sink: &mut impl Sink) {
-        self.args_written = false;
+        self.flags.set(ARGS_WRITTEN, false);
         self.args("{", sink);
     }
 
@@ -497,10 +537,10 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// An argument's key: `, "key": `.
     pub fn open_key(&mut self, key: &str, sink: &mut impl Sink) {
         self.arg_type = self.tools.get(self.tool as usize).map(|t| t.arg_type(key)).unwrap_or(ArgType::Auto);
-        if self.args_written {
+        if self.flags.has(ARGS_WRITTEN) {
             self.args(", ", sink);
         }
-        self.args_written = true;
+        self.flags.set(ARGS_WRITTEN, true);
         self.args("\"", sink);
         self.args_escaped(key, sink);
         self.args("\": ", sink);
@@ -518,6 +558,18 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             self.pos += c.len_utf8();
             self.text(Kind::Content, &text[from..self.pos], sink);
         }
+    }
+
+    /// Whether the output broke beyond repair (the rest is content).
+    #[inline]
+    pub fn degraded(&self) -> bool {
+        self.flags.has(DEGRADED)
+    }
+
+    /// The output broke beyond repair: the rest is content.
+    #[inline]
+    pub fn set_degraded(&mut self) {
+        self.flags.set(DEGRADED, true);
     }
 
     /// Everything left is content.
@@ -582,7 +634,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             if self.emit_pos < self.pos {
                 self.pos = self.emit_pos;
             }
-            self.degraded = true;
+            self.flags.set(DEGRADED, true);
             return;
         }
         self.n_regions -= 1;
@@ -590,9 +642,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         let repeat = region.repeat as usize;
         let Resume { head, recover } = resume(repeat);
         if region.committed {
-            if self.call_open {
+            if self.flags.has(CALL_OPEN) {
                 sink.event(Event::ToolCallEnd { complete: false });
-                self.call_open = false;
+                self.flags.set(CALL_OPEN, false);
             }
             let dropped = region.pos == DROPPED;
             let start = region.pos as usize;
@@ -607,9 +659,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             if let Some(c) = self.rounds.get_mut(repeat).and_then(|r| r.counts.get_mut(region.alt as usize)) {
                 *c = c.saturating_sub(1);
             }
-            self.pending = Pending::default();
+            self.forget_pending();
             self.calls = region.calls_before;
-            self.call_open = false;
+            self.flags.set(CALL_OPEN, false);
             self.pos = region.pos as usize;
             self.give_back_one_char(text, sink);
             if let Some(r) = self.rounds.get_mut(repeat) {
@@ -622,9 +674,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
 
     /// The output ended inside a call: it is incomplete.
     pub fn finish(&mut self, sink: &mut impl Sink) {
-        if self.call_open {
+        if self.flags.has(CALL_OPEN) {
             sink.event(Event::ToolCallEnd { complete: false });
-            self.call_open = false;
+            self.flags.set(CALL_OPEN, false);
         }
         self.n_regions = 0;
     }
@@ -633,10 +685,10 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
 
     /// Starts reading text up to a stop.
     pub fn until_start(&mut self) {
-        self.fresh = true;
-        self.held_newline = false;
-        self.as_string = false;
-        self.reported = false;
+        self.flags.set(FRESH, true);
+        self.flags.set(HELD_NEWLINE, false);
+        self.flags.set(AS_STRING, false);
+        self.flags.set(REPORTED, false);
     }
 
     /// One step of reading text of `kind` up to a stop, which the generated
@@ -648,32 +700,32 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         let mut from = self.pos;
         self.pos += take;
         let mut to = self.pos;
-        if self.fresh {
+        if self.flags.has(FRESH) {
             if trim_newlines && from == to && !done {
                 return Some(false);
             }
             if trim_newlines && text.as_bytes().get(from) == Some(&b'\n') && from < to {
                 from += 1;
             }
-            self.fresh = false;
+            self.flags.set(FRESH, false);
             self.acc_from = from as u32;
             if kind == Kind::ArgString {
                 self.args("\"", sink);
             }
         }
         // A newline right before the stop is layout: hold it until we know.
-        let held_before = core::mem::take(&mut self.held_newline);
+        let held_before = self.flags.take(HELD_NEWLINE);
         let mut newline_first = false;
         let nothing_new = from == to;
         if nothing_new {
             // Nothing new: a held newline is still the last character (and
             // is dropped if the stop follows it).
-            self.held_newline = held_before && !done;
+            self.flags.set(HELD_NEWLINE, held_before && !done);
         } else {
             newline_first = held_before;
             if trim_newlines && text.as_bytes().get(to - 1) == Some(&b'\n') {
                 to -= 1;
-                self.held_newline = !done;
+                self.flags.set(HELD_NEWLINE, !done);
             }
         }
         // The value so far: `text[acc_from..to]` (values that are not
@@ -684,10 +736,10 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         let acc_to = if nothing_new && held_before { to.saturating_sub(1) } else { to };
         let acc_from = (self.acc_from as usize).min(acc_to);
         match kind {
-            Kind::ArgAuto if !self.as_string => {
+            Kind::ArgAuto if !self.flags.has(AS_STRING) => {
                 if acc_to - acc_from > AUTO_JSON_MAX {
                     // Too long to be read as JSON: a string from here on.
-                    self.as_string = true;
+                    self.flags.set(AS_STRING, true);
                     self.args("\"", sink);
                     self.args_escaped(text.get(acc_from..acc_to).unwrap_or(""), sink);
                 }
@@ -704,7 +756,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 }
                 let piece = text.get(from..to).unwrap_or("");
                 self.text(kind, piece, sink);
-                self.reported |= newline_first || !piece.is_empty();
+                self.flags.set(REPORTED, self.flags.has(REPORTED) || newline_first || !piece.is_empty());
             }
             Kind::ToolId => self.id(text, from, to, false, sink),
             Kind::ToolName | Kind::ToolIdName | Kind::ArgName | Kind::Discard => {}
@@ -714,7 +766,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         }
         // Text read up to the stop is accounted for (a layout newline
         // dropped at the end included), however the output was split.
-        if self.reported {
+        if self.flags.has(REPORTED) {
             self.emit_pos = self.pos;
         }
         let acc = text.get(acc_from..acc_to).unwrap_or("");
@@ -735,7 +787,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 }
             }
             Kind::ArgName => self.open_key(acc.trim(), sink),
-            Kind::ArgAuto if self.as_string => self.args("\"", sink),
+            Kind::ArgAuto if self.flags.has(AS_STRING) => self.args("\"", sink),
             Kind::ArgAuto => {
                 if crate::json::is_json_value(acc) {
                     self.args(acc.trim(), sink);
@@ -793,11 +845,11 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// layout is held, as `until_step` holds it).
     #[inline(always)]
     pub fn fast_text(&mut self, kind: Kind, trim_newlines: bool, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
-        if self.fresh {
+        if self.flags.has(FRESH) {
             return false;
         }
         let newline_last = trim_newlines && chunk.as_bytes().last() == Some(&b'\n');
-        if self.held_newline || newline_last {
+        if self.flags.has(HELD_NEWLINE) || newline_last {
             return self.fast_text_newlines(kind, newline_last, chunk, word, sink);
         }
         match kind {
@@ -809,7 +861,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             Kind::ArgString => args_escaped_chunk("", chunk, sink),
             _ => return false,
         }
-        self.reported = true;
+        self.flags.set(REPORTED, true);
         true
     }
 
@@ -819,7 +871,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     #[inline(never)]
     fn fast_text_newlines(&mut self, kind: Kind, newline_last: bool, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
         let (body, word) = if newline_last { (&chunk[..chunk.len() - 1], word.without_last()) } else { (chunk, word) };
-        let newline_first = self.held_newline;
+        let newline_first = self.flags.has(HELD_NEWLINE);
         match kind {
             Kind::Content | Kind::Reasoning => {
                 let event = if kind == Kind::Content { Event::Content } else { Event::Reasoning };
@@ -845,8 +897,8 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             }
             _ => return false,
         }
-        self.held_newline = newline_last;
-        self.reported |= newline_first || !body.is_empty();
+        self.flags.set(HELD_NEWLINE, newline_last);
+        self.flags.set(REPORTED, self.flags.has(REPORTED) || newline_first || !body.is_empty());
         true
     }
 
@@ -901,7 +953,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
 
     /// How far a name may still run: reading a name looks no further.
     pub fn name_room(&self) -> usize {
-        if self.fresh {
+        if self.flags.has(FRESH) {
             return MAX_NAME_LEN;
         }
         MAX_NAME_LEN.saturating_sub(self.pos.saturating_sub(self.acc_from as usize))
@@ -909,7 +961,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
 
     /// Whether nothing of the current text has been read yet.
     pub fn until_fresh(&self) -> bool {
-        self.fresh
+        self.flags.has(FRESH)
     }
 
     /// JSON string content (`kind`) from `pos` up to an unescaped quote.

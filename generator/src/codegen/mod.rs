@@ -142,6 +142,11 @@ fn pack_table_of(grammars: &[crate::ir::Node]) -> Vec<String> {
 /// Whether `b` can start inside `a` in some text: `b` within `a`, or a
 /// proper end of `a` that is a start of `b` (for `a == b`: a marker that
 /// overlaps itself, such as `aa`).
+///
+/// Quoted JSON keys (`"tool_name"`) share only their quote: that is no
+/// overlap here, since the grammar never writes a key's opening quote right
+/// after a closing one (a `{`, `,` or whitespace comes between), so packing
+/// from the left still finds every key of a well-formed call.
 fn overlaps(a: &str, b: &str) -> bool {
     if a != b && (a.contains(b) || b.contains(a)) {
         return true;
@@ -149,6 +154,9 @@ fn overlaps(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     (1..a.len()).any(|i| {
         let end = &a[i..];
+        if end == b"\"" {
+            return false;
+        }
         if end.len() < b.len() {
             b.starts_with(end)
         } else {
@@ -456,7 +464,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         /// having changed nothing, when the machine must run.
         #[inline(always)]
         fn fast(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, w: Word, sink: &mut impl Sink) -> bool {
-            if c.degraded {
+            if c.degraded() {
                 sink.event(chat_parser_runtime::Event::Content(s));
                 return true;
             }
@@ -503,7 +511,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                 }};
             }
             loop {
-                if c.degraded {
+                if c.degraded() {
                     c.degrade(t, sink);
                     return;
                 }
@@ -513,7 +521,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                 match c.st {
                     #(#arms)*
                     _ => {
-                        c.degraded = true;
+                        c.set_degraded();
                     }
                 }
             }

@@ -51,7 +51,7 @@ impl States {
         let mut s = States::default();
         s.push("done", quote! {
             if c.pos < t.len() {
-                c.degraded = true;
+                c.set_degraded();
                 continue;
             }
             return;
@@ -486,6 +486,12 @@ fn max_alts(node: &Node) -> usize {
 /// (the budget is shared: a short name leaves room for more), in the hold
 /// bound. Templates write at most a newline and some indentation there.
 const SLACK: usize = 4;
+/// Whitespace allowed in all the markup a round reads before it commits
+/// (also a share of the total: short parts leave room for more). A JSON
+/// call allows whitespace between any two tokens and writes little of it:
+/// Cohere's `[\n    {"tool_call_id": "0", "tool_name": "` has 8 bytes in
+/// nine places.
+const ROUND_SLACK: usize = 12;
 /// Room for a call id read before the name.
 const ID_ROOM: usize = 32;
 /// Room for dropped text read before the name (a namespace such as an MCP
@@ -530,9 +536,8 @@ pub fn hold_bound(root: &Node, costs: &Costs<'_>) -> usize {
     walk(root, &mut |n| match n {
         Node::Repeat { alts, .. } => {
             for a in alts {
-                let (g, _) = prefix_len(&a.guard, costs);
-                let (b, _) = prefix_len(&a.body, costs);
-                bound = bound.max(g + b);
+                let g = prefix(&a.guard, costs);
+                bound = bound.max(g.then(prefix(&a.body, costs)).held());
             }
         }
         Node::Until { stops, kind: TextKind::ArgAuto, .. } => {
@@ -596,7 +601,7 @@ fn lead_of(node: &Node, costs: &Costs<'_>) -> Option<(usize, bool)> {
             for a in alts {
                 let lead = match (lead_of(&a.guard, costs), lead_of(&a.body, costs)) {
                     (Some(g), _) => Some(g),
-                    (None, Some((l, true))) => Some((prefix_len(&a.guard, costs).0 + l, true)),
+                    (None, Some((l, true))) => Some((prefix(&a.guard, costs).held() + l, true)),
                     (None, other) => other,
                 };
                 if let Some(lead) = lead {
@@ -624,46 +629,70 @@ fn longer_lead(best: Option<(usize, bool)>, (lead, from_start): (usize, bool)) -
     })
 }
 
-/// Bytes read before the first node that commits a round (a call's name,
-/// a commit mark), and whether one was reached.
-fn prefix_len(node: &Node, costs: &Costs<'_>) -> (usize, bool) {
+/// The markup a round reads before the first node that commits it (a
+/// call's name, a commit mark): its bytes other than whitespace, the places
+/// it allows whitespace (`gaps`), and whether a commit was reached.
+#[derive(Clone, Copy, Default)]
+struct Prefix {
+    bytes: usize,
+    gaps: usize,
+    done: bool,
+}
+
+impl Prefix {
+    fn markup(bytes: usize) -> Prefix {
+        Prefix { bytes, ..Prefix::default() }
+    }
+
+    /// What the window holds for it: the bytes, and whitespace at
+    /// [`SLACK`] per gap up to [`ROUND_SLACK`] in all.
+    fn held(self) -> usize {
+        self.bytes + (self.gaps * SLACK).min(ROUND_SLACK)
+    }
+
+    fn then(self, next: Prefix) -> Prefix {
+        Prefix { bytes: self.bytes + next.bytes, gaps: self.gaps + next.gaps, done: next.done }
+    }
+}
+
+fn prefix(node: &Node, costs: &Costs<'_>) -> Prefix {
     match node {
-        Node::Literal(s) => (costs.whole(s), false),
-        Node::Space | Node::OptionalNewline => (SLACK, false),
+        Node::Literal(s) => Prefix::markup(costs.whole(s)),
+        Node::Space | Node::OptionalNewline => Prefix { gaps: 1, ..Prefix::default() },
         Node::Seq(items) => {
-            let mut total = 0;
+            let mut total = Prefix::default();
             for item in items {
-                let (n, done) = prefix_len(item, costs);
-                total += n;
-                if done {
-                    return (total, true);
+                total = total.then(prefix(item, costs));
+                if total.done {
+                    return total;
                 }
             }
-            (total, false)
+            total
         }
         Node::Choice(alts) => {
-            let mut best = (0, true);
+            // The longest alternative in each measure (an upper bound).
+            let mut best = Prefix { done: true, ..Prefix::default() };
             for a in alts {
-                let (g, gd) = prefix_len(&a.guard, costs);
-                let (b, bd) = if gd { (0, true) } else { prefix_len(&a.body, costs) };
-                best = (best.0.max(g + b), best.1 && (gd || bd));
+                let g = prefix(&a.guard, costs);
+                let p = if g.done { g } else { g.then(prefix(&a.body, costs)) };
+                best = Prefix { bytes: best.bytes.max(p.bytes), gaps: best.gaps.max(p.gaps), done: best.done && p.done };
             }
             best
         }
-        Node::Peek(inner) => (prefix_len(inner, costs).0, false),
+        Node::Peek(inner) => Prefix { done: false, ..prefix(inner, costs) },
         Node::Until { stops, kind, .. } => {
             let longest = stops.iter().map(|s| costs.partial(s)).max().unwrap_or(0);
             match kind {
-                TextKind::ToolName | TextKind::ToolIdName => (crate::ir::MAX_NAME_LEN + longest, true),
-                TextKind::Discard => (DISCARD_ROOM + longest, false),
-                _ => (ID_ROOM + longest, false),
+                TextKind::ToolName | TextKind::ToolIdName => Prefix { bytes: crate::ir::MAX_NAME_LEN + longest, gaps: 0, done: true },
+                TextKind::Discard => Prefix::markup(DISCARD_ROOM + longest),
+                _ => Prefix::markup(ID_ROOM + longest),
             }
         }
-        Node::JsonStringContent(_) => (ID_ROOM, false),
-        Node::Mark(Mark::Commit) | Node::Mark(Mark::Name(_)) => (0, true),
+        Node::JsonStringContent(_) => Prefix::markup(ID_ROOM),
+        Node::Mark(Mark::Commit) | Node::Mark(Mark::Name(_)) => Prefix { done: true, ..Prefix::default() },
         // Anything else reports as it reads (or reads nothing).
-        Node::Json { .. } | Node::Repeat { .. } => (0, true),
-        _ => (0, false),
+        Node::Json { .. } | Node::Repeat { .. } => Prefix { done: true, ..Prefix::default() },
+        _ => Prefix::default(),
     }
 }
 
