@@ -3,11 +3,13 @@
 
 #[path = "support/equivalence.rs"]
 mod equivalence;
+#[path = "support/own_outputs.rs"]
+mod own_outputs;
 
 use chat_parser::parsers::AnyParser;
 use chat_parser_generator::ir::build::{ParseOptions, ReasoningFormat};
 use equivalence::*;
-use serde_json::json;
+use own_outputs::{tool, TEXTS};
 
 fn spec(file: &str) -> chat_parser_generator::FormatSpec {
     let path = format!("{}/templates/{file}", env!("CARGO_MANIFEST_DIR"));
@@ -27,23 +29,6 @@ fn generated(file: &str, options: &ParseOptions, pieces: &[&[u8]]) -> Vec<Ev> {
         ev.0
     })
 }
-
-fn tool() -> serde_json::Value {
-    json!({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}})
-}
-
-const TEXTS: &[&str] = &[
-    "Hello there.",
-    "<think>\nLet me think.\n</think>\n\nThe answer is 4.",
-    "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n</tool_call>",
-    "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
-    "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}, \"id\": \"abc123def\"}]",
-    "<tool_call>get_weather\n{\"city\": \"Rome\"}</tool_call> and <tool_call>nope{}</tool_call>",
-    "text <tool_call>\n{\"name\": \"unknown\", \"arguments\": {}}\n</tool_call> more",
-    "<think>unterminated reasoning <tool_call>",
-    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par",
-    "caf\u{e9} \u{1F600} <tool_call>\n<function=get_weather>\n<parameter=city>\n\u{1F600}\n</parameter>\n",
-];
 
 #[test]
 fn generated_parsers_match_the_reference_parser() {

@@ -25,6 +25,7 @@
 
 pub mod analysis;
 pub mod build;
+pub mod capi;
 pub mod codegen;
 pub mod diff;
 pub mod grammar;
