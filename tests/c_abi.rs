@@ -19,6 +19,8 @@
 
 #[path = "support/equivalence.rs"]
 mod equivalence;
+#[path = "../generator/tests/support/figures.rs"]
+mod figures;
 #[path = "support/own_outputs.rs"]
 mod own_outputs;
 #[path = "../generator/tests/support/roundtrip_texts.rs"]
@@ -28,6 +30,7 @@ use chat_parser::parsers::{AnyParser, TEMPLATES};
 use chat_parser_generator::ir::build::{tool_signatures, ParseOptions, ReasoningFormat};
 use chat_parser_runtime::{ArgType, Event, Sink};
 use equivalence::RuntimeTools;
+use figures::figure;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -295,7 +298,7 @@ fn c_programs_match_the_rust_parsers() {
     let undefined = undefined_symbols(&library).expect("nm reads the library");
     let bad: Vec<&String> = undefined.iter().filter(|s| !allowed(s)).collect();
     assert!(bad.is_empty(), "the static library needs symbols beyond the C library's basics (an allocator? std?): {bad:?}");
-    println!("c abi: undefined symbols of the static library: {}", undefined.join(", "));
+    figure(&format!("c abi: undefined symbols of the static library: {}", undefined.join(", ")));
 
     let work = root().join("target/capi/c-tests");
     std::fs::create_dir_all(&work).expect("work dir");
@@ -321,7 +324,7 @@ fn c_programs_match_the_rust_parsers() {
             panic!("{label}: C and Rust differ at line {at} ({case}):\n  C:    {:?}\n  Rust: {:?}", g.get(at), w.get(at));
         }
         let events = want.lines().filter(|l| !l.starts_with("case ") && *l != "end").count();
-        println!("c abi ({label}): {} cases over {} templates, 1-byte and random chunks: {events} events equal to Rust's", cases.len(), TEMPLATES.len());
+        figure(&format!("c abi ({label}): {} cases over {} templates, 1-byte and random chunks: {events} events equal to Rust's", cases.len(), TEMPLATES.len()));
     }
 
     // The example, built as README.md says.
@@ -329,5 +332,5 @@ fn c_programs_match_the_rust_parsers() {
     compile(&[root().join("examples/c/stream.c")], &library, &exe, &[]).expect("the C example builds");
     let out = run(&exe, &[]);
     assert!(out.contains("tool call 0: get_weather") && out.contains("content:"), "the C example printed:\n{out}");
-    println!("c abi: examples/c/stream.c builds and runs");
+    figure("c abi: examples/c/stream.c builds and runs");
 }

@@ -18,9 +18,12 @@
 //! `tests/grammar/known-failures.txt`.
 
 mod common;
+#[path = "support/figures.rs"]
+mod figures;
 #[path = "support/roundtrip_texts.rs"]
 mod roundtrip_texts;
 
+use figures::figure;
 use roundtrip_texts::*;
 
 use chat_parser_generator::{
@@ -482,15 +485,3 @@ fn corpus_grammars_pass_llguidance() {
     }
 }
 
-/// Prints a summary line, and appends it to the file `CHAT_PARSER_FIGURES`
-/// names, when set: CI shows the figures of passing tests (whose output the
-/// harness hides) without running this long test a second time.
-fn figure(line: &str) {
-    println!("{line}");
-    if let Some(path) = std::env::var_os("CHAT_PARSER_FIGURES") {
-        use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-            let _ = writeln!(f, "{line}");
-        }
-    }
-}
