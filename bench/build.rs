@@ -23,14 +23,11 @@ fn main() {
         println!("cargo:rustc-env=CHAT_PARSER_BENCH_TEMPLATE_DIRS={}", joined.to_string_lossy());
     }
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let Some((first, rest)) = dirs.split_first() else {
+    let Some(builder) = chat_parser_generator::build::Builder::for_dirs(&dirs) else {
         eprintln!("CHAT_PARSER_TEMPLATES names no directory");
         std::process::exit(1);
     };
-    let mut builder = chat_parser_generator::build::Builder::new(first).skip_failures(true);
-    for d in rest {
-        builder = builder.dir(d);
-    }
+    let builder = builder.skip_failures(true);
     if let Err(e) = builder.write_parser_modules(out.join("parsers.rs")) {
         eprintln!("{e}");
         std::process::exit(1);

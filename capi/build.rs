@@ -15,14 +15,10 @@ fn main() {
         Err(_) => vec![root.join("templates")],
     };
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let Some((first, rest)) = dirs.split_first() else {
+    let Some(builder) = chat_parser_generator::build::Builder::for_dirs(&dirs) else {
         eprintln!("CHAT_PARSER_CAPI_TEMPLATES names no directory");
         std::process::exit(1);
     };
-    let mut builder = chat_parser_generator::build::Builder::new(first);
-    for d in rest {
-        builder = builder.dir(d);
-    }
     let header = out.join("chat_parser.h");
     if let Err(e) = builder.write_capi(out.join("capi.rs"), &header) {
         // Template problems are build failures, with the file and line.

@@ -124,26 +124,23 @@ fn layout(n_tools: usize, n_args: usize) -> Option<(usize, usize, usize)> {
     Some((tools_at, args_at, end))
 }
 
-/// The C tools as a slice (empty for NULL).
+/// A C array as a slice (empty for NULL).
 ///
 /// # Safety
-/// `options.tools` is NULL or points to `n_tools` tools.
-unsafe fn c_tools(options: &CpOptions) -> &[CpTool] {
-    if options.tools.is_null() || options.n_tools == 0 {
+/// `ptr` is NULL or points to `len` valid elements that outlive the slice.
+unsafe fn c_slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
+    if ptr.is_null() || len == 0 {
         return &[];
     }
-    core::slice::from_raw_parts(options.tools, options.n_tools)
+    core::slice::from_raw_parts(ptr, len)
 }
 
-/// A tool's C arguments as a slice (empty for NULL).
+/// How many arguments the tools declare in all.
 ///
 /// # Safety
-/// `tool.args` is NULL or points to `n_args` arguments.
-unsafe fn c_args(tool: &CpTool) -> &[CpArg] {
-    if tool.args.is_null() || tool.n_args == 0 {
-        return &[];
-    }
-    core::slice::from_raw_parts(tool.args, tool.n_args)
+/// Each tool's `args` is NULL or points to `n_args` arguments.
+unsafe fn arg_count(tools: &[CpTool]) -> usize {
+    tools.iter().fold(0usize, |n, t| n.saturating_add(c_slice(t.args, t.n_args).len()))
 }
 
 /// A C name as text, borrowed for as long as the caller keeps it.
@@ -193,9 +190,8 @@ pub unsafe extern "C" fn cp_parser_size(template: i32, options: *const CpOptions
     if constants(template).is_none() {
         return 0;
     }
-    let tools = if options.is_null() { &[] } else { c_tools(&*options) };
-    let n_args = tools.iter().fold(0usize, |n, t| n.saturating_add(c_args(t).len()));
-    layout(tools.len(), n_args).map_or(0, |(_, _, end)| end)
+    let tools = if options.is_null() { &[] } else { c_slice((*options).tools, (*options).n_tools) };
+    layout(tools.len(), arg_count(tools)).map_or(0, |(_, _, end)| end)
 }
 
 /// `cp_parser_init`.
@@ -214,9 +210,8 @@ pub unsafe extern "C" fn cp_parser_init(mem: *mut c_void, template: i32, options
     }
     let defaults = default_options();
     let options = if options.is_null() { &defaults } else { &*options };
-    let c_tools = c_tools(options);
-    let n_args = c_tools.iter().fold(0usize, |n, t| n.saturating_add(c_args(t).len()));
-    let Some((tools_at, args_at, _)) = layout(c_tools.len(), n_args) else {
+    let c_tools = c_slice(options.tools, options.n_tools);
+    let Some((tools_at, args_at, _)) = layout(c_tools.len(), arg_count(c_tools)) else {
         return CP_ERR_MEMORY;
     };
     let base = mem.cast::<u8>();
@@ -229,7 +224,7 @@ pub unsafe extern "C" fn cp_parser_init(mem: *mut c_void, template: i32, options
             return CP_ERR_TOOLS;
         };
         let first = next_arg;
-        for a in c_args(t) {
+        for a in c_slice(t.args, t.n_args) {
             let Some(arg) = c_name(a.name, a.name_len) else {
                 return CP_ERR_TOOLS;
             };

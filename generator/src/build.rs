@@ -34,6 +34,14 @@ impl Builder {
         }
     }
 
+    /// A builder for the templates of all of `dirs`; `None` when there is
+    /// none (a build script's directory list, from an environment variable,
+    /// can be empty).
+    pub fn for_dirs(dirs: &[PathBuf]) -> Option<Builder> {
+        let (first, rest) = dirs.split_first()?;
+        Some(rest.iter().fold(Builder::new(first), |b, d| b.dir(d)))
+    }
+
     /// Also takes the templates of another directory.
     pub fn dir(mut self, dir: impl Into<PathBuf>) -> Builder {
         self.dirs.push(dir.into());

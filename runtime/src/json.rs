@@ -244,10 +244,8 @@ pub struct JsonScanner {
     /// [`PYTHON`] and [`OBJECT_ONLY`] (bits, to keep the state small:
     /// generated parsers hold a scanner).
     syntax: u8,
-    /// Bit `i % 8` of byte `i / 8` is set when the container at depth `i`
-    /// is an object (bytes, not a `u64`: the scanner then needs no 8-byte
-    /// alignment, which would pad a generated parser's state).
-    objects: [u8; MAX_DEPTH as usize / 8],
+    /// Bit `i` is set when the container at depth `i` is an object.
+    objects: u64,
     depth: u8,
     expect: Expect,
     token: Token,
@@ -299,7 +297,7 @@ impl JsonScanner {
     pub const fn new(python: bool, object_only: bool) -> JsonScanner {
         JsonScanner {
             syntax: if python { PYTHON } else { 0 } | if object_only { OBJECT_ONLY } else { 0 },
-            objects: [0; MAX_DEPTH as usize / 8],
+            objects: 0,
             depth: 0,
             expect: Expect::Value,
             token: Token::None,
@@ -761,10 +759,8 @@ impl JsonScanner {
                     return false;
                 }
                 let object = b == b'{';
-                let (byte, bit) = (usize::from(self.depth / 8), self.depth % 8);
-                if let Some(b) = self.objects.get_mut(byte) {
-                    *b = (*b & !(1 << bit)) | (u8::from(object) << bit);
-                }
+                self.objects =
+                    (self.objects & !(1 << self.depth)) | ((object as u64) << self.depth);
                 self.depth += 1;
                 self.expect = if object {
                     Expect::KeyOrClose
@@ -812,7 +808,7 @@ impl JsonScanner {
     /// Whether the innermost container is an object (`None` at the top).
     fn top_is_object(&self) -> Option<bool> {
         let top = self.depth.checked_sub(1)?;
-        Some(self.objects.get(usize::from(top / 8))? >> (top % 8) & 1 == 1)
+        Some(self.objects >> top & 1 == 1)
     }
 
     fn close(&mut self) {

@@ -158,6 +158,7 @@ impl Flags {
         self.0 & flag != 0
     }
 
+    /// Sets or clears `flag` (or several, or'ed together).
     #[inline]
     fn set(&mut self, flag: u16, on: bool) {
         if on {
@@ -506,9 +507,8 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
 
     /// The call ended (its closing markup matched).
     pub fn tool_close(&mut self, sink: &mut impl Sink) {
-        if self.flags.has(CALL_OPEN) {
+        if self.flags.take(CALL_OPEN) {
             sink.event(Event::ToolCallEnd { complete: true });
-            self.flags.set(CALL_OPEN, false);
         }
         self.emit_pos = self.pos;
     }
@@ -642,9 +642,8 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         let repeat = region.repeat as usize;
         let Resume { head, recover } = resume(repeat);
         if region.committed {
-            if self.flags.has(CALL_OPEN) {
+            if self.flags.take(CALL_OPEN) {
                 sink.event(Event::ToolCallEnd { complete: false });
-                self.flags.set(CALL_OPEN, false);
             }
             let dropped = region.pos == DROPPED;
             let start = region.pos as usize;
@@ -674,9 +673,8 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
 
     /// The output ended inside a call: it is incomplete.
     pub fn finish(&mut self, sink: &mut impl Sink) {
-        if self.flags.has(CALL_OPEN) {
+        if self.flags.take(CALL_OPEN) {
             sink.event(Event::ToolCallEnd { complete: false });
-            self.flags.set(CALL_OPEN, false);
         }
         self.n_regions = 0;
     }
@@ -686,9 +684,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// Starts reading text up to a stop.
     pub fn until_start(&mut self) {
         self.flags.set(FRESH, true);
-        self.flags.set(HELD_NEWLINE, false);
-        self.flags.set(AS_STRING, false);
-        self.flags.set(REPORTED, false);
+        self.flags.set(HELD_NEWLINE | AS_STRING | REPORTED, false);
     }
 
     /// One step of reading text of `kind` up to a stop, which the generated
@@ -756,7 +752,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 }
                 let piece = text.get(from..to).unwrap_or("");
                 self.text(kind, piece, sink);
-                self.flags.set(REPORTED, self.flags.has(REPORTED) || newline_first || !piece.is_empty());
+                if newline_first || !piece.is_empty() {
+                    self.flags.set(REPORTED, true);
+                }
             }
             Kind::ToolId => self.id(text, from, to, false, sink),
             Kind::ToolName | Kind::ToolIdName | Kind::ArgName | Kind::Discard => {}
@@ -898,7 +896,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             _ => return false,
         }
         self.flags.set(HELD_NEWLINE, newline_last);
-        self.flags.set(REPORTED, self.flags.has(REPORTED) || newline_first || !body.is_empty());
+        if newline_first || !body.is_empty() {
+            self.flags.set(REPORTED, true);
+        }
         true
     }
 
