@@ -149,6 +149,7 @@ struct Lines {
 
 impl Sink for Lines {
     fn event(&mut self, e: Event<'_>) {
+        let mut tail = 0;
         let (kind, text, complete) = match e {
             Event::Content(s) => (0, s, false),
             Event::Reasoning(s) => (1, s, false),
@@ -160,8 +161,12 @@ impl Sink for Lines {
             Event::ToolId(s) => (4, s, false),
             Event::ToolArgs(s) => (5, s, false),
             Event::ToolCallEnd { complete } => (6, "", complete),
+            Event::ToolCallCut { tail: n } => {
+                tail = n;
+                (7, "", false)
+            }
         };
-        let _ = write!(self.out, "{kind} {} {} ", self.call, u8::from(complete));
+        let _ = write!(self.out, "{kind} {} {} {tail} ", self.call, u8::from(complete));
         for &b in text.as_bytes() {
             if (0x20..0x7f).contains(&b) && b != b'\\' {
                 self.out.push(b as char);

@@ -103,8 +103,14 @@ typedef int32_t cp_event_kind;
 #define CP_EVENT_TOOL_ID 4
 /* A piece of the arguments' JSON text: a call's pieces make one object. */
 #define CP_EVENT_TOOL_ARGS 5
-/* The call ended; complete is false when the output stopped first. */
+/* The call ended: complete when its closing markup matched, not when its
+   markup broke before the end of the output. */
 #define CP_EVENT_TOOL_CALL_END 6
+/* The output ended inside the open call, which ends here incomplete. Its
+   text (its markup from its start) is the last `tail` bytes of the output:
+   a call the output cut off is not a call, so return that text as content.
+   Later events are that text read again. */
+#define CP_EVENT_TOOL_CALL_CUT 7
 
 /* One event. text/len: the piece of text (empty for start and end). */
 typedef struct cp_event {
@@ -115,6 +121,8 @@ typedef struct cp_event {
     size_t call_index;
     /* CP_EVENT_TOOL_CALL_END: the call's markup was complete. */
     bool complete;
+    /* CP_EVENT_TOOL_CALL_CUT: the length of the call's text. */
+    size_t tail;
 } cp_event;
 
 /* Receives each event, with the pointer given to cp_feed or cp_finish. */

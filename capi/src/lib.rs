@@ -90,6 +90,7 @@ pub struct CpEvent {
     pub len: usize,
     pub call_index: usize,
     pub complete: bool,
+    pub tail: usize,
 }
 
 /// `cp_event_fn` (NULL: events are dropped).
@@ -268,6 +269,7 @@ struct CSink<'a> {
 
 impl Sink for CSink<'_> {
     fn event(&mut self, event: Event<'_>) {
+        let mut tail = 0;
         let (kind, text, complete) = match event {
             Event::Content(s) => (0, s, false),
             Event::Reasoning(s) => (1, s, false),
@@ -279,9 +281,13 @@ impl Sink for CSink<'_> {
             Event::ToolId(s) => (4, s, false),
             Event::ToolArgs(s) => (5, s, false),
             Event::ToolCallEnd { complete } => (6, "", complete),
+            Event::ToolCallCut { tail: n } => {
+                tail = n;
+                (7, "", false)
+            }
         };
         if let Some(f) = self.on_event {
-            let e = CpEvent { kind, text: text.as_ptr().cast(), len: text.len(), call_index: *self.call, complete };
+            let e = CpEvent { kind, text: text.as_ptr().cast(), len: text.len(), call_index: *self.call, complete, tail };
             // SAFETY: the caller gave a valid callback; the event lives
             // through the call.
             unsafe { f(&e, self.user) };

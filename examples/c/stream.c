@@ -47,7 +47,11 @@ static void on_event(const cp_event *e, void *user) {
         }
         break;
     case CP_EVENT_TOOL_CALL_END:
-        printf("  arguments: %.*s%s\n", (int)r->args_len, r->args, e->complete ? "" : " (cut off)");
+        printf("  arguments: %.*s%s\n", (int)r->args_len, r->args, e->complete ? "" : " (broken)");
+        break;
+    case CP_EVENT_TOOL_CALL_CUT:
+        /* Not a call: its text, the last e->tail bytes of the output, is content. */
+        printf("  (cut off by the end of the output: %zu bytes of content)\n", e->tail);
         break;
     default:
         break;

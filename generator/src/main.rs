@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! chat-parser analyze TEMPLATE.jinja [--format spec|reference]
-//! chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json
+//! chat-parser parse TEMPLATE.jinja [--stream CHUNKS] [--hold-calls] [--cut-off-calls content|incomplete] < REQUEST.json
 //! chat-parser generate TEMPLATE.jinja [--out FILE]
 //! chat-parser grammar TEMPLATE.jinja [--json] < REQUEST.json
 //! ```
@@ -20,8 +20,11 @@
 //! fields such as `messages` are accepted and ignored) plus `text`, the model
 //! output right after the generation prompt, and the options `is_partial`,
 //! `reasoning_format`, `enable_thinking` and `json_schema`. It prints the
-//! parsed message as one JSON line; with `--stream N` it first prints each
-//! OpenAI-style delta of feeding `text` in N-byte chunks, one JSON line each.
+//! parsed message as one JSON line, with the `finish_reason` the parse
+//! implies (`length` when the output ended inside a call); with `--stream`
+//! it first prints each OpenAI-style delta of feeding `text` in chunks
+//! (`N` bytes, a list `1,3,7` cycled, or `rand:SEED:MAX`), one JSON line
+//! each.
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -32,15 +35,17 @@ use chat_parser_generator::{
     reference::reference_view,
     FormatSpec,
 };
+use chat_parser_runtime::message::CutOffCalls;
 use chat_parser_runtime::{DeltaBuilder, Event, Message, MessageBuilder, Sink};
 use serde_json::{json, Value};
 
 const ANALYZE_USAGE: &str = "usage: chat-parser analyze TEMPLATE.jinja [--format spec|reference]";
-const PARSE_USAGE: &str = "usage: chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json";
+const PARSE_USAGE: &str =
+    "usage: chat-parser parse TEMPLATE.jinja [--stream CHUNKS] [--hold-calls] [--cut-off-calls content|incomplete] < REQUEST.json";
 const GENERATE_USAGE: &str = "usage: chat-parser generate TEMPLATE.jinja [--out FILE]";
 const GRAMMAR_USAGE: &str = "usage: chat-parser grammar TEMPLATE.jinja [--json] < REQUEST.json";
 const USAGE: &str = "usage: chat-parser analyze TEMPLATE.jinja [--format spec|reference]
-       chat-parser parse TEMPLATE.jinja [--stream N] < REQUEST.json
+       chat-parser parse TEMPLATE.jinja [--stream CHUNKS] [--hold-calls] [--cut-off-calls content|incomplete] < REQUEST.json
        chat-parser generate TEMPLATE.jinja [--out FILE]
        chat-parser grammar TEMPLATE.jinja [--json] < REQUEST.json";
 
@@ -57,9 +62,15 @@ commands:
               enable_thinking      default true (also read from chat_template_kwargs)
               json_schema          the reply is one JSON value (or response_format: {\"type\": \"json_schema\", ...})
               messages and other chat-completions fields are accepted and ignored
-            prints the message: {\"content\", \"reasoning_content\", \"tool_calls\": [{\"name\", \"id\", \"arguments\"}]}
-            --stream N: feed the text in N-byte chunks, print each delta (OpenAI chunk `delta`)
-                        as a JSON line, then the message as the last line
+            prints the message: {\"content\", \"reasoning_content\", \"tool_calls\": [{\"name\", \"id\", \"arguments\"}],
+            \"finish_reason\"}: \"length\" when the output ended inside a call, else \"stop\" (null when is_partial)
+            --cut-off-calls content (default): a call the output cut off is not a call; its text is content
+            --cut-off-calls incomplete: keep it as a call (\"complete\": false is printed for it)
+            --stream CHUNKS: feed the text in chunks, print each delta (OpenAI chunk `delta`) as a
+                        JSON line, then the message as the last line. CHUNKS: N (bytes), a list
+                        of sizes cycled (1,3,7), or rand:SEED:MAX (random sizes 1..=MAX, xorshift64*)
+            --hold-calls: with --stream, hold each call's deltas until the call is complete (a call
+                        the output cut off is never sent; its text is sent as content)
   generate  print the generated Rust parser module for the template (a module body:
             include it inside `mod name { ... }`; it needs the chat-parser-runtime crate)
             --out FILE: write it to FILE instead (left untouched when it already holds it)
@@ -170,11 +181,16 @@ fn generate_command(args: &[String], out: &mut impl Write) -> Result<(), String>
 fn parse_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
     let mut path = None;
     let mut stream = None;
+    let mut hold_calls = false;
+    let mut cut_off = CutOffCalls::AsContent;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
-            "--stream" => stream = Some(chunk_size(it.next().ok_or("--stream needs a chunk size in bytes (N >= 1)")?)?),
-            flag if flag.starts_with("--stream=") => stream = Some(chunk_size(&flag["--stream=".len()..])?),
+            "--stream" => stream = Some(Chunking::parse(it.next().ok_or(CHUNKS_ERROR)?)?),
+            flag if flag.starts_with("--stream=") => stream = Some(Chunking::parse(&flag["--stream=".len()..])?),
+            "--hold-calls" => hold_calls = true,
+            "--cut-off-calls" => cut_off = cut_off_policy(it.next().map(String::as_str).unwrap_or(""))?,
+            flag if flag.starts_with("--cut-off-calls=") => cut_off = cut_off_policy(&flag["--cut-off-calls=".len()..])?,
             flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`; {PARSE_USAGE}")),
             p if path.is_none() => path = Some(p.to_string()),
             extra => return Err(format!("unexpected argument `{extra}`; {PARSE_USAGE}")),
@@ -199,9 +215,9 @@ fn parse_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
                 parser.finish(&mut message);
             }
         }
-        Some(size) => {
-            let mut deltas = DeltaBuilder::new();
-            for chunk in request.text.as_bytes().chunks(size) {
+        Some(chunking) => {
+            let mut deltas = if hold_calls { DeltaBuilder::holding() } else { DeltaBuilder::new() };
+            for chunk in chunking.split(request.text.as_bytes()) {
                 parser.feed(chunk, &mut Both(&mut message, &mut deltas));
                 if let Some(delta) = deltas.take() {
                     write_line(out, &to_json(&delta)?)?;
@@ -212,12 +228,78 @@ fn parse_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
             }
             // Also when partial: a call still waiting for its name is in the
             // message, so its header must be in the deltas too.
-            if let Some(delta) = deltas.finish() {
+            if let Some(delta) = deltas.finish_output(&request.text) {
                 write_line(out, &to_json(&delta)?)?;
             }
         }
     }
-    write_line(out, &message_json(&message.into_message()).to_string())
+    let finish_reason = match (request.is_partial, message.cut_off()) {
+        (true, _) => Value::Null,
+        (false, true) => json!("length"),
+        (false, false) => json!("stop"),
+    };
+    let mut line = message_json(&message.finish(&request.text, cut_off), cut_off == CutOffCalls::KeepIncomplete && !request.is_partial);
+    line["finish_reason"] = finish_reason;
+    write_line(out, &line.to_string())
+}
+
+fn cut_off_policy(value: &str) -> Result<CutOffCalls, String> {
+    match value {
+        "content" => Ok(CutOffCalls::AsContent),
+        "incomplete" => Ok(CutOffCalls::KeepIncomplete),
+        other => Err(format!("--cut-off-calls takes content or incomplete, not `{other}`")),
+    }
+}
+
+const CHUNKS_ERROR: &str = "--stream needs chunk sizes: N (bytes, N >= 1), a list such as 1,3,7, or rand:SEED:MAX";
+
+/// How `--stream` cuts the text into chunks.
+enum Chunking {
+    /// These sizes, cycled.
+    Sizes(Vec<usize>),
+    /// Random sizes from 1 to `max` (xorshift64* from `seed`, the
+    /// generator the project's tests use, so a harness can replay them).
+    Random { seed: u64, max: usize },
+}
+
+impl Chunking {
+    fn parse(value: &str) -> Result<Chunking, String> {
+        let bad = || format!("{CHUNKS_ERROR}; not `{value}`");
+        let size = |s: &str| s.trim().parse::<usize>().ok().filter(|&n| n >= 1);
+        if let Some(rest) = value.strip_prefix("rand:") {
+            let (seed, max) = rest.split_once(':').ok_or_else(bad)?;
+            let seed = seed.parse::<u64>().map_err(|_| bad())?;
+            let max = size(max).ok_or_else(bad)?;
+            return Ok(Chunking::Random { seed, max });
+        }
+        let sizes = value.split(',').map(size).collect::<Option<Vec<_>>>().ok_or_else(bad)?;
+        Ok(Chunking::Sizes(sizes))
+    }
+
+    fn split<'a>(&self, text: &'a [u8]) -> Vec<&'a [u8]> {
+        let mut state = match self {
+            // xorshift64* must not start at 0.
+            Chunking::Random { seed, .. } => seed ^ 0x9E37_79B9_7F4A_7C15,
+            Chunking::Sizes(_) => 0,
+        };
+        let mut next = |i: usize| match self {
+            Chunking::Sizes(sizes) => sizes[i % sizes.len()],
+            Chunking::Random { max, .. } => {
+                state ^= state >> 12;
+                state ^= state << 25;
+                state ^= state >> 27;
+                (state.wrapping_mul(0x2545_F491_4F6C_DD1D) % *max as u64) as usize + 1
+            }
+        };
+        let mut chunks = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let (chunk, after) = rest.split_at(next(chunks.len()).min(rest.len()));
+            chunks.push(chunk);
+            rest = after;
+        }
+        chunks
+    }
 }
 
 fn grammar_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
@@ -270,23 +352,24 @@ fn grammar_command(args: &[String], out: &mut impl Write) -> Result<(), String> 
     write_line(out, &line.to_string())
 }
 
-fn chunk_size(value: &str) -> Result<usize, String> {
-    match value.parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("--stream needs a chunk size in bytes (N >= 1), not `{value}`")),
-    }
-}
-
 fn to_json(value: &impl serde::Serialize) -> Result<String, String> {
     serde_json::to_string(value).map_err(|e| e.to_string())
 }
 
-/// The printed message: `complete` is left out, as in OpenAI's message.
-fn message_json(message: &Message) -> Value {
+/// The printed message: `complete` is left out, as in OpenAI's message,
+/// except on a call kept incomplete when `mark_incomplete`
+/// (`--cut-off-calls incomplete`).
+fn message_json(message: &Message, mark_incomplete: bool) -> Value {
     let calls: Vec<Value> = message
         .tool_calls
         .iter()
-        .map(|call| json!({"name": call.name, "id": call.id, "arguments": call.arguments}))
+        .map(|call| {
+            let mut line = json!({"name": call.name, "id": call.id, "arguments": call.arguments});
+            if mark_incomplete && !call.complete {
+                line["complete"] = json!(false);
+            }
+            line
+        })
         .collect();
     json!({
         "content": message.content,

@@ -99,6 +99,8 @@ impl Sink for Recorder {
             Event::ToolId(t) => Ev::Id(t.to_string()),
             Event::ToolArgs(t) => Ev::Args(t.to_string()),
             Event::ToolCallEnd { complete } => Ev::End(complete),
+            // A call the output cut off ends incomplete too.
+            Event::ToolCallCut { .. } => Ev::End(false),
         });
     }
 }

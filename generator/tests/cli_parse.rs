@@ -34,6 +34,19 @@ fn parse(template: &str, request: &Value) -> Value {
     assert!(err.is_empty(), "stderr: {err}");
     assert_eq!(out.lines().count(), 1, "one line: {out}");
     let message: Value = serde_json::from_str(&out).expect("JSON message");
+    without_finish_reason(message, request)
+}
+
+/// Checks the message's `finish_reason` (`length` only when the output
+/// ended inside a call, `null` for a partial output) and its shape, and
+/// returns it without the reason.
+fn without_finish_reason(mut message: Value, request: &Value) -> Value {
+    let reason = message.as_object_mut().expect("object").shift_remove("finish_reason").expect("finish_reason");
+    if request["is_partial"] == json!(true) {
+        assert_eq!(reason, Value::Null, "{message}");
+    } else {
+        assert!(reason == json!("stop") || reason == json!("length"), "{reason}");
+    }
     assert_message_shape(&message);
     message
 }
@@ -182,11 +195,17 @@ fn fold(deltas: &[Value]) -> Value {
 /// `parse --stream N`: checks the shape of every line and that the deltas
 /// fold into the final message; returns (deltas, message).
 fn stream(template: &str, request: &Value, chunk: usize) -> (Vec<Value>, Value) {
-    let (code, out, err) = run(&["parse", &own(template), "--stream", &chunk.to_string()], &request.to_string());
+    stream_with(template, request, &["--stream", &chunk.to_string()])
+}
+
+/// `parse` with these options (`--stream ...` among them): as [`stream`].
+fn stream_with(template: &str, request: &Value, options: &[&str]) -> (Vec<Value>, Value) {
+    let path = own(template);
+    let args: Vec<&str> = ["parse", path.as_str()].into_iter().chain(options.iter().copied()).collect();
+    let (code, out, err) = run(&args, &request.to_string());
     assert_eq!(code, 0, "stderr: {err}");
     let mut lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect();
-    let message = lines.pop().expect("the final message");
-    assert_message_shape(&message);
+    let message = without_finish_reason(lines.pop().expect("the final message"), request);
     for delta in &lines {
         let fields = delta.as_object().expect("delta object");
         assert!(!fields.is_empty(), "no empty deltas");
@@ -197,7 +216,7 @@ fn stream(template: &str, request: &Value, chunk: usize) -> (Vec<Value>, Value) 
             assert!(call["index"].is_u64(), "a delta's call has an index: {delta}");
         }
     }
-    assert_eq!(fold(&lines), message, "folded deltas of {chunk}-byte chunks");
+    assert_eq!(fold(&lines), message, "folded deltas of {options:?}");
     (lines, message)
 }
 
@@ -296,9 +315,11 @@ fn bad_templates_and_arguments() {
     assert_one_line_error(&["parse", &broken], request, &format!("{broken}:2: syntax error"));
     let _ = std::fs::remove_dir_all(&dir);
     let think = own("think.jinja");
-    assert_one_line_error(&["parse", &think, "--stream", "0"], request, "--stream needs a chunk size");
-    assert_one_line_error(&["parse", &think, "--stream", "many"], request, "--stream needs a chunk size");
-    assert_one_line_error(&["parse", &think, "--stream"], request, "--stream needs a chunk size");
+    for bad in ["0", "many", "1,,2", "rand:1", "rand:x:3", "rand:1:0"] {
+        assert_one_line_error(&["parse", &think, "--stream", bad], request, "--stream needs chunk sizes");
+    }
+    assert_one_line_error(&["parse", &think, "--stream"], request, "--stream needs chunk sizes");
+    assert_one_line_error(&["parse", &think, "--cut-off-calls", "drop"], request, "--cut-off-calls takes content or incomplete");
     assert_one_line_error(&["parse", &think, "--chunk", "3"], request, "unknown option `--chunk`");
     assert_one_line_error(&["parse"], request, "usage: chat-parser parse TEMPLATE.jinja");
     // `--stream=N` works too.
@@ -312,8 +333,62 @@ fn usage_mentions_both_commands() {
     let (code, out, _) = run(&["--help"], "");
     assert_eq!(code, 0);
     assert!(out.contains("chat-parser analyze TEMPLATE.jinja [--format spec|reference]"), "{out}");
-    assert!(out.contains("chat-parser parse TEMPLATE.jinja [--stream N]"), "{out}");
+    assert!(out.contains("chat-parser parse TEMPLATE.jinja [--stream CHUNKS]"), "{out}");
     let (code, _, err) = run(&[], "");
     assert_eq!(code, 2);
-    assert!(err.contains("chat-parser parse TEMPLATE.jinja [--stream N]"), "{err}");
+    assert!(err.contains("chat-parser parse TEMPLATE.jinja [--stream CHUNKS]"), "{err}");
+}
+
+/// `--stream` replays token-shaped chunkings: a list of sizes cycled and a
+/// seeded random one give the same message as the whole text, and the same
+/// seed gives the same deltas.
+#[test]
+fn chunk_lists_and_seeded_random_chunks() {
+    let request = json!({"tools": weather_tools(), "text": XML_CALL});
+    let whole = parse("xml_args.jinja", &request);
+    for chunks in ["1,3,7", "2", "rand:1:5", "rand:42:16"] {
+        let (_, message) = stream_with("xml_args.jinja", &request, &["--stream", chunks]);
+        assert_eq!(message, whole, "--stream {chunks}");
+    }
+    let (a, _) = stream_with("xml_args.jinja", &request, &["--stream", "rand:7:9"]);
+    let (b, _) = stream_with("xml_args.jinja", &request, &["--stream=rand:7:9"]);
+    let (c, _) = stream_with("xml_args.jinja", &request, &["--stream", "rand:8:9"]);
+    assert_eq!(a, b, "one seed, one chunking");
+    assert_ne!(a, c, "another seed, other chunks");
+}
+
+/// A call the output cut off: by default not a call (its text is content)
+/// and `finish_reason` is `length`; `--cut-off-calls incomplete` keeps it,
+/// marked; `--hold-calls` never streams it.
+#[test]
+fn cut_off_calls() {
+    let text = "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CE";
+    let request = json!({"tools": weather_tools(), "parallel_tool_calls": true, "text": text});
+    let path = own("json_tool_call.jinja");
+    let line = |args: &[&str]| {
+        let (code, out, err) = run(args, &request.to_string());
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<Value>(out.lines().last().unwrap()).unwrap()
+    };
+    let message = line(&["parse", &path]);
+    assert_eq!(message["finish_reason"], "length");
+    assert_eq!(message["tool_calls"].as_array().unwrap().len(), 1, "the complete call stays: {message}");
+    assert_eq!(message["tool_calls"][0]["name"], "get_weather");
+    assert_eq!(
+        message["content"],
+        "Sure.\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CE",
+        "the cut-off call's text (from the end of the call before) is content"
+    );
+    let kept = line(&["parse", &path, "--cut-off-calls", "incomplete"]);
+    assert_eq!(kept["tool_calls"][1], json!({"name": "get_time", "id": "", "arguments": "{\"tz\": \"CE", "complete": false}));
+    for chunks in ["1", "3", "rand:3:7"] {
+        let (deltas, held) = stream_with("json_tool_call.jinja", &request, &["--stream", chunks, "--hold-calls"]);
+        assert_eq!(held, without_finish_reason(message.clone(), &request), "--hold-calls folds into the message");
+        let names: Vec<&Value> = deltas.iter().filter_map(|d| d.get("tool_calls")).flat_map(|c| c.as_array().unwrap()).filter_map(|c| c["function"].get("name")).collect();
+        assert_eq!(names, [&json!("get_weather")], "the cut-off call is never sent");
+    }
+    let complete = json!({"tools": weather_tools(), "text": "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"});
+    let (code, out, _) = run(&["parse", &path], &complete.to_string());
+    assert_eq!(code, 0);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["finish_reason"], "stop");
 }

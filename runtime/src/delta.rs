@@ -93,8 +93,21 @@ struct OpenCall {
 /// - `ToolName`, `ToolId` or `ToolArgs` with no open call (a parser bug)
 ///   start a new implicit call, as [`MessageBuilder`](crate::message::MessageBuilder)
 ///   does; `ToolCallEnd` with no open call is ignored.
-/// - Deltas carry no completeness: `ToolCallEnd { complete }` only closes the
-///   call.
+/// - Deltas carry no completeness: `ToolCallEnd { complete }` and
+///   `ToolCallCut` only close the call.
+///
+/// # Holding calls until they are complete
+/// By default a call streams as it is parsed, as OpenAI streams: its header
+/// as soon as the name is known, then argument pieces. A call the output
+/// then cuts off (`max_tokens`) has been sent in part. [`holding`](Self::holding)
+/// makes a builder that holds everything from a call's start until the
+/// call ends: a complete call (or one whose markup broke before the end of
+/// the output, which the message keeps too) is released whole, and a call
+/// the output cut off is never sent; [`finish_output`](Self::finish_output)
+/// sends its text as content instead, as [`CutOffCalls::AsContent`]
+/// does for the message.
+///
+/// [`CutOffCalls::AsContent`]: crate::message::CutOffCalls::AsContent
 ///
 /// # Example
 /// ```
@@ -136,6 +149,38 @@ pub struct DeltaBuilder {
     /// How many calls have started.
     calls: usize,
     open: Option<OpenCall>,
+    /// Holding mode: what is ready to send while `pending` collects the
+    /// open call.
+    hold: Option<Delta>,
+    /// The output cut the open call off; its text has this many bytes.
+    cut: Option<usize>,
+}
+
+/// Appends `more` to `delta`, merging the entries of a call that both have.
+fn merge(delta: &mut Delta, more: Delta) {
+    if let Some(text) = more.content {
+        append(&mut delta.content, &text);
+    }
+    if let Some(text) = more.reasoning_content {
+        append(&mut delta.reasoning_content, &text);
+    }
+    for entry in more.tool_calls {
+        match delta.tool_calls.last_mut() {
+            Some(last) if last.index == entry.index => {
+                if let Some(id) = entry.id {
+                    append(&mut last.id, &id);
+                }
+                last.kind = last.kind.or(entry.kind);
+                if let Some(name) = entry.name {
+                    append(&mut last.name, &name);
+                }
+                if let Some(arguments) = entry.arguments {
+                    append(&mut last.arguments, &arguments);
+                }
+            }
+            _ => delta.tool_calls.push(entry),
+        }
+    }
 }
 
 impl DeltaBuilder {
@@ -144,15 +189,68 @@ impl DeltaBuilder {
         Self::default()
     }
 
+    /// An empty builder that holds each call until it is complete (see
+    /// the type's docs).
+    ///
+    /// # Example
+    /// ```
+    /// use chat_parser_runtime::delta::DeltaBuilder;
+    /// use chat_parser_runtime::message::Message;
+    /// use chat_parser_runtime::{Event, Sink};
+    /// let mut builder = DeltaBuilder::holding();
+    /// builder.event(Event::Content("Hi"));
+    /// builder.event(Event::ToolCallStart { index: 0 });
+    /// builder.event(Event::ToolName("f"));
+    /// builder.event(Event::ToolArgs("{\"a\":"));
+    /// // The call is held: only the content goes out.
+    /// assert_eq!(builder.take().and_then(|d| d.content).as_deref(), Some("Hi"));
+    /// // The output ends inside the call, 12 bytes after its start.
+    /// builder.event(Event::ToolCallCut { tail: 12 });
+    /// let last = builder.finish_output("Hi<call>f{\"a\":").unwrap();
+    /// assert_eq!(last.content.as_deref(), Some("<call>f{\"a\":"));
+    /// assert!(last.tool_calls.is_empty());
+    /// ```
+    pub fn holding() -> Self {
+        DeltaBuilder { hold: Some(Delta::default()), ..Self::default() }
+    }
+
     /// The merged delta of the events since the last `take`, or `None` if
     /// they added nothing. A call whose name has not arrived yet stays held
-    /// back (see the type's guarantees).
+    /// back (see the type's guarantees), and so does every open call in
+    /// [holding](Self::holding) mode.
     pub fn take(&mut self) -> Option<Delta> {
-        if self.pending.is_empty() {
-            None
-        } else {
-            Some(core::mem::take(&mut self.pending))
+        let delta = match &mut self.hold {
+            Some(ready) if self.open.is_some() => core::mem::take(ready),
+            Some(ready) => {
+                let mut delta = core::mem::take(ready);
+                merge(&mut delta, core::mem::take(&mut self.pending));
+                delta
+            }
+            None => core::mem::take(&mut self.pending),
+        };
+        (!delta.is_empty()).then_some(delta)
+    }
+
+    /// Releases what a holding builder collected for the call that just
+    /// ended (or everything, when no call is open).
+    fn release(&mut self) {
+        if let Some(ready) = &mut self.hold {
+            merge(ready, core::mem::take(&mut self.pending));
         }
+    }
+
+    /// [`finish`](Self::finish) for a builder that was given the whole
+    /// output (decoded as the parser decodes it): in holding mode, a call
+    /// the output cut off is left out and its text sent as content.
+    pub fn finish_output(&mut self, output: &str) -> Option<Delta> {
+        if let (Some(tail), Some(ready)) = (self.cut, &mut self.hold) {
+            let mut from = output.len().saturating_sub(tail);
+            while !output.is_char_boundary(from) {
+                from -= 1;
+            }
+            append(&mut ready.content, &output[from..]);
+        }
+        self.finish()
     }
 
     /// Like [`take`](Self::take), for the end of the stream: a call still
@@ -161,12 +259,15 @@ impl DeltaBuilder {
     /// parser never ended it.
     pub fn finish(&mut self) -> Option<Delta> {
         self.announce();
+        self.open = None;
+        self.release();
         self.take()
     }
 
     /// Starts a new call, after releasing the previous open one.
     fn start_call(&mut self) {
         self.announce();
+        self.release();
         self.open = Some(OpenCall {
             index: self.calls,
             ..OpenCall::default()
@@ -227,6 +328,10 @@ fn append(field: &mut Option<String>, text: &str) {
 
 impl Sink for DeltaBuilder {
     fn event(&mut self, event: Event<'_>) {
+        if self.cut.is_some() && self.hold.is_some() {
+            // The cut-off call's text read again: it is sent whole instead.
+            return;
+        }
         match event {
             Event::Content(text) => append(&mut self.pending.content, text),
             Event::Reasoning(text) => append(&mut self.pending.reasoning_content, text),
@@ -254,6 +359,20 @@ impl Sink for DeltaBuilder {
             Event::ToolCallEnd { .. } => {
                 if self.open.is_some() {
                     self.announce();
+                    self.open = None;
+                    self.release();
+                }
+            }
+            Event::ToolCallCut { tail } => {
+                if self.open.is_some() {
+                    self.cut = Some(tail);
+                    if self.hold.is_some() {
+                        // Never sent: the call is dropped, its index free.
+                        self.pending = Delta::default();
+                        self.calls = self.calls.saturating_sub(1);
+                    } else {
+                        self.announce();
+                    }
                     self.open = None;
                 }
             }

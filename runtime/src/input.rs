@@ -127,8 +127,10 @@ impl<const W: usize, const F: usize> Input<W, F> {
                     if w.len == 0 {
                         return;
                     }
+                    // Nothing is held before the chunk; after it, only what
+                    // `hold_partial` keeps.
                     if M::fast(core, s, w, sink) || self.hold_partial::<M, R, P, A>(core, s, sink) {
-                        core.fast_consumed();
+                        core.fast_consumed(s.len() - self.len as usize);
                         return;
                     }
                 } else if self.feed_joined::<M, R, P, A>(core, 0, bytes, sink) {
@@ -188,10 +190,13 @@ impl<const W: usize, const F: usize> Input<W, F> {
         let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };
         if !s.is_empty() {
             let word = Word::new(s.as_bytes()).unwrap_or(Word::NONE);
-            if !M::fast(core, s, word, sink) && !(held == 0 && self.hold_partial::<M, R, P, A>(core, s, sink)) {
+            if M::fast(core, s, word, sink) {
+                core.fast_consumed(s.len());
+            } else if held == 0 && self.hold_partial::<M, R, P, A>(core, s, sink) {
+                core.fast_consumed(s.len() - self.len as usize);
+            } else {
                 return false;
             }
-            core.fast_consumed();
         }
         if held > 0 {
             self.len = 0;
@@ -262,7 +267,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
                         // already.
                         if s.is_empty() {
                         } else if self.len == 0 && s.len() > 8 && M::fast(core, s, Word::NONE, sink) {
-                            core.fast_consumed();
+                            core.fast_consumed(s.len());
                         } else {
                             self.push::<M, R, P, A>(core, entry, s, sink);
                         }
@@ -287,7 +292,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
                     }
                     if s.is_empty() {
                     } else if self.len == 0 && M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) {
-                        core.fast_consumed();
+                        core.fast_consumed(s.len());
                     } else {
                         self.push::<M, R, P, A>(core, entry, s, sink);
                     }
@@ -339,8 +344,9 @@ impl<const W: usize, const F: usize> Input<W, F> {
             &self.buf[..self.len as usize]
         };
         let text = core::str::from_utf8(held).unwrap_or("");
+        core.ending();
         M::run(core, entry, text, true, sink);
-        core.finish(sink);
+        core.finish(text.len(), sink);
         self.len = 0;
         self.held = Held::Text;
         self.finished = true;

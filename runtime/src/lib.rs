@@ -94,8 +94,18 @@ pub enum Event<'a> {
     /// A piece of the arguments' JSON text; the pieces of one call
     /// concatenate to a JSON object.
     ToolArgs(&'a str),
-    /// The tool call ended. `complete` is false when the output stopped first.
+    /// The tool call ended: its closing markup matched (`complete: true`),
+    /// or the markup broke before the end of the output and parsing went on
+    /// after it (`complete: false`).
     ToolCallEnd { complete: bool },
+    /// The output ended inside the open call, which ends here incomplete (no
+    /// `ToolCallEnd` follows). The call's text, from the start of its
+    /// markup, is the last `tail` bytes of the output as the parser read it
+    /// (invalid UTF-8 as U+FFFD; exact for calls shorter than 4 GiB). Events
+    /// after this one are that text read again. A sink that keeps the
+    /// output can return the text as content: a call the output cut off is
+    /// not a call (see [`message::MessageBuilder::finish`]).
+    ToolCallCut { tail: usize },
 }
 
 /// How a tool's argument value is typed, from its JSON schema: generated

@@ -84,14 +84,34 @@ pub fn name_in_id(id: &str) -> &str {
 /// The start of a committed round whose text was dropped from the window.
 const DROPPED: u32 = u32::MAX;
 
-/// A loop round that may still turn back into content.
+/// A loop round that may still turn back into content. Eight bytes: a
+/// parser holds one per nesting level.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Region {
     pos: u32,
-    calls_before: u32,
+    /// The call count when the round started, modulo 2^16: a round that
+    /// rewinds holds its markup in the window (at most 64 KiB), so it
+    /// opened fewer than 2^16 calls and the difference is exact.
+    calls_before: u16,
     repeat: u8,
+    /// The round's alternative (the low 7 bits) and [`COMMITTED`].
     alt: u8,
-    committed: bool,
+}
+
+/// [`Region::alt`]'s bit for a round that is certain (it will not rewind
+/// to its start).
+const COMMITTED: u8 = 0x80;
+
+impl Region {
+    #[inline]
+    fn committed(&self) -> bool {
+        self.alt & COMMITTED != 0
+    }
+
+    #[inline]
+    fn alt(&self) -> u8 {
+        self.alt & !COMMITTED
+    }
 }
 
 /// A loop's counters (one per loop of the grammar).
@@ -151,6 +171,9 @@ const ANCHORED: u16 = 1 << 7;
 const PENDING_START: u16 = 1 << 8;
 /// The held-back id is JSON string content (escapes to decode).
 const ID_ESCAPED: u16 = 1 << 9;
+/// The output ended while the open call was open: if it ends incomplete,
+/// the end cut it off ([`Event::ToolCallCut`]).
+const CUT_OFF: u16 = 1 << 10;
 
 impl Flags {
     #[inline]
@@ -198,6 +221,10 @@ pub struct Core<'t, const R: usize, const P: usize, const A: usize> {
     tools: &'t [Tool<'t>],
     tool: u16,
     arg_type: ArgType,
+    /// Where the open call's markup starts, relative to the text of the
+    /// current step: it goes negative as text is dropped, so it is kept
+    /// modulo 2^32 (wrapping), which is exact for calls under 4 GiB.
+    call_from: u32,
 }
 
 /// `text[from..]`, or `""` when `from` is out of range or not a boundary.
@@ -335,6 +362,8 @@ pub struct Found {
 impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// A parser at `start`, checking call names against `tools`.
     pub fn new(start: u16, tools: &'t [Tool<'t>]) -> Self {
+        // A region keeps its alternative in 7 bits.
+        const { assert!(A <= COMMITTED as usize, "a loop has more than 128 alternatives") };
         Core {
             st: start,
             pos: 0,
@@ -350,6 +379,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             tools,
             tool: u16::MAX,
             arg_type: ArgType::Auto,
+            call_from: 0,
         }
     }
 
@@ -359,7 +389,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         let mut keep = self.pos.min(self.emit_pos);
         // A committed round never rewinds to its start (only to the last
         // reported piece), so only uncommitted rounds keep their markup.
-        for r in self.regions[..self.n_regions as usize].iter().filter(|r| !r.committed) {
+        for r in self.regions[..self.n_regions as usize].iter().filter(|r| !r.committed()) {
             keep = keep.min(r.pos as usize);
         }
         keep
@@ -384,17 +414,20 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             }
         }
         self.acc_from = self.acc_from.saturating_sub(n32);
+        self.call_from = self.call_from.wrapping_sub(n32);
         self.pending.id_from = self.pending.id_from.saturating_sub(n32);
         self.pending.id_to = self.pending.id_to.saturating_sub(n32);
         self.flags.set(ANCHORED, self.regions[..self.n_regions as usize].iter().any(|r| r.pos == 0)
             || self.rounds.iter().any(|r| r.failed_alt != u8::MAX && r.failed_pos == 0));
     }
 
-    /// After a fast path reported text the machine did not see: what
-    /// consuming it would have done to positions (regions and failed rounds
-    /// at the start of it are dropped), as the rebase after a run would.
+    /// After a fast path reported `n` bytes of text the machine did not
+    /// see: what consuming them would have done to positions (regions and
+    /// failed rounds at the start of them are dropped), as the rebase after
+    /// a run would.
     #[inline(always)]
-    pub fn fast_consumed(&mut self) {
+    pub fn fast_consumed(&mut self, n: usize) {
+        self.call_from = self.call_from.wrapping_sub(n as u32);
         if self.flags.has(ANCHORED) {
             self.drop_anchors();
         }
@@ -403,13 +436,16 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     #[cold]
     #[inline(never)]
     fn drop_anchors(&mut self) {
+        // Only the anchors move: the open call's start was moved already.
+        let call_from = self.call_from;
         self.pos += 1;
         self.emit_pos = self.pos;
         self.rebase(1);
+        self.call_from = call_from;
     }
 
     fn uncommitted(&self) -> bool {
-        self.regions[..self.n_regions as usize].iter().any(|r| !r.committed)
+        self.regions[..self.n_regions as usize].iter().any(|r| !r.committed())
     }
 
     // ---- Reporting ----
@@ -486,15 +522,22 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
 
     fn commit(&mut self, text: &str, sink: &mut impl Sink) {
         if let Some(r) = self.regions[..self.n_regions as usize].last_mut() {
-            r.committed = true;
+            r.alt |= COMMITTED;
         }
         if !self.uncommitted() {
             self.flush_pending(text, sink);
         }
     }
 
-    /// A call begins.
+    /// A call begins. Its markup starts at the round that opened it, or
+    /// after the last reported piece when that is later (a later call of a
+    /// section, whose round began before the earlier calls).
     pub fn tool_open(&mut self, sink: &mut impl Sink) {
+        let round = match self.regions[..self.n_regions as usize].last() {
+            Some(r) if r.pos != DROPPED => r.pos as usize,
+            _ => 0,
+        };
+        self.call_from = round.max(self.emit_pos) as u32;
         if self.uncommitted() {
             self.flags.set(PENDING_START, true);
         } else {
@@ -608,7 +651,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 return false;
             }
             self.regions[self.n_regions as usize] =
-                Region { pos: start as u32, calls_before: self.calls, repeat: repeat as u8, alt: alt as u8, committed: false };
+                Region { pos: start as u32, calls_before: self.calls as u16, repeat: repeat as u8, alt: alt as u8 & !COMMITTED };
             self.n_regions += 1;
         }
         self.pos = end;
@@ -641,10 +684,8 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         let region = self.regions[self.n_regions as usize];
         let repeat = region.repeat as usize;
         let Resume { head, recover } = resume(repeat);
-        if region.committed {
-            if self.flags.take(CALL_OPEN) {
-                sink.event(Event::ToolCallEnd { complete: false });
-            }
+        if region.committed() {
+            self.end_broken_call(text.len(), sink);
             let dropped = region.pos == DROPPED;
             let start = region.pos as usize;
             if (dropped || self.emit_pos > start) && self.emit_pos < self.pos {
@@ -655,27 +696,50 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 self.give_back_one_char(text, sink);
             }
         } else {
-            if let Some(c) = self.rounds.get_mut(repeat).and_then(|r| r.counts.get_mut(region.alt as usize)) {
+            if let Some(c) = self.rounds.get_mut(repeat).and_then(|r| r.counts.get_mut(region.alt() as usize)) {
                 *c = c.saturating_sub(1);
             }
             self.forget_pending();
-            self.calls = region.calls_before;
+            self.calls = self.calls.wrapping_sub(u32::from((self.calls as u16).wrapping_sub(region.calls_before)));
             self.flags.set(CALL_OPEN, false);
             self.pos = region.pos as usize;
             self.give_back_one_char(text, sink);
             if let Some(r) = self.rounds.get_mut(repeat) {
-                r.failed_alt = region.alt;
+                r.failed_alt = region.alt();
                 r.failed_pos = self.pos as u32;
             }
             self.st = if recover != NONE { recover } else { head };
         }
     }
 
-    /// The output ended inside a call: it is incomplete.
-    pub fn finish(&mut self, sink: &mut impl Sink) {
-        if self.flags.take(CALL_OPEN) {
+    /// The open call broke: it ends incomplete, cut off when the output
+    /// ended inside it (`text_len`: the length of the text, which runs to
+    /// the output's end when it was cut).
+    fn end_broken_call(&mut self, text_len: usize, sink: &mut impl Sink) {
+        if !self.flags.take(CALL_OPEN) {
+            return;
+        }
+        if self.flags.take(CUT_OFF) {
+            let tail = (text_len as u32).wrapping_sub(self.call_from);
+            sink.event(Event::ToolCallCut { tail: tail as usize });
+        } else {
             sink.event(Event::ToolCallEnd { complete: false });
         }
+    }
+
+    /// The output is about to end: a call open now and ending incomplete
+    /// was cut off by the end. (Not one that breaks later: the machine has
+    /// read all it could, so what breaks it now is the end.)
+    pub fn ending(&mut self) {
+        let open = self.flags.has(CALL_OPEN);
+        self.flags.set(CUT_OFF, open);
+    }
+
+    /// The output ended (`text_len`: the length of the last text run): a
+    /// call still open is cut off.
+    pub fn finish(&mut self, text_len: usize, sink: &mut impl Sink) {
+        self.end_broken_call(text_len, sink);
+        self.flags.set(CUT_OFF, false);
         self.n_regions = 0;
     }
 
@@ -812,7 +876,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// Whether no round is uncommitted (none holds markup to rewind to).
     #[inline]
     pub fn settled(&self) -> bool {
-        self.regions[..self.n_regions as usize].iter().all(|r| r.committed)
+        self.regions[..self.n_regions as usize].iter().all(|r| r.committed())
     }
 
     /// Text of `kind` read up to `stops`, mid-value, in a chunk that ends

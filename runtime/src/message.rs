@@ -124,6 +124,11 @@ impl Message {
 /// - `ToolCallEnd { complete }` records `complete` on the open call and
 ///   closes it; with no open call it is ignored.
 /// - A call that gets no `ToolArgs` keeps `arguments` empty.
+/// - `ToolCallCut` ends the open call as `ToolCallEnd { complete: false }`
+///   does and remembers where it started; [`finish`](Self::finish) applies
+///   the [`CutOffCalls`] policy to it. Events after it go on being appended
+///   (they are the call's text read again, which the default policy
+///   replaces).
 ///
 /// # Example
 /// ```
@@ -159,6 +164,53 @@ pub struct MessageBuilder {
     message: Message,
     /// Position in `message.tool_calls` of the call that has not ended yet.
     open: Option<usize>,
+    /// The message as it was when the open (or last) call started.
+    before_call: Sizes,
+    /// The call the output cut off: the message before it, and the length
+    /// of its text at the end of the output.
+    cut: Option<(Sizes, usize)>,
+}
+
+/// What a call the output cut off (the model hit `max_tokens` inside it)
+/// becomes in the final message ([`MessageBuilder::finish`]).
+///
+/// A client that receives a call runs it: one the model never finished
+/// would run with arguments it never meant, or fail on JSON that does not
+/// parse. So by default the cut-off call is not a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CutOffCalls {
+    /// Leave the call out of `tool_calls` and append its text (its markup,
+    /// from where the call starts to the end of the output) to `content`, so
+    /// nothing is lost. Complete calls before it stay calls.
+    #[default]
+    AsContent,
+    /// Keep the call, with the arguments read so far, marked
+    /// `complete: false`.
+    KeepIncomplete,
+}
+
+/// How far each part of a message had grown at some point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Sizes {
+    content: usize,
+    reasoning: usize,
+    calls: usize,
+}
+
+impl Sizes {
+    fn of(message: &Message) -> Sizes {
+        Sizes { content: message.content.len(), reasoning: message.reasoning_content.len(), calls: message.tool_calls.len() }
+    }
+}
+
+/// The last `tail` bytes of `output` (the whole output when it is shorter,
+/// and from a character boundary).
+fn last_bytes(output: &str, tail: usize) -> &str {
+    let mut from = output.len().saturating_sub(tail);
+    while !output.is_char_boundary(from) {
+        from -= 1;
+    }
+    &output[from..]
 }
 
 impl MessageBuilder {
@@ -172,10 +224,58 @@ impl MessageBuilder {
         &self.message
     }
 
-    /// The assembled message. A call that never got its `ToolCallEnd` is
-    /// left `complete: false`.
+    /// The assembled message, events as they came: a call that never got
+    /// its `ToolCallEnd`, or that the output cut off, is left
+    /// `complete: false` ([`CutOffCalls::KeepIncomplete`]). Use
+    /// [`finish`](Self::finish) for the final message of a reply.
     pub fn into_message(self) -> Message {
         self.message
+    }
+
+    /// Whether the output ended inside a call ([`Event::ToolCallCut`]): the
+    /// reply's `finish_reason` is `length`, not `stop`.
+    pub fn cut_off(&self) -> bool {
+        self.cut.is_some()
+    }
+
+    /// The final message of a reply whose whole output (decoded as the
+    /// parser decodes it: `String::from_utf8_lossy` of the bytes) was
+    /// `output`, with a cut-off call treated as `policy` says.
+    ///
+    /// # Example
+    /// ```
+    /// use chat_parser_runtime::message::{CutOffCalls, MessageBuilder};
+    /// use chat_parser_runtime::{Event, Sink};
+    /// let output = "Hi<call>f{\"a\": 1</call><call>g{\"b\":";
+    /// let events = [
+    ///     Event::Content("Hi"),
+    ///     Event::ToolCallStart { index: 0 },
+    ///     Event::ToolName("f"),
+    ///     Event::ToolArgs("{\"a\": 1}"),
+    ///     Event::ToolCallEnd { complete: true },
+    ///     Event::ToolCallStart { index: 1 },
+    ///     Event::ToolName("g"),
+    ///     Event::ToolArgs("{\"b\":"),
+    ///     // The output ended 12 bytes after the second call's start.
+    ///     Event::ToolCallCut { tail: 12 },
+    /// ];
+    /// let mut builder = MessageBuilder::new();
+    /// events.into_iter().for_each(|e| builder.event(e));
+    /// let message = builder.clone().finish(output, CutOffCalls::AsContent);
+    /// assert_eq!(message.content, "Hi<call>g{\"b\":");
+    /// assert_eq!(message.tool_calls.len(), 1);
+    /// let kept = builder.finish(output, CutOffCalls::KeepIncomplete);
+    /// assert_eq!((kept.tool_calls.len(), kept.tool_calls[1].complete), (2, false));
+    /// ```
+    pub fn finish(self, output: &str, policy: CutOffCalls) -> Message {
+        let mut message = self.message;
+        if let (Some((before, tail)), CutOffCalls::AsContent) = (self.cut, policy) {
+            message.content.truncate(before.content);
+            message.reasoning_content.truncate(before.reasoning);
+            message.tool_calls.truncate(before.calls);
+            message.content.push_str(last_bytes(output, tail));
+        }
+        message
     }
 
     /// The open call, starting an implicit one if none is open.
@@ -189,6 +289,7 @@ impl MessageBuilder {
     }
 
     fn start_call(&mut self) -> usize {
+        self.before_call = Sizes::of(&self.message);
         self.message.tool_calls.push(ToolCall::default());
         let position = self.message.tool_calls.len() - 1;
         self.open = Some(position);
@@ -214,6 +315,11 @@ impl Sink for MessageBuilder {
                     .and_then(|p| self.message.tool_calls.get_mut(p))
                 {
                     call.complete = complete;
+                }
+            }
+            Event::ToolCallCut { tail } => {
+                if self.open.take().is_some() && self.cut.is_none() {
+                    self.cut = Some((self.before_call, tail));
                 }
             }
         }

@@ -19,6 +19,7 @@ pub enum Ev {
     Id(String),
     Args(String),
     End(bool),
+    Cut(usize),
 }
 
 /// Collects events, merging adjacent text of one kind.
@@ -35,6 +36,7 @@ impl chat_parser_runtime::Sink for Events {
             Event::ToolCallStart { index } => (None, Ev::Start(index)),
             Event::ToolName(t) => (None, Ev::Name(t.to_string())),
             Event::ToolCallEnd { complete } => (None, Ev::End(complete)),
+            Event::ToolCallCut { tail } => (None, Ev::Cut(tail)),
         };
         if let Some(t) = merge {
             if t.is_empty() {

@@ -285,6 +285,10 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     let regions = states.max_regions.max(1);
     let loops = states.max_loops.max(1);
     let alts = states.max_alts.max(1);
+    // The runtime keeps a round's alternative in 7 bits (`machine::Region`).
+    if alts > 128 {
+        return Err(CodegenError(format!("{}: a loop has {alts} alternatives (at most 128)", spec.template)));
+    }
 
     let arms = states.arms.iter().zip(&states.names).enumerate().map(|(i, (code, name))| {
         let n = Literal::u16_unsuffixed(i as u16);

@@ -21,7 +21,9 @@
 //!   arguments seen so far and `complete: false`; the text after the last
 //!   piece the call reported (its name, id or argument text) is content again,
 //!   and parsing goes on after it (a later well-formed call is still a call);
-//! - a call cut off by the end of the output ends the same way;
+//! - a call cut off by the end of the output ends the same way, reported as
+//!   [`Event::ToolCallCut`] with the length of its text (what was open when
+//!   the output ended and ends incomplete counts as cut off);
 //! - invalid UTF-8 becomes U+FFFD.
 //!
 //! # Example
@@ -64,6 +66,8 @@ enum Out {
     ToolId(String),
     ToolArgs(String),
     ToolEnd(bool),
+    /// The output cut the call off; its text is this long.
+    ToolCut(usize),
 }
 
 enum Step<'g> {
@@ -158,6 +162,13 @@ pub struct StreamParser<'g> {
     /// Markup read as [`TextKind::Discard`], when asked for (tests that
     /// check no text is lost tell dropped markup from lost text).
     discarded: Option<String>,
+    /// Text dropped from the front of `text` so far.
+    dropped: usize,
+    /// Where the open call's markup starts, counted from the output's start.
+    call_from: usize,
+    /// The output ended with a call open: if it ends incomplete, the end
+    /// cut it off.
+    cut_off: bool,
 }
 
 /// `text[from..to]` is known to be whitespace.
@@ -192,6 +203,9 @@ impl<'g> StreamParser<'g> {
             hold_limit: None,
             pack: Vec::new(),
             discarded: None,
+            dropped: 0,
+            call_from: 0,
+            cut_off: false,
         }
     }
 
@@ -277,6 +291,7 @@ impl<'g> StreamParser<'g> {
             return;
         }
         self.text.drain(..keep);
+        self.dropped += keep;
         self.pos -= keep;
         self.emit_pos -= keep;
         self.ws = WsCache::default();
@@ -299,12 +314,13 @@ impl<'g> StreamParser<'g> {
         if !self.utf8_tail.is_empty() {
             self.utf8_tail.clear();
             self.text.push('\u{FFFD}');
+            self.run(false);
         }
+        // All the text is read as far as it goes: what breaks the open
+        // call from here is the end.
+        self.cut_off = self.call_open;
         self.run(true);
-        if self.call_open {
-            self.out.push(Out::ToolEnd(false));
-            self.call_open = false;
-        }
+        self.end_broken_call();
         self.regions.clear();
         self.flush(sink);
         self.finished = true;
@@ -358,6 +374,7 @@ impl<'g> StreamParser<'g> {
                 Out::ToolId(t) if !t.is_empty() => sink.event(Event::ToolId(t)),
                 Out::ToolArgs(t) if !t.is_empty() => sink.event(Event::ToolArgs(t)),
                 Out::ToolEnd(c) => sink.event(Event::ToolCallEnd { complete: *c }),
+                Out::ToolCut(tail) => sink.event(Event::ToolCallCut { tail: *tail }),
                 _ => {}
             }
         }
@@ -427,6 +444,10 @@ impl<'g> StreamParser<'g> {
     fn mark(&mut self, m: &Mark) {
         match m {
             Mark::ToolOpen => {
+                // The call's markup starts with its round, or after the last
+                // reported piece when that is later (a later call of a section).
+                let round = self.regions.last().map_or(0, |r| r.pos);
+                self.call_from = self.dropped + round.max(self.emit_pos);
                 self.out.push(Out::ToolStart(self.calls));
                 self.calls += 1;
                 self.call_open = true;
@@ -501,6 +522,20 @@ impl<'g> StreamParser<'g> {
         }
     }
 
+    /// The open call broke: it ends incomplete, cut off when the output
+    /// ended inside it.
+    fn end_broken_call(&mut self) {
+        if !std::mem::take(&mut self.call_open) {
+            return;
+        }
+        if std::mem::take(&mut self.cut_off) {
+            let tail = (self.dropped + self.text.len()).saturating_sub(self.call_from);
+            self.out.push(Out::ToolCut(tail));
+        } else {
+            self.out.push(Out::ToolEnd(false));
+        }
+    }
+
     /// Unwinds to the innermost region and either gives the markup back as
     /// content (uncommitted) or ends the broken call (committed).
     fn fail(&mut self) {
@@ -530,10 +565,7 @@ impl<'g> StreamParser<'g> {
             resume = *recover;
         }
         if region.committed {
-            if self.call_open {
-                self.out.push(Out::ToolEnd(false));
-                self.call_open = false;
-            }
+            self.end_broken_call();
             // Markup consumed after the last reported piece (whitespace, a
             // partial marker) is content again.
             if self.emit_pos > region.pos && self.emit_pos < self.pos {

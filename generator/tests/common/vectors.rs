@@ -31,7 +31,7 @@ pub fn described(shared: &Path) -> Vec<Case> {
     load_file(shared, &Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/described_outputs.jsonl"))
 }
 
-fn load_file(shared: &Path, file: &Path) -> Vec<Case> {
+pub fn load_file(shared: &Path, file: &Path) -> Vec<Case> {
     let tools: BTreeMap<String, Value> =
         serde_json::from_str(&std::fs::read_to_string(shared.join("vectors/tools.json")).expect("tools.json")).expect("tools JSON");
     let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
