@@ -26,6 +26,8 @@ mod common;
 mod equivalence;
 #[path = "../../generator/tests/support/roundtrip_texts.rs"]
 mod roundtrip_texts;
+#[path = "../../generator/tests/support/figures.rs"]
+mod figures;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -223,9 +225,9 @@ fn table_driven_cases_per_class() {
                 None => passed += 1,
             }
         }
-        println!("real outputs: {class}: {passed}/{}", cases.len());
+        figures::figure(&format!("real outputs: {class}: {passed}/{}", cases.len()));
     }
-    println!("real outputs: {} templates", templates.len());
+    figures::figure(&format!("real outputs: {} templates", templates.len()));
     assert!(failures.is_empty(), "{} cases fail:\n{}", failures.len(), failures.join("\n\n"));
 }
 
@@ -313,7 +315,7 @@ fn cut_off_calls_over_the_corpus() {
         }
         templates += usize::from(any);
     }
-    println!("cut-off calls: {texts} round-trip texts over {templates} templates cut at every byte: {cuts} cuts, {inside} inside a call, {} failing texts", failures.len());
+    figures::figure(&format!("cut-off calls: {texts} round-trip texts over {templates} templates cut at every byte: {cuts} cuts, {inside} inside a call, {} failing texts", failures.len()));
     if let Ok(path) = std::env::var("REAL_OUTPUTS_DUMP") {
         let _ = std::fs::write(path, failures.join("\n\n"));
     }
