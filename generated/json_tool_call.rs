@@ -18,6 +18,12 @@ pub const TEMPLATE: &str = "templates/json_tool_call.jinja";
 pub const GENERATION_PROMPT: &str = "<|im_start|>assistant\n";
 /// The generation prompt with `enable_thinking: false`.
 pub const GENERATION_PROMPT_NO_THINKING: &str = "<|im_start|>assistant\n";
+/// The `chat_template_kwargs` variables this template switches
+/// thinking with, and how (`Options::chat_template_kwargs`).
+pub const THINKING_SWITCHES: &[chat_parser_runtime::kwargs::ThinkingSwitch] = {
+    use chat_parser_runtime::kwargs::{SwitchValue, ThinkingSwitch};
+    &[]
+};
 /// The reasoning block's markers (empty when the template has none).
 pub const REASONING_START: &str = "";
 pub const REASONING_END: &str = "";
@@ -75,7 +81,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(5),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(6),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(3),
                     Op::Space,
@@ -114,7 +123,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(5),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(6),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(3),
                     Op::Space,
@@ -154,7 +166,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(5),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(6),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(3),
                     Op::Space,
@@ -199,7 +214,7 @@ pub const PACK: &[&str] = &[];
 /// A streaming parser of the model's output: feed it bytes as they
 /// arrive, then `finish`. Fixed-size state, no heap allocation.
 pub struct Parser<'t> {
-    core: Core<'t, 1usize, 1usize, 1usize>,
+    core: Core<'t, 1usize, 1usize, 2usize>,
     entry: u16,
     input: Input<W, F>,
 }
@@ -208,7 +223,8 @@ impl<'t> Parser<'t> {
     pub fn new(options: Options<'t>) -> Parser<'t> {
         let extract = options.reasoning_format != ReasoningFormat::None;
         let tools = !options.tools.is_empty();
-        let combo = usize::from(!options.enable_thinking) * 8 + usize::from(!extract) * 4
+        let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
+            + usize::from(!extract) * 4
             + if options.structured_output {
                 3
             } else if !tools {
@@ -219,22 +235,22 @@ impl<'t> Parser<'t> {
                 1
             };
         let entry = match combo {
-            0 => 3,
-            1 => 40,
-            2 => 77,
-            3 => 87,
-            4 => 3,
-            5 => 40,
-            6 => 77,
-            7 => 87,
-            8 => 3,
-            9 => 40,
-            10 => 77,
-            11 => 87,
-            12 => 3,
-            13 => 40,
-            14 => 77,
-            15 => 87,
+            0 => 12,
+            1 => 53,
+            2 => 94,
+            3 => 106,
+            4 => 12,
+            5 => 53,
+            6 => 94,
+            7 => 106,
+            8 => 12,
+            9 => 53,
+            10 => 94,
+            11 => 106,
+            12 => 12,
+            13 => 53,
+            14 => 94,
+            15 => 106,
             _ => 0,
         };
         Parser {
@@ -252,14 +268,14 @@ impl<'t> Parser<'t> {
                 Grammar,
                 1usize,
                 1usize,
-                1usize,
+                2usize,
             >(&mut self.core, self.entry, bytes, sink);
     }
     /// Ends the output: reports what was held back, and ends a call
     /// the output cut off (`complete: false`).
     pub fn finish(&mut self, sink: &mut impl Sink) {
         self.input
-            .finish::<Grammar, 1usize, 1usize, 1usize>(&mut self.core, self.entry, sink);
+            .finish::<Grammar, 1usize, 1usize, 2usize>(&mut self.core, self.entry, sink);
     }
 }
 impl chat_parser_runtime::Parse for Parser<'_> {
@@ -273,11 +289,11 @@ impl chat_parser_runtime::Parse for Parser<'_> {
 }
 /// This template's state machine.
 struct Grammar;
-impl Machine<1usize, 1usize, 1usize> for Grammar {
+impl Machine<1usize, 1usize, 2usize> for Grammar {
     const PACK: &'static [&'static str] = PACK;
     #[inline]
     fn run<S: Sink>(
-        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        c: &mut Core<'_, 1usize, 1usize, 2usize>,
         entry: u16,
         t: &str,
         last: bool,
@@ -287,7 +303,7 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
     }
     #[inline(always)]
     fn fast<S: Sink>(
-        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        c: &mut Core<'_, 1usize, 1usize, 2usize>,
         s: &str,
         w: Word,
         sink: &mut S,
@@ -295,14 +311,24 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         fast(c, s, w, sink)
     }
     fn fast_partial<S: Sink>(
-        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        c: &mut Core<'_, 1usize, 1usize, 2usize>,
         s: &str,
         max: usize,
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 | 9 | 39 | 44 | 46 | 76 => {
-                c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink)
+            4 | 6 | 11 => {
+                c.fast_partial(Kind::Content, false, s, &["<|im_end|>"], max, sink)
+            }
+            16 | 18 | 47 | 52 | 57 | 59 | 88 | 93 => {
+                c.fast_partial(
+                    Kind::Content,
+                    false,
+                    s,
+                    &["<tool_call>", "<|im_end|>"],
+                    max,
+                    sink,
+                )
             }
             _ => None,
         }
@@ -317,7 +343,7 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
 /// having changed nothing, when the machine must run.
 #[inline(always)]
 fn fast(
-    c: &mut Core<'_, 1usize, 1usize, 1usize>,
+    c: &mut Core<'_, 1usize, 1usize, 2usize>,
     s: &str,
     w: Word,
     sink: &mut impl Sink,
@@ -327,39 +353,56 @@ fn fast(
         return true;
     }
     match c.st {
-        2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        7 | 9 | 39 | 44 | 46 | 76 => {
+        4 | 6 | 11 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+                && !clear_of_stops(s.as_bytes(), &["<|im_end|>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        17 | 54 => c.fast_json(false, "", s, w, sink),
-        82 => c.fast_json(true, "", s, w, sink),
+        16 | 18 | 47 | 52 | 57 | 59 | 88 | 93 => {
+            !(holds_any(s.as_bytes(), w, [60u8])
+                && !clear_of_stops(s.as_bytes(), &["<tool_call>", "<|im_end|>"]))
+                && c.fast_text(Kind::Content, false, s, w, sink)
+        }
+        26 | 67 => c.fast_json(false, "", s, w, sink),
+        101 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
 /// Where each loop resumes, by variant entry and loop.
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
-        (40, 0usize) => Resume { head: 5, recover: 8 },
-        (77, 0usize) => Resume { head: 42, recover: 45 },
+        (12, 0usize) => Resume { head: 2, recover: 5 },
+        (53, 0usize) => Resume { head: 14, recover: 17 },
+        (94, 0usize) => Resume { head: 55, recover: 58 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
 #[inline]
 fn guard_0(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "<tool_call>", last)
+    lit(t, p, "<|im_end|>", last)
 }
 #[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
+    lit(t, p, "\"arguments\"", last)
 }
 #[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
+    lit(t, p, "\"parameters\"", last)
 }
 #[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "<tool_call>", last)
+}
+#[inline]
+fn guard_4(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_5(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_6(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
@@ -367,13 +410,13 @@ fn guard_3(t: &str, p: usize, last: bool) -> G {
 /// whole commits in the same step, so it is checked there too, and
 /// whole and streamed output break the same markup.
 #[inline]
-fn over_hold(c: &Core<'_, 1usize, 1usize, 1usize>, t: &str, to: usize) -> bool {
+fn over_hold(c: &Core<'_, 1usize, 1usize, 2usize>, t: &str, to: usize) -> bool {
     to - c.keep() > HOLD_LIMIT
 }
 /// Runs the state machine over `t` from the current position.
 #[allow(unused_doc_comments)]
 fn run(
-    c: &mut Core<'_, 1usize, 1usize, 1usize>,
+    c: &mut Core<'_, 1usize, 1usize, 2usize>,
     entry: u16,
     t: &str,
     last: bool,
@@ -416,10 +459,33 @@ fn run(
                 }
                 c.st = 0;
             }
-            /// Content up to []
+            /// loop head
             2 => {
+                if c.may_try(0usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 9;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 1;
+            }
+            /// loop round done
+            3 => {
+                c.end_round(true, t, sink);
+                c.st = 2;
+            }
+            /// Content up to ["<|im_end|>"]
+            4 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = None::<usize>;
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -430,26 +496,108 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - 0,
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 1;
+                        c.st = 2;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            3 => {
+            5 => {
                 c.until_start();
+                c.st = 4;
+            }
+            /// Content up to ["<|im_end|>"]
+            6 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 3;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            7 => {
+                c.until_start();
+                c.st = 6;
+            }
+            /// space
+            8 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 7;
+            }
+            /// Commit
+            9 => {
+                c.mark_commit(t, sink);
+                c.st = 8;
+            }
+            /// loop
+            10 => {
+                c.enter_loop(0usize);
                 c.st = 2;
             }
+            /// Content up to ["<|im_end|>"]
+            11 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 10;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            12 => {
+                c.until_start();
+                c.st = 11;
+            }
             /// end of output
-            4 => {
+            13 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -459,188 +607,124 @@ fn run(
                 c.st = 0;
             }
             /// loop head
-            5 => {
+            14 => {
                 if c.may_try(0usize, 0usize, Some(1u8)) {
                     let start = c.pos;
-                    match guard_0(t, c.pos, last) {
+                    match guard_3(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 37;
+                            c.st = 46;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 4;
-            }
-            /// loop round done
-            6 => {
-                c.end_round(true, t, sink);
-                c.st = 5;
-            }
-            /// Content up to ["<tool_call>"]
-            7 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
+                if c.may_try(0usize, 1usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 1usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 50;
+                            continue;
                         }
+                        G::More => need_more!(),
+                        G::No => {}
                     }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 5;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            8 => {
-                c.until_start();
-                c.st = 7;
-            }
-            /// Content up to ["<tool_call>"]
-            9 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 6;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            10 => {
-                c.until_start();
-                c.st = 9;
-            }
-            /// space
-            11 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 10;
-            }
-            /// ToolClose
-            12 => {
-                c.tool_close(sink);
-                c.st = 11;
-            }
-            /// literal "</tool_call>"
-            13 => {
-                match lit(t, c.pos, "</tool_call>", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 12;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            14 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
                 }
                 c.st = 13;
             }
-            /// literal "}"
+            /// loop round done
             15 => {
-                match lit(t, c.pos, "}", last) {
-                    G::Match(p) => {
-                        c.pos = p;
+                c.end_round(true, t, sink);
+                c.st = 14;
+            }
+            /// Content up to ["<tool_call>", "<|im_end|>"]
+            16 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
                         c.st = 14;
                     }
-                    G::More => need_more!(),
-                    G::No => fail!(),
+                    Some(false) => need_more!(),
+                    None => fail!(),
                 }
             }
-            /// space
-            16 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 15;
-            }
-            /// json
+            /// text start
             17 => {
-                match json_step(c, t, false, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 16;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
+                c.until_start();
+                c.st = 16;
             }
-            /// json start
+            /// Content up to ["<tool_call>", "<|im_end|>"]
             18 => {
-                c.json = JsonScanner::new(false, true);
-                c.st = 17;
-            }
-            /// space
-            19 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 15;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
                 }
+            }
+            /// text start
+            19 => {
+                c.until_start();
                 c.st = 18;
             }
-            /// literal ":"
-            20 => {
-                match lit(t, c.pos, ":", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 19;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
             /// space
-            21 => {
+            20 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
+                c.st = 19;
+            }
+            /// ToolClose
+            21 => {
+                c.tool_close(sink);
                 c.st = 20;
             }
-            /// literal "\"arguments\""
+            /// literal "</tool_call>"
             22 => {
-                match lit(t, c.pos, "\"arguments\"", last) {
+                match lit(t, c.pos, "</tool_call>", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 21;
@@ -657,9 +741,9 @@ fn run(
                 }
                 c.st = 22;
             }
-            /// literal ","
+            /// literal "}"
             24 => {
-                match lit(t, c.pos, ",", last) {
+                match lit(t, c.pos, "}", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 23;
@@ -676,58 +760,32 @@ fn run(
                 }
                 c.st = 24;
             }
-            /// literal "\""
+            /// json
             26 => {
-                match lit(t, c.pos, "\"", last) {
-                    G::Match(p) => {
-                        c.pos = p;
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
                         c.st = 25;
                     }
-                    G::More => need_more!(),
-                    G::No => fail!(),
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
                 }
             }
-            /// ToolName up to ["\""]
+            /// json start
             27 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let room = c.name_room();
-                let cut = floor_boundary(&t[c.pos..], room + 1usize);
-                let rest = &rest[..cut];
-                let hit = find1(rest, 34u8, &["\""]);
-                match hit {
-                    Some(i) if i > room => fail!(),
-                    None if rest.len() - partial(rest, &["\""]) > room => fail!(),
-                    _ => {}
-                }
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => fail!(),
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["\""]),
-                            done: false,
-                        }
-                    }
-                };
-                if found.done && over_hold(c, t, c.pos + found.take) {
-                    fail!()
-                }
-                match c.until_step(t, Kind::ToolName, false, found, sink) {
-                    Some(true) => {
-                        c.st = 26;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
+                c.json = JsonScanner::new(false, true);
+                c.st = 26;
             }
-            /// text start
+            /// space
             28 => {
-                c.until_start();
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
                 c.st = 27;
             }
-            /// literal "\""
+            /// literal ":"
             29 => {
-                match lit(t, c.pos, "\"", last) {
+                match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 28;
@@ -744,16 +802,27 @@ fn run(
                 }
                 c.st = 29;
             }
-            /// literal ":"
+            /// choice
             31 => {
-                match lit(t, c.pos, ":", last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 30;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
+                    G::No => {}
                 }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 30;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
             /// space
             32 => {
@@ -763,9 +832,9 @@ fn run(
                 }
                 c.st = 31;
             }
-            /// literal "\"name\""
+            /// literal ","
             33 => {
-                match lit(t, c.pos, "\"name\"", last) {
+                match lit(t, c.pos, ",", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 32;
@@ -782,9 +851,9 @@ fn run(
                 }
                 c.st = 33;
             }
-            /// literal "{"
+            /// literal "\""
             35 => {
-                match lit(t, c.pos, "{", last) {
+                match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 34;
@@ -793,297 +862,8 @@ fn run(
                     G::No => fail!(),
                 }
             }
-            /// ToolOpen
-            36 => {
-                c.tool_open(sink);
-                c.st = 35;
-            }
-            /// space
-            37 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 36;
-            }
-            /// loop
-            38 => {
-                c.enter_loop(0usize);
-                c.st = 5;
-            }
-            /// Content up to ["<tool_call>"]
-            39 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 38;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            40 => {
-                c.until_start();
-                c.st = 39;
-            }
-            /// end of output
-            41 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
-            /// loop head
-            42 => {
-                if c.may_try(0usize, 0usize, None) {
-                    let start = c.pos;
-                    match guard_0(t, c.pos, last) {
-                        G::Match(p) => {
-                            if !c.start_round(0usize, 0usize, true, start, p) {
-                                fail!()
-                            }
-                            c.st = 74;
-                            continue;
-                        }
-                        G::More => need_more!(),
-                        G::No => {}
-                    }
-                }
-                c.st = 41;
-            }
-            /// loop round done
-            43 => {
-                c.end_round(true, t, sink);
-                c.st = 42;
-            }
-            /// Content up to ["<tool_call>"]
-            44 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 42;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            45 => {
-                c.until_start();
-                c.st = 44;
-            }
-            /// Content up to ["<tool_call>"]
-            46 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 43;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            47 => {
-                c.until_start();
-                c.st = 46;
-            }
-            /// space
-            48 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 47;
-            }
-            /// ToolClose
-            49 => {
-                c.tool_close(sink);
-                c.st = 48;
-            }
-            /// literal "</tool_call>"
-            50 => {
-                match lit(t, c.pos, "</tool_call>", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 49;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            51 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 50;
-            }
-            /// literal "}"
-            52 => {
-                match lit(t, c.pos, "}", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 51;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            53 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 52;
-            }
-            /// json
-            54 => {
-                match json_step(c, t, false, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 53;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            55 => {
-                c.json = JsonScanner::new(false, true);
-                c.st = 54;
-            }
-            /// space
-            56 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 55;
-            }
-            /// literal ":"
-            57 => {
-                match lit(t, c.pos, ":", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 56;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            58 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 57;
-            }
-            /// literal "\"arguments\""
-            59 => {
-                match lit(t, c.pos, "\"arguments\"", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 58;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            60 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 59;
-            }
-            /// literal ","
-            61 => {
-                match lit(t, c.pos, ",", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 60;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            62 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 61;
-            }
-            /// literal "\""
-            63 => {
-                match lit(t, c.pos, "\"", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 62;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
             /// ToolName up to ["\""]
-            64 => {
+            36 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1109,46 +889,360 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 63;
+                        c.st = 35;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            65 => {
+            37 => {
                 c.until_start();
-                c.st = 64;
+                c.st = 36;
             }
             /// literal "\""
-            66 => {
+            38 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 65;
+                        c.st = 37;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            67 => {
+            39 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 66;
+                c.st = 38;
             }
             /// literal ":"
-            68 => {
+            40 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 67;
+                        c.st = 39;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
+            }
+            /// space
+            41 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 40;
+            }
+            /// literal "\"name\""
+            42 => {
+                match lit(t, c.pos, "\"name\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 41;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            43 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 42;
+            }
+            /// literal "{"
+            44 => {
+                match lit(t, c.pos, "{", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 43;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ToolOpen
+            45 => {
+                c.tool_open(sink);
+                c.st = 44;
+            }
+            /// space
+            46 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 45;
+            }
+            /// Content up to ["<tool_call>", "<|im_end|>"]
+            47 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 15;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            48 => {
+                c.until_start();
+                c.st = 47;
+            }
+            /// space
+            49 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 48;
+            }
+            /// Commit
+            50 => {
+                c.mark_commit(t, sink);
+                c.st = 49;
+            }
+            /// loop
+            51 => {
+                c.enter_loop(0usize);
+                c.st = 14;
+            }
+            /// Content up to ["<tool_call>", "<|im_end|>"]
+            52 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 51;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            53 => {
+                c.until_start();
+                c.st = 52;
+            }
+            /// end of output
+            54 => {
+                if c.pos < t.len() {
+                    fail!()
+                }
+                if !last {
+                    need_more!()
+                }
+                c.st = 0;
+            }
+            /// loop head
+            55 => {
+                if c.may_try(0usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_3(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 87;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                if c.may_try(0usize, 1usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 1usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 91;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 54;
+            }
+            /// loop round done
+            56 => {
+                c.end_round(true, t, sink);
+                c.st = 55;
+            }
+            /// Content up to ["<tool_call>", "<|im_end|>"]
+            57 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 55;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            58 => {
+                c.until_start();
+                c.st = 57;
+            }
+            /// Content up to ["<tool_call>", "<|im_end|>"]
+            59 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 56;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            60 => {
+                c.until_start();
+                c.st = 59;
+            }
+            /// space
+            61 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 60;
+            }
+            /// ToolClose
+            62 => {
+                c.tool_close(sink);
+                c.st = 61;
+            }
+            /// literal "</tool_call>"
+            63 => {
+                match lit(t, c.pos, "</tool_call>", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 62;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            64 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 63;
+            }
+            /// literal "}"
+            65 => {
+                match lit(t, c.pos, "}", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 64;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            66 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 65;
+            }
+            /// json
+            67 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 66;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            68 => {
+                c.json = JsonScanner::new(false, true);
+                c.st = 67;
             }
             /// space
             69 => {
@@ -1158,9 +1252,9 @@ fn run(
                 }
                 c.st = 68;
             }
-            /// literal "\"name\""
+            /// literal ":"
             70 => {
-                match lit(t, c.pos, "\"name\"", last) {
+                match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 69;
@@ -1177,39 +1271,189 @@ fn run(
                 }
                 c.st = 70;
             }
-            /// literal "{"
+            /// choice
             72 => {
-                match lit(t, c.pos, "{", last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 71;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 71;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            73 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 72;
+            }
+            /// literal ","
+            74 => {
+                match lit(t, c.pos, ",", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 73;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            75 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 74;
+            }
+            /// literal "\""
+            76 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 75;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ToolName up to ["\""]
+            77 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &["\""]) > room => fail!(),
+                    _ => {}
+                }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["\""]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 76;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            78 => {
+                c.until_start();
+                c.st = 77;
+            }
+            /// literal "\""
+            79 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 78;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            80 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 79;
+            }
+            /// literal ":"
+            81 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 80;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            82 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 81;
+            }
+            /// literal "\"name\""
+            83 => {
+                match lit(t, c.pos, "\"name\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 82;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            84 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 83;
+            }
+            /// literal "{"
+            85 => {
+                match lit(t, c.pos, "{", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 84;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ToolOpen
-            73 => {
+            86 => {
                 c.tool_open(sink);
-                c.st = 72;
+                c.st = 85;
             }
             /// space
-            74 => {
+            87 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 73;
+                c.st = 86;
             }
-            /// loop
-            75 => {
-                c.enter_loop(0usize);
-                c.st = 42;
-            }
-            /// Content up to ["<tool_call>"]
-            76 => {
+            /// Content up to ["<tool_call>", "<|im_end|>"]
+            88 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -1220,26 +1464,78 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
+                            take: rest.len()
+                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 75;
+                        c.st = 56;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            77 => {
+            89 => {
                 c.until_start();
-                c.st = 76;
+                c.st = 88;
+            }
+            /// space
+            90 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 89;
+            }
+            /// Commit
+            91 => {
+                c.mark_commit(t, sink);
+                c.st = 90;
+            }
+            /// loop
+            92 => {
+                c.enter_loop(0usize);
+                c.st = 55;
+            }
+            /// Content up to ["<tool_call>", "<|im_end|>"]
+            93 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 92;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            94 => {
+                c.until_start();
+                c.st = 93;
             }
             /// end of output
-            78 => {
+            95 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -1249,28 +1545,28 @@ fn run(
                 c.st = 0;
             }
             /// space
-            79 => {
+            96 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 78;
+                c.st = 95;
             }
             /// choice
-            80 => {
-                match guard_1(t, c.pos, last) {
+            97 => {
+                match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 79;
+                        c.st = 96;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 78;
+                        c.st = 95;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1279,51 +1575,81 @@ fn run(
                 fail!()
             }
             /// space
-            81 => {
+            98 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 80;
+                c.st = 97;
+            }
+            /// choice
+            99 => {
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 98;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 97;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            100 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 99;
             }
             /// json
-            82 => {
+            101 => {
                 match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
-                        c.st = 81;
+                        c.st = 100;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            83 => {
+            102 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 82;
+                c.st = 101;
             }
             /// space
-            84 => {
+            103 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 83;
+                c.st = 102;
             }
             /// choice
-            85 => {
-                match guard_3(t, c.pos, last) {
+            104 => {
+                match guard_6(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 84;
+                        c.st = 103;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 84;
+                        c.st = 103;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1332,20 +1658,20 @@ fn run(
                 fail!()
             }
             /// choice
-            86 => {
-                match guard_1(t, c.pos, last) {
+            105 => {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 85;
+                        c.st = 104;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 83;
+                        c.st = 102;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1354,12 +1680,12 @@ fn run(
                 fail!()
             }
             /// space
-            87 => {
+            106 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 86;
+                c.st = 105;
             }
             _ => {
                 c.set_degraded();

@@ -18,6 +18,12 @@ pub const TEMPLATE: &str = "templates/mistral_tool_calls.jinja";
 pub const GENERATION_PROMPT: &str = "";
 /// The generation prompt with `enable_thinking: false`.
 pub const GENERATION_PROMPT_NO_THINKING: &str = "";
+/// The `chat_template_kwargs` variables this template switches
+/// thinking with, and how (`Options::chat_template_kwargs`).
+pub const THINKING_SWITCHES: &[chat_parser_runtime::kwargs::ThinkingSwitch] = {
+    use chat_parser_runtime::kwargs::{SwitchValue, ThinkingSwitch};
+    &[]
+};
 /// The reasoning block's markers (empty when the template has none).
 pub const REASONING_START: &str = "";
 pub const REASONING_END: &str = "";
@@ -79,7 +85,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(6),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(7),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
@@ -132,7 +141,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(6),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(7),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
@@ -192,7 +204,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(6),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(7),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
@@ -245,7 +260,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(6),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(7),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
@@ -318,7 +336,8 @@ impl<'t> Parser<'t> {
     pub fn new(options: Options<'t>) -> Parser<'t> {
         let extract = options.reasoning_format != ReasoningFormat::None;
         let tools = !options.tools.is_empty();
-        let combo = usize::from(!options.enable_thinking) * 8 + usize::from(!extract) * 4
+        let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
+            + usize::from(!extract) * 4
             + if options.structured_output {
                 3
             } else if !tools {
@@ -490,6 +509,14 @@ fn guard_1(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "\"arguments\"", last)
+}
+#[inline]
+fn guard_3(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "\"parameters\"", last)
+}
+#[inline]
+fn guard_4(t: &str, p: usize, last: bool) -> G {
     let p = match (|| -> G {
         let e = ws_end(t, p);
         if e >= t.len() && !last { G::More } else { G::Match(e) }
@@ -504,15 +531,15 @@ fn guard_2(t: &str, p: usize, last: bool) -> G {
     G::Match(p)
 }
 #[inline]
-fn guard_3(t: &str, p: usize, last: bool) -> G {
+fn guard_5(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "[TOOL_CALLS]", last)
 }
 #[inline]
-fn guard_4(t: &str, p: usize, last: bool) -> G {
+fn guard_6(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "```", last)
 }
 #[inline]
-fn guard_5(t: &str, p: usize, last: bool) -> G {
+fn guard_7(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
@@ -615,7 +642,7 @@ fn run(
             5 => {
                 if c.may_try(0usize, 0usize, Some(1u8)) {
                     let start = c.pos;
-                    match guard_3(t, c.pos, last) {
+                    match guard_5(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
@@ -729,7 +756,7 @@ fn run(
             14 => {
                 if c.may_try(1usize, 0usize, Some(0u8)) {
                     let start = c.pos;
-                    match guard_2(t, c.pos, last) {
+                    match guard_4(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(1usize, 0usize, true, start, p) {
                                 fail!()
@@ -895,16 +922,27 @@ fn run(
                 }
                 c.st = 29;
             }
-            /// literal "\"arguments\""
+            /// choice
             31 => {
-                match lit(t, c.pos, "\"arguments\"", last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 30;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
+                    G::No => {}
                 }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 30;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
             /// space
             32 => {
@@ -1215,16 +1253,27 @@ fn run(
                 }
                 c.st = 61;
             }
-            /// literal "\"arguments\""
+            /// choice
             63 => {
-                match lit(t, c.pos, "\"arguments\"", last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 62;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
+                    G::No => {}
                 }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 62;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
             /// space
             64 => {
@@ -1453,7 +1502,7 @@ fn run(
             85 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
-                    match guard_3(t, c.pos, last) {
+                    match guard_5(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
@@ -1567,7 +1616,7 @@ fn run(
             94 => {
                 if c.may_try(1usize, 0usize, None) {
                     let start = c.pos;
-                    match guard_2(t, c.pos, last) {
+                    match guard_4(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(1usize, 0usize, true, start, p) {
                                 fail!()
@@ -1733,16 +1782,27 @@ fn run(
                 }
                 c.st = 109;
             }
-            /// literal "\"arguments\""
+            /// choice
             111 => {
-                match lit(t, c.pos, "\"arguments\"", last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 110;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
+                    G::No => {}
                 }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 110;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
             /// space
             112 => {
@@ -2053,16 +2113,27 @@ fn run(
                 }
                 c.st = 141;
             }
-            /// literal "\"arguments\""
+            /// choice
             143 => {
-                match lit(t, c.pos, "\"arguments\"", last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 142;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
+                    G::No => {}
                 }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 142;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
             /// space
             144 => {
@@ -2297,7 +2368,7 @@ fn run(
             }
             /// choice
             166 => {
-                match guard_4(t, c.pos, last) {
+                match guard_6(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 165;
@@ -2350,7 +2421,7 @@ fn run(
             }
             /// choice
             171 => {
-                match guard_5(t, c.pos, last) {
+                match guard_7(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 170;
@@ -2372,7 +2443,7 @@ fn run(
             }
             /// choice
             172 => {
-                match guard_4(t, c.pos, last) {
+                match guard_6(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 171;

@@ -18,6 +18,12 @@ pub const TEMPLATE: &str = "templates/plain.jinja";
 pub const GENERATION_PROMPT: &str = "<|im_start|>assistant\n";
 /// The generation prompt with `enable_thinking: false`.
 pub const GENERATION_PROMPT_NO_THINKING: &str = "<|im_start|>assistant\n";
+/// The `chat_template_kwargs` variables this template switches
+/// thinking with, and how (`Options::chat_template_kwargs`).
+pub const THINKING_SWITCHES: &[chat_parser_runtime::kwargs::ThinkingSwitch] = {
+    use chat_parser_runtime::kwargs::{SwitchValue, ThinkingSwitch};
+    &[]
+};
 /// The reasoning block's markers (empty when the template has none).
 pub const REASONING_START: &str = "";
 pub const REASONING_END: &str = "";
@@ -59,11 +65,11 @@ pub const HOLD_LIMIT: usize = 64;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 72;
+pub const WINDOW_BYTES: usize = 78;
 const W: usize = WINDOW_BYTES;
 /// The longest text the machine looks at at once (held text
 /// unpacked, plus a chunk): `W` unless the template packs.
-const F: usize = 72;
+const F: usize = 78;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
 pub const PACK: &[&str] = &[];
@@ -79,7 +85,8 @@ impl<'t> Parser<'t> {
     pub fn new(options: Options<'t>) -> Parser<'t> {
         let extract = options.reasoning_format != ReasoningFormat::None;
         let tools = !options.tools.is_empty();
-        let combo = usize::from(!options.enable_thinking) * 8 + usize::from(!extract) * 4
+        let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
+            + usize::from(!extract) * 4
             + if options.structured_output {
                 3
             } else if !tools {
@@ -90,22 +97,22 @@ impl<'t> Parser<'t> {
                 1
             };
         let entry = match combo {
-            0 => 3,
-            1 => 3,
-            2 => 3,
-            3 => 13,
-            4 => 3,
-            5 => 3,
-            6 => 3,
-            7 => 13,
-            8 => 3,
-            9 => 3,
-            10 => 3,
-            11 => 13,
-            12 => 3,
-            13 => 3,
-            14 => 3,
-            15 => 13,
+            0 => 12,
+            1 => 12,
+            2 => 12,
+            3 => 24,
+            4 => 12,
+            5 => 12,
+            6 => 12,
+            7 => 24,
+            8 => 12,
+            9 => 12,
+            10 => 12,
+            11 => 24,
+            12 => 12,
+            13 => 12,
+            14 => 12,
+            15 => 24,
             _ => 0,
         };
         Parser {
@@ -172,6 +179,9 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
+            4 | 6 | 11 => {
+                c.fast_partial(Kind::Content, false, s, &["<|im_end|>"], max, sink)
+            }
             _ => None,
         }
     }
@@ -195,20 +205,25 @@ fn fast(
         return true;
     }
     match c.st {
-        2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        8 => c.fast_json(true, "", s, w, sink),
+        4 | 6 | 11 => {
+            !(holds_any(s.as_bytes(), w, [60u8])
+                && !clear_of_stops(s.as_bytes(), &["<|im_end|>"]))
+                && c.fast_text(Kind::Content, false, s, w, sink)
+        }
+        19 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
 /// Where each loop resumes, by variant entry and loop.
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
+        (12, 0usize) => Resume { head: 2, recover: 5 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
 #[inline]
 fn guard_0(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
+    lit(t, p, "<|im_end|>", last)
 }
 #[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
@@ -216,6 +231,10 @@ fn guard_1(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_3(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
@@ -272,10 +291,33 @@ fn run(
                 }
                 c.st = 0;
             }
-            /// Content up to []
+            /// loop head
             2 => {
+                if c.may_try(0usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 9;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 1;
+            }
+            /// loop round done
+            3 => {
+                c.end_round(true, t, sink);
+                c.st = 2;
+            }
+            /// Content up to ["<|im_end|>"]
+            4 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = None::<usize>;
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -286,26 +328,108 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - 0,
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 1;
+                        c.st = 2;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            3 => {
+            5 => {
                 c.until_start();
+                c.st = 4;
+            }
+            /// Content up to ["<|im_end|>"]
+            6 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 3;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            7 => {
+                c.until_start();
+                c.st = 6;
+            }
+            /// space
+            8 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 7;
+            }
+            /// Commit
+            9 => {
+                c.mark_commit(t, sink);
+                c.st = 8;
+            }
+            /// loop
+            10 => {
+                c.enter_loop(0usize);
                 c.st = 2;
             }
+            /// Content up to ["<|im_end|>"]
+            11 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 10;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            12 => {
+                c.until_start();
+                c.st = 11;
+            }
             /// end of output
-            4 => {
+            13 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -315,19 +439,19 @@ fn run(
                 c.st = 0;
             }
             /// space
-            5 => {
+            14 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 4;
+                c.st = 13;
             }
             /// choice
-            6 => {
+            15 => {
                 match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 5;
+                        c.st = 14;
                         continue;
                     }
                     G::More => need_more!(),
@@ -336,7 +460,7 @@ fn run(
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 4;
+                        c.st = 13;
                         continue;
                     }
                     G::More => need_more!(),
@@ -345,42 +469,94 @@ fn run(
                 fail!()
             }
             /// space
-            7 => {
+            16 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 6;
+                c.st = 15;
+            }
+            /// choice
+            17 => {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 16;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 15;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            18 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 17;
             }
             /// json
-            8 => {
+            19 => {
                 match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
-                        c.st = 7;
+                        c.st = 18;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            9 => {
+            20 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 8;
+                c.st = 19;
             }
             /// space
-            10 => {
+            21 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 9;
+                c.st = 20;
             }
             /// choice
-            11 => {
+            22 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 21;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 21;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            23 => {
                 match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 10;
+                        c.st = 22;
                         continue;
                     }
                     G::More => need_more!(),
@@ -389,29 +565,7 @@ fn run(
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 10;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            12 => {
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 11;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 9;
+                        c.st = 20;
                         continue;
                     }
                     G::More => need_more!(),
@@ -420,12 +574,12 @@ fn run(
                 fail!()
             }
             /// space
-            13 => {
+            24 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 12;
+                c.st = 23;
             }
             _ => {
                 c.set_degraded();

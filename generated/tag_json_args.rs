@@ -18,6 +18,12 @@ pub const TEMPLATE: &str = "templates/tag_json_args.jinja";
 pub const GENERATION_PROMPT: &str = "<|assistant|>";
 /// The generation prompt with `enable_thinking: false`.
 pub const GENERATION_PROMPT_NO_THINKING: &str = "<|assistant|>";
+/// The `chat_template_kwargs` variables this template switches
+/// thinking with, and how (`Options::chat_template_kwargs`).
+pub const THINKING_SWITCHES: &[chat_parser_runtime::kwargs::ThinkingSwitch] = {
+    use chat_parser_runtime::kwargs::{SwitchValue, ThinkingSwitch};
+    &[]
+};
 /// The reasoning block's markers (empty when the template has none).
 pub const REASONING_START: &str = "";
 pub const REASONING_END: &str = "";
@@ -147,7 +153,7 @@ pub const PACK: &[&str] = &[];
 /// A streaming parser of the model's output: feed it bytes as they
 /// arrive, then `finish`. Fixed-size state, no heap allocation.
 pub struct Parser<'t> {
-    core: Core<'t, 1usize, 1usize, 1usize>,
+    core: Core<'t, 1usize, 1usize, 2usize>,
     entry: u16,
     input: Input<W, F>,
 }
@@ -156,7 +162,8 @@ impl<'t> Parser<'t> {
     pub fn new(options: Options<'t>) -> Parser<'t> {
         let extract = options.reasoning_format != ReasoningFormat::None;
         let tools = !options.tools.is_empty();
-        let combo = usize::from(!options.enable_thinking) * 8 + usize::from(!extract) * 4
+        let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
+            + usize::from(!extract) * 4
             + if options.structured_output {
                 3
             } else if !tools {
@@ -167,22 +174,22 @@ impl<'t> Parser<'t> {
                 1
             };
         let entry = match combo {
-            0 => 3,
-            1 => 26,
-            2 => 49,
-            3 => 59,
-            4 => 3,
-            5 => 26,
-            6 => 49,
-            7 => 59,
-            8 => 3,
-            9 => 26,
-            10 => 49,
-            11 => 59,
-            12 => 3,
-            13 => 26,
-            14 => 49,
-            15 => 59,
+            0 => 12,
+            1 => 39,
+            2 => 66,
+            3 => 78,
+            4 => 12,
+            5 => 39,
+            6 => 66,
+            7 => 78,
+            8 => 12,
+            9 => 39,
+            10 => 66,
+            11 => 78,
+            12 => 12,
+            13 => 39,
+            14 => 66,
+            15 => 78,
             _ => 0,
         };
         Parser {
@@ -200,14 +207,14 @@ impl<'t> Parser<'t> {
                 Grammar,
                 1usize,
                 1usize,
-                1usize,
+                2usize,
             >(&mut self.core, self.entry, bytes, sink);
     }
     /// Ends the output: reports what was held back, and ends a call
     /// the output cut off (`complete: false`).
     pub fn finish(&mut self, sink: &mut impl Sink) {
         self.input
-            .finish::<Grammar, 1usize, 1usize, 1usize>(&mut self.core, self.entry, sink);
+            .finish::<Grammar, 1usize, 1usize, 2usize>(&mut self.core, self.entry, sink);
     }
 }
 impl chat_parser_runtime::Parse for Parser<'_> {
@@ -221,11 +228,11 @@ impl chat_parser_runtime::Parse for Parser<'_> {
 }
 /// This template's state machine.
 struct Grammar;
-impl Machine<1usize, 1usize, 1usize> for Grammar {
+impl Machine<1usize, 1usize, 2usize> for Grammar {
     const PACK: &'static [&'static str] = PACK;
     #[inline]
     fn run<S: Sink>(
-        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        c: &mut Core<'_, 1usize, 1usize, 2usize>,
         entry: u16,
         t: &str,
         last: bool,
@@ -235,7 +242,7 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
     }
     #[inline(always)]
     fn fast<S: Sink>(
-        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        c: &mut Core<'_, 1usize, 1usize, 2usize>,
         s: &str,
         w: Word,
         sink: &mut S,
@@ -243,14 +250,24 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         fast(c, s, w, sink)
     }
     fn fast_partial<S: Sink>(
-        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        c: &mut Core<'_, 1usize, 1usize, 2usize>,
         s: &str,
         max: usize,
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 | 9 | 25 | 30 | 32 | 48 => {
-                c.fast_partial(Kind::Content, false, s, &["<function="], max, sink)
+            4 | 6 | 11 => {
+                c.fast_partial(Kind::Content, false, s, &["<|end|>"], max, sink)
+            }
+            16 | 18 | 33 | 38 | 43 | 45 | 60 | 65 => {
+                c.fast_partial(
+                    Kind::Content,
+                    false,
+                    s,
+                    &["<function=", "<|end|>"],
+                    max,
+                    sink,
+                )
             }
             _ => None,
         }
@@ -265,7 +282,7 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
 /// having changed nothing, when the machine must run.
 #[inline(always)]
 fn fast(
-    c: &mut Core<'_, 1usize, 1usize, 1usize>,
+    c: &mut Core<'_, 1usize, 1usize, 2usize>,
     s: &str,
     w: Word,
     sink: &mut impl Sink,
@@ -275,32 +292,37 @@ fn fast(
         return true;
     }
     match c.st {
-        2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        7 | 9 | 25 | 30 | 32 | 48 => {
+        4 | 6 | 11 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<function="]))
+                && !clear_of_stops(s.as_bytes(), &["<|end|>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        15 | 38 => c.fast_json(false, "", s, w, sink),
-        54 => c.fast_json(true, "", s, w, sink),
+        16 | 18 | 33 | 38 | 43 | 45 | 60 | 65 => {
+            !(holds_any(s.as_bytes(), w, [60u8])
+                && !clear_of_stops(s.as_bytes(), &["<function=", "<|end|>"]))
+                && c.fast_text(Kind::Content, false, s, w, sink)
+        }
+        24 | 51 => c.fast_json(false, "", s, w, sink),
+        73 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
 /// Where each loop resumes, by variant entry and loop.
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
-        (26, 0usize) => Resume { head: 5, recover: 8 },
-        (49, 0usize) => Resume { head: 28, recover: 31 },
+        (12, 0usize) => Resume { head: 2, recover: 5 },
+        (39, 0usize) => Resume { head: 14, recover: 17 },
+        (66, 0usize) => Resume { head: 41, recover: 44 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
 #[inline]
 fn guard_0(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "<function=", last)
+    lit(t, p, "<|end|>", last)
 }
 #[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
+    lit(t, p, "<function=", last)
 }
 #[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
@@ -308,6 +330,10 @@ fn guard_2(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_4(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
@@ -315,13 +341,13 @@ fn guard_3(t: &str, p: usize, last: bool) -> G {
 /// whole commits in the same step, so it is checked there too, and
 /// whole and streamed output break the same markup.
 #[inline]
-fn over_hold(c: &Core<'_, 1usize, 1usize, 1usize>, t: &str, to: usize) -> bool {
+fn over_hold(c: &Core<'_, 1usize, 1usize, 2usize>, t: &str, to: usize) -> bool {
     to - c.keep() > HOLD_LIMIT
 }
 /// Runs the state machine over `t` from the current position.
 #[allow(unused_doc_comments)]
 fn run(
-    c: &mut Core<'_, 1usize, 1usize, 1usize>,
+    c: &mut Core<'_, 1usize, 1usize, 2usize>,
     entry: u16,
     t: &str,
     last: bool,
@@ -364,10 +390,33 @@ fn run(
                 }
                 c.st = 0;
             }
-            /// Content up to []
+            /// loop head
             2 => {
+                if c.may_try(0usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 9;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 1;
+            }
+            /// loop round done
+            3 => {
+                c.end_round(true, t, sink);
+                c.st = 2;
+            }
+            /// Content up to ["<|end|>"]
+            4 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = None::<usize>;
+                let hit = find1(rest, 60u8, &["<|end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -378,26 +427,108 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - 0,
+                            take: rest.len() - partial(rest, &["<|end|>"]),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 1;
+                        c.st = 2;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            3 => {
+            5 => {
                 c.until_start();
+                c.st = 4;
+            }
+            /// Content up to ["<|end|>"]
+            6 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 3;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            7 => {
+                c.until_start();
+                c.st = 6;
+            }
+            /// space
+            8 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 7;
+            }
+            /// Commit
+            9 => {
+                c.mark_commit(t, sink);
+                c.st = 8;
+            }
+            /// loop
+            10 => {
+                c.enter_loop(0usize);
                 c.st = 2;
             }
+            /// Content up to ["<|end|>"]
+            11 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 10;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            12 => {
+                c.until_start();
+                c.st = 11;
+            }
             /// end of output
-            4 => {
+            13 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -407,32 +538,46 @@ fn run(
                 c.st = 0;
             }
             /// loop head
-            5 => {
+            14 => {
                 if c.may_try(0usize, 0usize, Some(1u8)) {
                     let start = c.pos;
-                    match guard_0(t, c.pos, last) {
+                    match guard_1(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 23;
+                            c.st = 32;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 4;
+                if c.may_try(0usize, 1usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 1usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 36;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 13;
             }
             /// loop round done
-            6 => {
+            15 => {
                 c.end_round(true, t, sink);
-                c.st = 5;
+                c.st = 14;
             }
-            /// Content up to ["<function="]
-            7 => {
+            /// Content up to ["<function=", "<|end|>"]
+            16 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<function="]);
+                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -443,28 +588,28 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["<function="]),
+                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 5;
+                        c.st = 14;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            8 => {
+            17 => {
                 c.until_start();
-                c.st = 7;
+                c.st = 16;
             }
-            /// Content up to ["<function="]
-            9 => {
+            /// Content up to ["<function=", "<|end|>"]
+            18 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<function="]);
+                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -475,100 +620,100 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["<function="]),
+                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 6;
+                        c.st = 15;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            10 => {
+            19 => {
                 c.until_start();
-                c.st = 9;
+                c.st = 18;
             }
             /// space
-            11 => {
+            20 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 10;
+                c.st = 19;
             }
             /// ToolClose
-            12 => {
+            21 => {
                 c.tool_close(sink);
-                c.st = 11;
+                c.st = 20;
             }
             /// literal "</function>"
-            13 => {
+            22 => {
                 match lit(t, c.pos, "</function>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 12;
+                        c.st = 21;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            14 => {
+            23 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 13;
+                c.st = 22;
             }
             /// json
-            15 => {
+            24 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 14;
+                        c.st = 23;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            16 => {
+            25 => {
                 c.json = JsonScanner::new(false, true);
-                c.st = 15;
+                c.st = 24;
             }
             /// space
-            17 => {
+            26 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 16;
+                c.st = 25;
             }
             /// literal ">"
-            18 => {
+            27 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 17;
+                        c.st = 26;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            19 => {
+            28 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 18;
+                c.st = 27;
             }
             /// ToolName up to [">"]
-            20 => {
+            29 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -593,121 +738,6 @@ fn run(
                     fail!()
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
-                    Some(true) => {
-                        c.st = 19;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            21 => {
-                c.until_start();
-                c.st = 20;
-            }
-            /// space
-            22 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 21;
-            }
-            /// ToolOpen
-            23 => {
-                c.tool_open(sink);
-                c.st = 22;
-            }
-            /// loop
-            24 => {
-                c.enter_loop(0usize);
-                c.st = 5;
-            }
-            /// Content up to ["<function="]
-            25 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<function="]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<function="]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 24;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            26 => {
-                c.until_start();
-                c.st = 25;
-            }
-            /// end of output
-            27 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
-            /// loop head
-            28 => {
-                if c.may_try(0usize, 0usize, None) {
-                    let start = c.pos;
-                    match guard_0(t, c.pos, last) {
-                        G::Match(p) => {
-                            if !c.start_round(0usize, 0usize, true, start, p) {
-                                fail!()
-                            }
-                            c.st = 46;
-                            continue;
-                        }
-                        G::More => need_more!(),
-                        G::No => {}
-                    }
-                }
-                c.st = 27;
-            }
-            /// loop round done
-            29 => {
-                c.end_round(true, t, sink);
-                c.st = 28;
-            }
-            /// Content up to ["<function="]
-            30 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<function="]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<function="]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
                         c.st = 28;
                     }
@@ -716,14 +746,27 @@ fn run(
                 }
             }
             /// text start
-            31 => {
+            30 => {
                 c.until_start();
+                c.st = 29;
+            }
+            /// space
+            31 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
                 c.st = 30;
             }
-            /// Content up to ["<function="]
+            /// ToolOpen
             32 => {
+                c.tool_open(sink);
+                c.st = 31;
+            }
+            /// Content up to ["<function=", "<|end|>"]
+            33 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<function="]);
+                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -734,126 +777,143 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["<function="]),
+                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 29;
+                        c.st = 15;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            33 => {
-                c.until_start();
-                c.st = 32;
-            }
-            /// space
             34 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
+                c.until_start();
                 c.st = 33;
             }
-            /// ToolClose
+            /// space
             35 => {
-                c.tool_close(sink);
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
                 c.st = 34;
             }
-            /// literal "</function>"
+            /// Commit
             36 => {
-                match lit(t, c.pos, "</function>", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 35;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
+                c.mark_commit(t, sink);
+                c.st = 35;
             }
-            /// space
+            /// loop
             37 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 36;
+                c.enter_loop(0usize);
+                c.st = 14;
             }
-            /// json
+            /// Content up to ["<function=", "<|end|>"]
             38 => {
-                match json_step(c, t, false, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 37;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            39 => {
-                c.json = JsonScanner::new(false, true);
-                c.st = 38;
-            }
-            /// space
-            40 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 39;
-            }
-            /// literal ">"
-            41 => {
-                match lit(t, c.pos, ">", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 40;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            42 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 41;
-            }
-            /// ToolName up to [">"]
-            43 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let room = c.name_room();
-                let cut = floor_boundary(&t[c.pos..], room + 1usize);
-                let rest = &rest[..cut];
-                let hit = find1(rest, 62u8, &[">"]);
-                match hit {
-                    Some(i) if i > room => fail!(),
-                    None if rest.len() - partial(rest, &[">"]) > room => fail!(),
-                    _ => {}
-                }
+                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
-                    None if last => fail!(),
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &[">"]),
+                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
                             done: false,
                         }
                     }
                 };
-                if found.done && over_hold(c, t, c.pos + found.take) {
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 37;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            39 => {
+                c.until_start();
+                c.st = 38;
+            }
+            /// end of output
+            40 => {
+                if c.pos < t.len() {
                     fail!()
                 }
-                match c.until_step(t, Kind::ToolName, false, found, sink) {
+                if !last {
+                    need_more!()
+                }
+                c.st = 0;
+            }
+            /// loop head
+            41 => {
+                if c.may_try(0usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_1(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 59;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                if c.may_try(0usize, 1usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 1usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 63;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 40;
+            }
+            /// loop round done
+            42 => {
+                c.end_round(true, t, sink);
+                c.st = 41;
+            }
+            /// Content up to ["<function=", "<|end|>"]
+            43 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 42;
+                        c.st = 41;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
@@ -864,28 +924,10 @@ fn run(
                 c.until_start();
                 c.st = 43;
             }
-            /// space
+            /// Content up to ["<function=", "<|end|>"]
             45 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 44;
-            }
-            /// ToolOpen
-            46 => {
-                c.tool_open(sink);
-                c.st = 45;
-            }
-            /// loop
-            47 => {
-                c.enter_loop(0usize);
-                c.st = 28;
-            }
-            /// Content up to ["<function="]
-            48 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<function="]);
+                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -896,63 +938,70 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["<function="]),
+                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 47;
+                        c.st = 42;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            49 => {
+            46 => {
                 c.until_start();
-                c.st = 48;
-            }
-            /// end of output
-            50 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
+                c.st = 45;
             }
             /// space
-            51 => {
+            47 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 50;
+                c.st = 46;
             }
-            /// choice
-            52 => {
-                match guard_1(t, c.pos, last) {
+            /// ToolClose
+            48 => {
+                c.tool_close(sink);
+                c.st = 47;
+            }
+            /// literal "</function>"
+            49 => {
+                match lit(t, c.pos, "</function>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 51;
-                        continue;
+                        c.st = 48;
                     }
                     G::More => need_more!(),
-                    G::No => {}
+                    G::No => fail!(),
                 }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
+            }
+            /// space
+            50 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 49;
+            }
+            /// json
+            51 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
                         c.st = 50;
-                        continue;
                     }
-                    G::More => need_more!(),
-                    G::No => {}
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
                 }
-                fail!()
+            }
+            /// json start
+            52 => {
+                c.json = JsonScanner::new(false, true);
+                c.st = 51;
             }
             /// space
             53 => {
@@ -962,35 +1011,287 @@ fn run(
                 }
                 c.st = 52;
             }
-            /// json
+            /// literal ">"
             54 => {
+                match lit(t, c.pos, ">", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 53;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            55 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 54;
+            }
+            /// ToolName up to [">"]
+            56 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &[">"]) > room => fail!(),
+                    _ => {}
+                }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &[">"]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 55;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            57 => {
+                c.until_start();
+                c.st = 56;
+            }
+            /// space
+            58 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 57;
+            }
+            /// ToolOpen
+            59 => {
+                c.tool_open(sink);
+                c.st = 58;
+            }
+            /// Content up to ["<function=", "<|end|>"]
+            60 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 42;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            61 => {
+                c.until_start();
+                c.st = 60;
+            }
+            /// space
+            62 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 61;
+            }
+            /// Commit
+            63 => {
+                c.mark_commit(t, sink);
+                c.st = 62;
+            }
+            /// loop
+            64 => {
+                c.enter_loop(0usize);
+                c.st = 41;
+            }
+            /// Content up to ["<function=", "<|end|>"]
+            65 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 64;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            66 => {
+                c.until_start();
+                c.st = 65;
+            }
+            /// end of output
+            67 => {
+                if c.pos < t.len() {
+                    fail!()
+                }
+                if !last {
+                    need_more!()
+                }
+                c.st = 0;
+            }
+            /// space
+            68 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 67;
+            }
+            /// choice
+            69 => {
+                match guard_0(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 68;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 67;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            70 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 69;
+            }
+            /// choice
+            71 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 70;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 69;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            72 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 71;
+            }
+            /// json
+            73 => {
                 match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
-                        c.st = 53;
+                        c.st = 72;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            55 => {
+            74 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 54;
+                c.st = 73;
             }
             /// space
-            56 => {
+            75 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 55;
+                c.st = 74;
             }
             /// choice
-            57 => {
+            76 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 75;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 75;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            77 => {
                 match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 56;
+                        c.st = 76;
                         continue;
                     }
                     G::More => need_more!(),
@@ -999,29 +1300,7 @@ fn run(
                 match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 56;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            58 => {
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 57;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 55;
+                        c.st = 74;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1030,12 +1309,12 @@ fn run(
                 fail!()
             }
             /// space
-            59 => {
+            78 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 58;
+                c.st = 77;
             }
             _ => {
                 c.set_degraded();

@@ -18,6 +18,23 @@ pub const TEMPLATE: &str = "templates/think.jinja";
 pub const GENERATION_PROMPT: &str = "<|im_start|>assistant\n<think>\n";
 /// The generation prompt with `enable_thinking: false`.
 pub const GENERATION_PROMPT_NO_THINKING: &str = "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+/// The `chat_template_kwargs` variables this template switches
+/// thinking with, and how (`Options::chat_template_kwargs`).
+pub const THINKING_SWITCHES: &[chat_parser_runtime::kwargs::ThinkingSwitch] = {
+    use chat_parser_runtime::kwargs::{SwitchValue, ThinkingSwitch};
+    &[
+        ThinkingSwitch {
+            variable: "enable_thinking",
+            value: SwitchValue::Bool(true),
+            thinking: true,
+        },
+        ThinkingSwitch {
+            variable: "enable_thinking",
+            value: SwitchValue::Bool(false),
+            thinking: false,
+        },
+    ]
+};
 /// The reasoning block's markers (empty when the template has none).
 pub const REASONING_START: &str = "<think>\n";
 pub const REASONING_END: &str = "\n</think>";
@@ -43,14 +60,14 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     {
         const TRIGGERS: &[(TriggerKind, &str)] = &[];
         Envelope {
-            strings: &["</think>"],
+            strings: &["</think>", "<|im_end|>"],
             calls: [&[], &[]],
             reasoning: [
                 &[
                     Op::Text {
                         role: TextRole::Reasoning,
                         stops: 0,
-                        count: 1,
+                        count: 2,
                     },
                     Op::Alt(2),
                     Op::Seq(2),
@@ -74,11 +91,11 @@ pub const HOLD_LIMIT: usize = 64;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 76;
+pub const WINDOW_BYTES: usize = 78;
 const W: usize = WINDOW_BYTES;
 /// The longest text the machine looks at at once (held text
 /// unpacked, plus a chunk): `W` unless the template packs.
-const F: usize = 76;
+const F: usize = 78;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
 pub const PACK: &[&str] = &[];
@@ -94,7 +111,8 @@ impl<'t> Parser<'t> {
     pub fn new(options: Options<'t>) -> Parser<'t> {
         let extract = options.reasoning_format != ReasoningFormat::None;
         let tools = !options.tools.is_empty();
-        let combo = usize::from(!options.enable_thinking) * 8 + usize::from(!extract) * 4
+        let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
+            + usize::from(!extract) * 4
             + if options.structured_output {
                 3
             } else if !tools {
@@ -105,22 +123,22 @@ impl<'t> Parser<'t> {
                 1
             };
         let entry = match combo {
-            0 => 7,
-            1 => 7,
-            2 => 7,
-            3 => 21,
-            4 => 25,
-            5 => 25,
-            6 => 25,
-            7 => 36,
-            8 => 39,
-            9 => 39,
-            10 => 39,
-            11 => 49,
-            12 => 39,
-            13 => 39,
-            14 => 39,
-            15 => 49,
+            0 => 16,
+            1 => 16,
+            2 => 16,
+            3 => 32,
+            4 => 45,
+            5 => 45,
+            6 => 45,
+            7 => 58,
+            8 => 70,
+            9 => 70,
+            10 => 70,
+            11 => 82,
+            12 => 70,
+            13 => 70,
+            14 => 70,
+            15 => 82,
             _ => 0,
         };
         Parser {
@@ -187,7 +205,19 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            6 | 20 => c.fast_partial(Kind::Reasoning, true, s, &["</think>"], max, sink),
+            4 | 6 | 11 | 36 | 38 | 43 | 62 | 64 | 69 => {
+                c.fast_partial(Kind::Content, false, s, &["<|im_end|>"], max, sink)
+            }
+            15 | 31 => {
+                c.fast_partial(
+                    Kind::Reasoning,
+                    true,
+                    s,
+                    &["</think>", "<|im_end|>"],
+                    max,
+                    sink,
+                )
+            }
             _ => None,
         }
     }
@@ -211,36 +241,47 @@ fn fast(
         return true;
     }
     match c.st {
-        2 | 23 | 38 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        6 | 20 => {
+        4 | 6 | 11 | 36 | 38 | 43 | 62 | 64 | 69 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["</think>"]))
+                && !clear_of_stops(s.as_bytes(), &["<|im_end|>"]))
+                && c.fast_text(Kind::Content, false, s, w, sink)
+        }
+        15 | 31 => {
+            !(holds_any(s.as_bytes(), w, [60u8])
+                && !clear_of_stops(s.as_bytes(), &["</think>", "<|im_end|>"]))
                 && c.fast_text(Kind::Reasoning, true, s, w, sink)
         }
-        12 | 30 | 44 => c.fast_json(true, "", s, w, sink),
+        23 | 52 | 77 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
 /// Where each loop resumes, by variant entry and loop.
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
+        (16, 0usize) => Resume { head: 2, recover: 5 },
+        (45, 0usize) => Resume { head: 34, recover: 37 },
+        (70, 0usize) => Resume { head: 60, recover: 63 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
 #[inline]
 fn guard_0(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "</think>", last)
+    lit(t, p, "<|im_end|>", last)
 }
 #[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
+    lit(t, p, "</think>", last)
 }
 #[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
+    G::Match(p)
 }
 #[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_4(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
@@ -297,10 +338,33 @@ fn run(
                 }
                 c.st = 0;
             }
-            /// Content up to []
+            /// loop head
             2 => {
+                if c.may_try(0usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 9;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 1;
+            }
+            /// loop round done
+            3 => {
+                c.end_round(true, t, sink);
+                c.st = 2;
+            }
+            /// Content up to ["<|im_end|>"]
+            4 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = None::<usize>;
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -311,58 +375,28 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - 0,
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 1;
+                        c.st = 2;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            3 => {
-                c.until_start();
-                c.st = 2;
-            }
-            /// space
-            4 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 3;
-            }
-            /// choice
             5 => {
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 4;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 3;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
+                c.until_start();
+                c.st = 4;
             }
-            /// Reasoning up to ["</think>"]
+            /// Content up to ["<|im_end|>"]
             6 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["</think>"]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -373,14 +407,14 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["</think>"]),
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
                             done: false,
                         }
                     }
                 };
-                match c.until_step(t, Kind::Reasoning, true, found, sink) {
+                match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 5;
+                        c.st = 3;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
@@ -391,110 +425,66 @@ fn run(
                 c.until_start();
                 c.st = 6;
             }
-            /// end of output
-            8 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
             /// space
-            9 => {
+            8 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
+                c.st = 7;
+            }
+            /// Commit
+            9 => {
+                c.mark_commit(t, sink);
                 c.st = 8;
             }
-            /// choice
+            /// loop
             10 => {
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 9;
-                        continue;
+                c.enter_loop(0usize);
+                c.st = 2;
+            }
+            /// Content up to ["<|im_end|>"]
+            11 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
                     }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 8;
-                        continue;
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
                     }
-                    G::More => need_more!(),
-                    G::No => {}
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 10;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
                 }
-                fail!()
+            }
+            /// text start
+            12 => {
+                c.until_start();
+                c.st = 11;
             }
             /// space
-            11 => {
+            13 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 10;
-            }
-            /// json
-            12 => {
-                match json_step(c, t, true, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 11;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            13 => {
-                c.json = JsonScanner::new(false, false);
                 c.st = 12;
             }
-            /// space
+            /// choice
             14 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 13;
-            }
-            /// choice
-            15 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 14;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 14;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            16 => {
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 15;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
@@ -504,15 +494,59 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 12;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
                 fail!()
             }
-            /// space
+            /// Reasoning up to ["</think>", "<|im_end|>"]
+            15 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["</think>", "<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(rest, &["</think>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Reasoning, true, found, sink) {
+                    Some(true) => {
+                        c.st = 14;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            16 => {
+                c.until_start();
+                c.st = 15;
+            }
+            /// end of output
             17 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
+                if c.pos < t.len() {
+                    fail!()
+                }
+                if !last {
                     need_more!()
                 }
-                c.st = 16;
+                c.st = 0;
             }
             /// space
             18 => {
@@ -533,7 +567,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_1(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 17;
@@ -544,115 +578,92 @@ fn run(
                 }
                 fail!()
             }
-            /// Reasoning up to ["</think>"]
-            20 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["</think>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["</think>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Reasoning, true, found, sink) {
-                    Some(true) => {
-                        c.st = 19;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            21 => {
-                c.until_start();
-                c.st = 20;
-            }
-            /// end of output
-            22 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
-            /// Content up to []
-            23 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = None::<usize>;
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - 0,
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 22;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            24 => {
-                c.until_start();
-                c.st = 23;
-            }
-            /// Prefilled(Content, "<think>\n")
-            25 => {
-                c.prefilled(Kind::Content, "<think>\n", sink);
-                c.st = 24;
-            }
-            /// end of output
-            26 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
             /// space
-            27 => {
+            20 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 26;
+                c.st = 19;
             }
             /// choice
-            28 => {
-                match guard_2(t, c.pos, last) {
+            21 => {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 27;
+                        c.st = 20;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_1(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 19;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            22 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 21;
+            }
+            /// json
+            23 => {
+                match json_step(c, t, true, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 22;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            24 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 23;
+            }
+            /// space
+            25 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 24;
+            }
+            /// choice
+            26 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 25;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 25;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            27 => {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 26;
@@ -661,7 +672,24 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 24;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
                 fail!()
+            }
+            /// space
+            28 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 27;
             }
             /// space
             29 => {
@@ -671,66 +699,21 @@ fn run(
                 }
                 c.st = 28;
             }
-            /// json
-            30 => {
-                match json_step(c, t, true, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 29;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            31 => {
-                c.json = JsonScanner::new(false, false);
-                c.st = 30;
-            }
-            /// space
-            32 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 31;
-            }
             /// choice
-            33 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 32;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
+            30 => {
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 32;
+                        c.st = 29;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                fail!()
-            }
-            /// choice
-            34 => {
                 match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 33;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 31;
+                        c.st = 28;
                         continue;
                     }
                     G::More => need_more!(),
@@ -738,33 +721,10 @@ fn run(
                 }
                 fail!()
             }
-            /// space
-            35 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 34;
-            }
-            /// Prefilled(Content, "<think>\n")
-            36 => {
-                c.prefilled(Kind::Content, "<think>\n", sink);
-                c.st = 35;
-            }
-            /// end of output
-            37 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
-            /// Content up to []
-            38 => {
+            /// Reasoning up to ["</think>", "<|im_end|>"]
+            31 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = None::<usize>;
+                let hit = find1(rest, 60u8, &["</think>", "<|im_end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -775,14 +735,112 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - 0,
+                            take: rest.len()
+                                - partial(rest, &["</think>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Reasoning, true, found, sink) {
+                    Some(true) => {
+                        c.st = 30;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            32 => {
+                c.until_start();
+                c.st = 31;
+            }
+            /// end of output
+            33 => {
+                if c.pos < t.len() {
+                    fail!()
+                }
+                if !last {
+                    need_more!()
+                }
+                c.st = 0;
+            }
+            /// loop head
+            34 => {
+                if c.may_try(0usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 41;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 33;
+            }
+            /// loop round done
+            35 => {
+                c.end_round(true, t, sink);
+                c.st = 34;
+            }
+            /// Content up to ["<|im_end|>"]
+            36 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 37;
+                        c.st = 34;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            37 => {
+                c.until_start();
+                c.st = 36;
+            }
+            /// Content up to ["<|im_end|>"]
+            38 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 35;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
@@ -793,8 +851,63 @@ fn run(
                 c.until_start();
                 c.st = 38;
             }
-            /// end of output
+            /// space
             40 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 39;
+            }
+            /// Commit
+            41 => {
+                c.mark_commit(t, sink);
+                c.st = 40;
+            }
+            /// loop
+            42 => {
+                c.enter_loop(0usize);
+                c.st = 34;
+            }
+            /// Content up to ["<|im_end|>"]
+            43 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 42;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            44 => {
+                c.until_start();
+                c.st = 43;
+            }
+            /// Prefilled(Content, "<think>\n")
+            45 => {
+                c.prefilled(Kind::Content, "<think>\n", sink);
+                c.st = 44;
+            }
+            /// end of output
+            46 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -804,91 +917,16 @@ fn run(
                 c.st = 0;
             }
             /// space
-            41 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 40;
-            }
-            /// choice
-            42 => {
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 41;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 40;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            43 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 42;
-            }
-            /// json
-            44 => {
-                match json_step(c, t, true, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 43;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            45 => {
-                c.json = JsonScanner::new(false, false);
-                c.st = 44;
-            }
-            /// space
-            46 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 45;
-            }
-            /// choice
             47 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 46;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
                 }
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 46;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
+                c.st = 46;
             }
             /// choice
             48 => {
-                match guard_2(t, c.pos, last) {
+                match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 47;
@@ -897,10 +935,10 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_1(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 45;
+                        c.st = 46;
                         continue;
                     }
                     G::More => need_more!(),
@@ -915,6 +953,416 @@ fn run(
                     need_more!()
                 }
                 c.st = 48;
+            }
+            /// choice
+            50 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 49;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 48;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            51 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 50;
+            }
+            /// json
+            52 => {
+                match json_step(c, t, true, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 51;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            53 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 52;
+            }
+            /// space
+            54 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 53;
+            }
+            /// choice
+            55 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 54;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 54;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            56 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 55;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 53;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            57 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 56;
+            }
+            /// Prefilled(Content, "<think>\n")
+            58 => {
+                c.prefilled(Kind::Content, "<think>\n", sink);
+                c.st = 57;
+            }
+            /// end of output
+            59 => {
+                if c.pos < t.len() {
+                    fail!()
+                }
+                if !last {
+                    need_more!()
+                }
+                c.st = 0;
+            }
+            /// loop head
+            60 => {
+                if c.may_try(0usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 67;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 59;
+            }
+            /// loop round done
+            61 => {
+                c.end_round(true, t, sink);
+                c.st = 60;
+            }
+            /// Content up to ["<|im_end|>"]
+            62 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 60;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            63 => {
+                c.until_start();
+                c.st = 62;
+            }
+            /// Content up to ["<|im_end|>"]
+            64 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 61;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            65 => {
+                c.until_start();
+                c.st = 64;
+            }
+            /// space
+            66 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 65;
+            }
+            /// Commit
+            67 => {
+                c.mark_commit(t, sink);
+                c.st = 66;
+            }
+            /// loop
+            68 => {
+                c.enter_loop(0usize);
+                c.st = 60;
+            }
+            /// Content up to ["<|im_end|>"]
+            69 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 68;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            70 => {
+                c.until_start();
+                c.st = 69;
+            }
+            /// end of output
+            71 => {
+                if c.pos < t.len() {
+                    fail!()
+                }
+                if !last {
+                    need_more!()
+                }
+                c.st = 0;
+            }
+            /// space
+            72 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 71;
+            }
+            /// choice
+            73 => {
+                match guard_0(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 72;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 71;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            74 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 73;
+            }
+            /// choice
+            75 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 74;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 73;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            76 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 75;
+            }
+            /// json
+            77 => {
+                match json_step(c, t, true, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 76;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            78 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 77;
+            }
+            /// space
+            79 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 78;
+            }
+            /// choice
+            80 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 79;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 79;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            81 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 80;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 78;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            82 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 81;
             }
             _ => {
                 c.set_degraded();

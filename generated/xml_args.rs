@@ -18,6 +18,12 @@ pub const TEMPLATE: &str = "templates/xml_args.jinja";
 pub const GENERATION_PROMPT: &str = "<|im_start|>assistant\n";
 /// The generation prompt with `enable_thinking: false`.
 pub const GENERATION_PROMPT_NO_THINKING: &str = "<|im_start|>assistant\n";
+/// The `chat_template_kwargs` variables this template switches
+/// thinking with, and how (`Options::chat_template_kwargs`).
+pub const THINKING_SWITCHES: &[chat_parser_runtime::kwargs::ThinkingSwitch] = {
+    use chat_parser_runtime::kwargs::{SwitchValue, ThinkingSwitch};
+    &[]
+};
 /// The reasoning block's markers (empty when the template has none).
 pub const REASONING_START: &str = "";
 pub const REASONING_END: &str = "";
@@ -41,9 +47,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^>]* | never-matches\nvalue-part ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-4 ::= ([^/<] | \"/\" ([^<p] | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part))))) | never-matches\nvalue-part-5 ::= (\"\" | \"/\" (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-3))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"/\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-2)))))* value-part-4)* (\"\" | \"<\" (\"<\" | \"/\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-2)))))* value-part-5) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r >] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<>]))))) | never-matches\nvalue-part-5 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-6 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-7 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-8 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-9 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-10 ::= ([^/<] | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-7)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-11 ::= (\"\" | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-9)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-6))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-10)* (\"\" | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-11) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r >] arg-name \">\" value ws \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^>]/* | never_matches\nvalue_part: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_4: (/[^\\/<]/ | \"/\" (/[^<p]/ | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part))))) | never_matches\nvalue_part_5: (\"\" | \"/\" (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_3))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"/\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_2)))))* value_part_4)* (\"\" | \"<\" (\"<\" | \"/\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_2)))))* value_part_5) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r >]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall_2: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<>]/))))) | never_matches\nvalue_part_5: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_6: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_7: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_8: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_9: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_10: (/[^\\/<]/ | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_7)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_11: (\"\" | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_9)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_6))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_10)* (\"\" | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_11) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r >]/ arg_name \">\" value ws \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall_2: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -69,7 +75,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(13),
+                    Op::Seq(12),
                     Op::Name { stops: 2, count: 1 },
                     Op::Space,
                     Op::Lit(2),
@@ -87,9 +93,14 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgString,
                         stops: 4,
-                        count: 1,
+                        count: 3,
                     },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
                     Op::Lit(4),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Seq(5),
                     Op::Space,
@@ -98,19 +109,33 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                         marker: None,
                     },
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
                     Op::Lit(4),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgAuto,
                         stops: 4,
-                        count: 1,
+                        count: 3,
                     },
-                    Op::Lit(4),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
+                    Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
+                    Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
                     Op::Lit(5),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(6),
                     Op::Seq(0),
@@ -129,7 +154,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(14),
+                    Op::Seq(13),
                     Op::Name { stops: 2, count: 1 },
                     Op::Space,
                     Op::Lit(2),
@@ -147,9 +172,14 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgString,
                         stops: 4,
-                        count: 1,
+                        count: 3,
                     },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
                     Op::Lit(4),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Seq(5),
                     Op::Space,
@@ -158,19 +188,33 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                         marker: None,
                     },
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
                     Op::Lit(4),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgAuto,
                         stops: 4,
-                        count: 1,
+                        count: 3,
                     },
-                    Op::Lit(4),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
+                    Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
+                    Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
                     Op::Lit(5),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(6),
                     Op::Seq(0),
@@ -190,7 +234,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(13),
+                    Op::Seq(12),
                     Op::Name { stops: 2, count: 1 },
                     Op::Space,
                     Op::Lit(2),
@@ -208,9 +252,14 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgString,
                         stops: 4,
-                        count: 1,
+                        count: 3,
                     },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
                     Op::Lit(4),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Seq(5),
                     Op::Space,
@@ -219,19 +268,33 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                         marker: None,
                     },
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
                     Op::Lit(4),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgAuto,
                         stops: 4,
-                        count: 1,
+                        count: 3,
                     },
-                    Op::Lit(4),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
+                    Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
+                    Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
                     Op::Lit(5),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(6),
                     Op::Seq(0),
@@ -274,7 +337,7 @@ pub const PACK: &[&str] = &[];
 /// A streaming parser of the model's output: feed it bytes as they
 /// arrive, then `finish`. Fixed-size state, no heap allocation.
 pub struct Parser<'t> {
-    core: Core<'t, 1usize, 1usize, 1usize>,
+    core: Core<'t, 1usize, 1usize, 3usize>,
     entry: u16,
     input: Input<W, F>,
 }
@@ -283,7 +346,8 @@ impl<'t> Parser<'t> {
     pub fn new(options: Options<'t>) -> Parser<'t> {
         let extract = options.reasoning_format != ReasoningFormat::None;
         let tools = !options.tools.is_empty();
-        let combo = usize::from(!options.enable_thinking) * 8 + usize::from(!extract) * 4
+        let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
+            + usize::from(!extract) * 4
             + if options.structured_output {
                 3
             } else if !tools {
@@ -294,22 +358,22 @@ impl<'t> Parser<'t> {
                 1
             };
         let entry = match combo {
-            0 => 3,
-            1 => 48,
-            2 => 93,
-            3 => 103,
-            4 => 3,
-            5 => 48,
-            6 => 93,
-            7 => 103,
-            8 => 3,
-            9 => 48,
-            10 => 93,
-            11 => 103,
-            12 => 3,
-            13 => 48,
-            14 => 93,
-            15 => 103,
+            0 => 12,
+            1 => 93,
+            2 => 174,
+            3 => 186,
+            4 => 12,
+            5 => 93,
+            6 => 174,
+            7 => 186,
+            8 => 12,
+            9 => 93,
+            10 => 174,
+            11 => 186,
+            12 => 12,
+            13 => 93,
+            14 => 174,
+            15 => 186,
             _ => 0,
         };
         Parser {
@@ -327,14 +391,14 @@ impl<'t> Parser<'t> {
                 Grammar,
                 1usize,
                 1usize,
-                1usize,
+                3usize,
             >(&mut self.core, self.entry, bytes, sink);
     }
     /// Ends the output: reports what was held back, and ends a call
     /// the output cut off (`complete: false`).
     pub fn finish(&mut self, sink: &mut impl Sink) {
         self.input
-            .finish::<Grammar, 1usize, 1usize, 1usize>(&mut self.core, self.entry, sink);
+            .finish::<Grammar, 1usize, 1usize, 3usize>(&mut self.core, self.entry, sink);
     }
 }
 impl chat_parser_runtime::Parse for Parser<'_> {
@@ -348,11 +412,11 @@ impl chat_parser_runtime::Parse for Parser<'_> {
 }
 /// This template's state machine.
 struct Grammar;
-impl Machine<1usize, 1usize, 1usize> for Grammar {
+impl Machine<1usize, 1usize, 3usize> for Grammar {
     const PACK: &'static [&'static str] = PACK;
     #[inline]
     fn run<S: Sink>(
-        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        c: &mut Core<'_, 1usize, 1usize, 3usize>,
         entry: u16,
         t: &str,
         last: bool,
@@ -362,7 +426,7 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
     }
     #[inline(always)]
     fn fast<S: Sink>(
-        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        c: &mut Core<'_, 1usize, 1usize, 3usize>,
         s: &str,
         w: Word,
         sink: &mut S,
@@ -370,17 +434,34 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         fast(c, s, w, sink)
     }
     fn fast_partial<S: Sink>(
-        c: &mut Core<'_, 1usize, 1usize, 1usize>,
+        c: &mut Core<'_, 1usize, 1usize, 3usize>,
         s: &str,
         max: usize,
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 | 9 | 47 | 52 | 54 | 92 => {
-                c.fast_partial(Kind::Content, false, s, &["<tool_call>"], max, sink)
+            4 | 6 | 11 => {
+                c.fast_partial(Kind::Content, false, s, &["<|im_end|>"], max, sink)
             }
-            21 | 66 => {
-                c.fast_partial(Kind::ArgString, true, s, &["</parameter>"], max, sink)
+            16 | 18 | 54 | 87 | 92 | 97 | 99 | 135 | 168 | 173 => {
+                c.fast_partial(
+                    Kind::Content,
+                    false,
+                    s,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                    max,
+                    sink,
+                )
+            }
+            29 | 64 | 110 | 145 => {
+                c.fast_partial(
+                    Kind::ArgString,
+                    true,
+                    s,
+                    &["</parameter>", "</function>", "</tool_call>"],
+                    max,
+                    sink,
+                )
             }
             _ => None,
         }
@@ -395,7 +476,7 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
 /// having changed nothing, when the machine must run.
 #[inline(always)]
 fn fast(
-    c: &mut Core<'_, 1usize, 1usize, 1usize>,
+    c: &mut Core<'_, 1usize, 1usize, 3usize>,
     s: &str,
     w: Word,
     sink: &mut impl Sink,
@@ -405,32 +486,115 @@ fn fast(
         return true;
     }
     match c.st {
-        2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        7 | 9 | 47 | 52 | 54 | 92 => {
+        4 | 6 | 11 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>"]))
+                && !clear_of_stops(s.as_bytes(), &["<|im_end|>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        21 | 66 => {
+        16 | 18 | 54 | 87 | 92 | 97 | 99 | 135 | 168 | 173 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["</parameter>"]))
-                && c.fast_text(Kind::ArgString, true, s, w, sink)
+                && !clear_of_stops(
+                    s.as_bytes(),
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                )) && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        26 | 71 => c.fast_json(false, "", s, w, sink),
-        98 => c.fast_json(true, "", s, w, sink),
+        29 | 64 | 110 | 145 => {
+            !(holds_any(s.as_bytes(), w, [60u8])
+                && !clear_of_stops(
+                    s.as_bytes(),
+                    &["</parameter>", "</function>", "</tool_call>"],
+                )) && c.fast_text(Kind::ArgString, true, s, w, sink)
+        }
+        34 | 69 | 115 | 150 => c.fast_json(false, "", s, w, sink),
+        181 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
 /// Where each loop resumes, by variant entry and loop.
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
-        (48, 0usize) => Resume { head: 5, recover: 8 },
-        (93, 0usize) => Resume { head: 50, recover: 53 },
+        (12, 0usize) => Resume { head: 2, recover: 5 },
+        (93, 0usize) => Resume { head: 14, recover: 17 },
+        (174, 0usize) => Resume { head: 95, recover: 98 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
 #[inline]
 fn guard_0(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "<|im_end|>", last)
+}
+#[inline]
+fn guard_1(t: &str, p: usize, last: bool) -> G {
+    let p = match (|| -> G {
+        let e = ws_end(t, p);
+        if e >= t.len() && !last { G::More } else { G::Match(e) }
+    })() {
+        G::Match(e) => e,
+        other => return other,
+    };
+    let p = match (|| -> G { lit(t, p, "</function>", last) })() {
+        G::Match(e) => e,
+        other => return other,
+    };
+    G::Match(p)
+}
+#[inline]
+fn guard_2(t: &str, p: usize, last: bool) -> G {
+    match (|| -> G {
+        let p = match (|| -> G {
+            let e = ws_end(t, p);
+            if e >= t.len() && !last { G::More } else { G::Match(e) }
+        })() {
+            G::Match(e) => e,
+            other => return other,
+        };
+        let p = match (|| -> G { lit(t, p, "</tool_call>", last) })() {
+            G::Match(e) => e,
+            other => return other,
+        };
+        G::Match(p)
+    })() {
+        G::Match(_) => G::Match(p),
+        other => other,
+    }
+}
+#[inline]
+fn guard_3(t: &str, p: usize, last: bool) -> G {
+    let p = match (|| -> G {
+        let e = ws_end(t, p);
+        if e >= t.len() && !last { G::More } else { G::Match(e) }
+    })() {
+        G::Match(e) => e,
+        other => return other,
+    };
+    let p = match (|| -> G { lit(t, p, "</parameter>", last) })() {
+        G::Match(e) => e,
+        other => return other,
+    };
+    G::Match(p)
+}
+#[inline]
+fn guard_4(t: &str, p: usize, last: bool) -> G {
+    match (|| -> G {
+        let p = match (|| -> G {
+            let e = ws_end(t, p);
+            if e >= t.len() && !last { G::More } else { G::Match(e) }
+        })() {
+            G::Match(e) => e,
+            other => return other,
+        };
+        let p = match (|| -> G { lit(t, p, "</function>", last) })() {
+            G::Match(e) => e,
+            other => return other,
+        };
+        G::Match(p)
+    })() {
+        G::Match(_) => G::Match(p),
+        other => other,
+    }
+}
+#[inline]
+fn guard_5(t: &str, p: usize, last: bool) -> G {
     let p = match (|| -> G {
         let e = ws_end(t, p);
         if e >= t.len() && !last { G::More } else { G::Match(e) }
@@ -445,19 +609,38 @@ fn guard_0(t: &str, p: usize, last: bool) -> G {
     G::Match(p)
 }
 #[inline]
-fn guard_1(t: &str, p: usize, last: bool) -> G {
+fn guard_6(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<tool_call>", last)
 }
 #[inline]
-fn guard_2(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
-}
-#[inline]
-fn guard_3(t: &str, p: usize, last: bool) -> G {
+fn guard_7(t: &str, p: usize, last: bool) -> G {
+    let p = match (|| -> G {
+        let e = ws_end(t, p);
+        if e >= t.len() && !last { G::More } else { G::Match(e) }
+    })() {
+        G::Match(e) => e,
+        other => return other,
+    };
+    let p = match (|| -> G { lit(t, p, "</tool_call>", last) })() {
+        G::Match(e) => e,
+        other => return other,
+    };
     G::Match(p)
 }
 #[inline]
-fn guard_4(t: &str, p: usize, last: bool) -> G {
+fn guard_8(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_9(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "<function=", last)
+}
+#[inline]
+fn guard_10(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_11(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
@@ -465,13 +648,13 @@ fn guard_4(t: &str, p: usize, last: bool) -> G {
 /// whole commits in the same step, so it is checked there too, and
 /// whole and streamed output break the same markup.
 #[inline]
-fn over_hold(c: &Core<'_, 1usize, 1usize, 1usize>, t: &str, to: usize) -> bool {
+fn over_hold(c: &Core<'_, 1usize, 1usize, 3usize>, t: &str, to: usize) -> bool {
     to - c.keep() > HOLD_LIMIT
 }
 /// Runs the state machine over `t` from the current position.
 #[allow(unused_doc_comments)]
 fn run(
-    c: &mut Core<'_, 1usize, 1usize, 1usize>,
+    c: &mut Core<'_, 1usize, 1usize, 3usize>,
     entry: u16,
     t: &str,
     last: bool,
@@ -514,10 +697,33 @@ fn run(
                 }
                 c.st = 0;
             }
-            /// Content up to []
+            /// loop head
             2 => {
+                if c.may_try(0usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 9;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 1;
+            }
+            /// loop round done
+            3 => {
+                c.end_round(true, t, sink);
+                c.st = 2;
+            }
+            /// Content up to ["<|im_end|>"]
+            4 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = None::<usize>;
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -528,26 +734,108 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - 0,
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 1;
+                        c.st = 2;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            3 => {
+            5 => {
                 c.until_start();
+                c.st = 4;
+            }
+            /// Content up to ["<|im_end|>"]
+            6 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 3;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            7 => {
+                c.until_start();
+                c.st = 6;
+            }
+            /// space
+            8 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 7;
+            }
+            /// Commit
+            9 => {
+                c.mark_commit(t, sink);
+                c.st = 8;
+            }
+            /// loop
+            10 => {
+                c.enter_loop(0usize);
                 c.st = 2;
             }
+            /// Content up to ["<|im_end|>"]
+            11 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 10;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            12 => {
+                c.until_start();
+                c.st = 11;
+            }
             /// end of output
-            4 => {
+            13 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -557,184 +845,64 @@ fn run(
                 c.st = 0;
             }
             /// loop head
-            5 => {
+            14 => {
                 if c.may_try(0usize, 0usize, Some(1u8)) {
                     let start = c.pos;
-                    match guard_1(t, c.pos, last) {
+                    match guard_6(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 45;
+                            c.st = 53;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 4;
-            }
-            /// loop round done
-            6 => {
-                c.end_round(true, t, sink);
-                c.st = 5;
-            }
-            /// Content up to ["<tool_call>"]
-            7 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
+                if c.may_try(0usize, 1usize, Some(1u8)) {
+                    let start = c.pos;
+                    match guard_9(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 1usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 86;
+                            continue;
                         }
+                        G::More => need_more!(),
+                        G::No => {}
                     }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
-                            done: false,
+                }
+                if c.may_try(0usize, 2usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 2usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 90;
+                            continue;
                         }
+                        G::More => need_more!(),
+                        G::No => {}
                     }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 5;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            8 => {
-                c.until_start();
-                c.st = 7;
-            }
-            /// Content up to ["<tool_call>"]
-            9 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 6;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            10 => {
-                c.until_start();
-                c.st = 9;
-            }
-            /// space
-            11 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 10;
-            }
-            /// ToolClose
-            12 => {
-                c.tool_close(sink);
-                c.st = 11;
-            }
-            /// literal "</tool_call>"
-            13 => {
-                match lit(t, c.pos, "</tool_call>", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 12;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            14 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
                 }
                 c.st = 13;
             }
-            /// literal "</function>"
+            /// loop round done
             15 => {
-                match lit(t, c.pos, "</function>", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 14;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
+                c.end_round(true, t, sink);
+                c.st = 14;
             }
-            /// space
+            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
             16 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 15;
-            }
-            /// ArgsClose
-            17 => {
-                c.args_close(sink);
-                c.st = 16;
-            }
-            /// loop head
-            18 => {
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 36;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                c.st = 17;
-            }
-            /// space
-            19 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 18;
-            }
-            /// literal "</parameter>"
-            20 => {
-                match lit(t, c.pos, "</parameter>", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 19;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// ArgString up to ["</parameter>"]
-            21 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["</parameter>"]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                );
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -745,23 +913,91 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["</parameter>"]),
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["<tool_call>", "<function=", "<|im_end|>"],
+                                ),
                             done: false,
                         }
                     }
                 };
-                match c.until_step(t, Kind::ArgString, true, found, sink) {
+                match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 20;
+                        c.st = 14;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            22 => {
+            17 => {
                 c.until_start();
-                c.st = 21;
+                c.st = 16;
+            }
+            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
+            18 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["<tool_call>", "<function=", "<|im_end|>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 15;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            19 => {
+                c.until_start();
+                c.st = 18;
+            }
+            /// space
+            20 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 19;
+            }
+            /// ToolClose
+            21 => {
+                c.tool_close(sink);
+                c.st = 20;
+            }
+            /// literal "</tool_call>"
+            22 => {
+                match lit(t, c.pos, "</tool_call>", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 21;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
             }
             /// space
             23 => {
@@ -769,73 +1005,95 @@ fn run(
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 18;
+                c.st = 22;
             }
-            /// literal "</parameter>"
+            /// choice
             24 => {
-                match lit(t, c.pos, "</parameter>", last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 23;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
+                    G::No => {}
                 }
-            }
-            /// space
-            25 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 24;
-            }
-            /// json
-            26 => {
-                match json_step(c, t, false, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 25;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            27 => {
-                c.json = JsonScanner::new(false, false);
-                c.st = 26;
-            }
-            /// space
-            28 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 27;
-            }
-            /// space
-            29 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 18;
-            }
-            /// literal "</parameter>"
-            30 => {
-                match lit(t, c.pos, "</parameter>", last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 29;
+                        c.st = 23;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
+                    G::No => {}
                 }
+                fail!()
             }
-            /// ArgAuto up to ["</parameter>"]
-            31 => {
+            /// ArgsClose
+            25 => {
+                c.args_close(sink);
+                c.st = 24;
+            }
+            /// loop head
+            26 => {
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 44;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                c.st = 25;
+            }
+            /// space
+            27 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 26;
+            }
+            /// choice
+            28 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 27;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 27;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 27;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// ArgString up to ["</parameter>", "</function>", "</tool_call>"]
+            29 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["</parameter>"]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["</parameter>", "</function>", "</tool_call>"],
+                );
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -846,45 +1104,198 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["</parameter>"]),
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["</parameter>", "</function>", "</tool_call>"],
+                                ),
                             done: false,
                         }
                     }
                 };
-                match c.until_step(t, Kind::ArgAuto, true, found, sink) {
+                match c.until_step(t, Kind::ArgString, true, found, sink) {
                     Some(true) => {
-                        c.st = 30;
+                        c.st = 28;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            32 => {
+            30 => {
                 c.until_start();
-                c.st = 31;
+                c.st = 29;
+            }
+            /// space
+            31 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 26;
+            }
+            /// choice
+            32 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 31;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 31;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 31;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            33 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 32;
+            }
+            /// json
+            34 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 33;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            35 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 34;
+            }
+            /// space
+            36 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 35;
+            }
+            /// space
+            37 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 26;
+            }
+            /// choice
+            38 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 37;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 37;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 37;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// ArgAuto up to ["</parameter>", "</function>", "</tool_call>"]
+            39 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["</parameter>", "</function>", "</tool_call>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["</parameter>", "</function>", "</tool_call>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::ArgAuto, true, found, sink) {
+                    Some(true) => {
+                        c.st = 38;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            40 => {
+                c.until_start();
+                c.st = 39;
             }
             /// value by argument type
-            33 => {
+            41 => {
                 c.st = match c.arg_type() {
-                    ArgType::String => 22,
-                    ArgType::Json => 28,
-                    ArgType::Auto => 32,
+                    ArgType::String => 30,
+                    ArgType::Json => 36,
+                    ArgType::Auto | ArgType::StringOrNull => 40,
                 };
             }
             /// literal ">"
-            34 => {
+            42 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 33;
+                        c.st = 41;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ArgName up to [">"]
-            35 => {
+            43 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -910,43 +1321,43 @@ fn run(
                 }
                 match c.until_step(t, Kind::ArgName, false, found, sink) {
                     Some(true) => {
-                        c.st = 34;
+                        c.st = 42;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            36 => {
+            44 => {
                 c.until_start();
-                c.st = 35;
+                c.st = 43;
             }
             /// ArgsOpen
-            37 => {
+            45 => {
                 c.args_open(sink);
-                c.st = 18;
+                c.st = 26;
             }
             /// literal ">"
-            38 => {
+            46 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 37;
+                        c.st = 45;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            39 => {
+            47 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 38;
+                c.st = 46;
             }
             /// ToolName up to [">"]
-            40 => {
+            48 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -972,155 +1383,57 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 39;
+                        c.st = 47;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            41 => {
+            49 => {
                 c.until_start();
-                c.st = 40;
+                c.st = 48;
             }
             /// space
-            42 => {
+            50 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 41;
+                c.st = 49;
             }
             /// ToolOpen
-            43 => {
+            51 => {
                 c.tool_open(sink);
-                c.st = 42;
+                c.st = 50;
             }
             /// literal "<function="
-            44 => {
+            52 => {
                 match lit(t, c.pos, "<function=", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 43;
+                        c.st = 51;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            45 => {
+            53 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 44;
-            }
-            /// loop
-            46 => {
-                c.enter_loop(0usize);
-                c.st = 5;
-            }
-            /// Content up to ["<tool_call>"]
-            47 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 46;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            48 => {
-                c.until_start();
-                c.st = 47;
-            }
-            /// end of output
-            49 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
-            /// loop head
-            50 => {
-                if c.may_try(0usize, 0usize, None) {
-                    let start = c.pos;
-                    match guard_1(t, c.pos, last) {
-                        G::Match(p) => {
-                            if !c.start_round(0usize, 0usize, true, start, p) {
-                                fail!()
-                            }
-                            c.st = 90;
-                            continue;
-                        }
-                        G::More => need_more!(),
-                        G::No => {}
-                    }
-                }
-                c.st = 49;
-            }
-            /// loop round done
-            51 => {
-                c.end_round(true, t, sink);
-                c.st = 50;
-            }
-            /// Content up to ["<tool_call>"]
-            52 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 50;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            53 => {
-                c.until_start();
                 c.st = 52;
             }
-            /// Content up to ["<tool_call>"]
+            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
             54 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                );
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -1131,14 +1444,18 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["<tool_call>", "<function=", "<|im_end|>"],
+                                ),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 51;
+                        c.st = 15;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
@@ -1162,85 +1479,115 @@ fn run(
                 c.tool_close(sink);
                 c.st = 56;
             }
-            /// literal "</tool_call>"
+            /// choice
             58 => {
-                match lit(t, c.pos, "</tool_call>", last) {
+                match guard_7(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 57;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            59 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 58;
-            }
-            /// literal "</function>"
-            60 => {
-                match lit(t, c.pos, "</function>", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 59;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            61 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 60;
-            }
-            /// ArgsClose
-            62 => {
-                c.args_close(sink);
-                c.st = 61;
-            }
-            /// loop head
-            63 => {
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 81;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                c.st = 62;
+                match guard_8(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 57;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            59 => {
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 58;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 58;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// ArgsClose
+            60 => {
+                c.args_close(sink);
+                c.st = 59;
+            }
+            /// loop head
+            61 => {
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 79;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                c.st = 60;
             }
             /// space
-            64 => {
+            62 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 63;
+                c.st = 61;
             }
-            /// literal "</parameter>"
-            65 => {
-                match lit(t, c.pos, "</parameter>", last) {
+            /// choice
+            63 => {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 64;
+                        c.st = 62;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
+                    G::No => {}
                 }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 62;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 62;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
-            /// ArgString up to ["</parameter>"]
-            66 => {
+            /// ArgString up to ["</parameter>", "</function>", "</tool_call>"]
+            64 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["</parameter>"]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["</parameter>", "</function>", "</tool_call>"],
+                );
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -1251,23 +1598,66 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["</parameter>"]),
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["</parameter>", "</function>", "</tool_call>"],
+                                ),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::ArgString, true, found, sink) {
                     Some(true) => {
-                        c.st = 65;
+                        c.st = 63;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            67 => {
+            65 => {
                 c.until_start();
-                c.st = 66;
+                c.st = 64;
+            }
+            /// space
+            66 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 61;
+            }
+            /// choice
+            67 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 66;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 66;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 66;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
             /// space
             68 => {
@@ -1275,73 +1665,78 @@ fn run(
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 63;
-            }
-            /// literal "</parameter>"
-            69 => {
-                match lit(t, c.pos, "</parameter>", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 68;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            70 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 69;
+                c.st = 67;
             }
             /// json
-            71 => {
+            69 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 70;
+                        c.st = 68;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            72 => {
+            70 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 71;
+                c.st = 69;
             }
             /// space
+            71 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 70;
+            }
+            /// space
+            72 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 61;
+            }
+            /// choice
             73 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 72;
-            }
-            /// space
-            74 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 63;
-            }
-            /// literal "</parameter>"
-            75 => {
-                match lit(t, c.pos, "</parameter>", last) {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 74;
+                        c.st = 72;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
+                    G::No => {}
                 }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 72;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 72;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
-            /// ArgAuto up to ["</parameter>"]
-            76 => {
+            /// ArgAuto up to ["</parameter>", "</function>", "</tool_call>"]
+            74 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["</parameter>"]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["</parameter>", "</function>", "</tool_call>"],
+                );
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -1352,45 +1747,49 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["</parameter>"]),
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["</parameter>", "</function>", "</tool_call>"],
+                                ),
                             done: false,
                         }
                     }
                 };
                 match c.until_step(t, Kind::ArgAuto, true, found, sink) {
                     Some(true) => {
-                        c.st = 75;
+                        c.st = 73;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            77 => {
+            75 => {
                 c.until_start();
-                c.st = 76;
+                c.st = 74;
             }
             /// value by argument type
-            78 => {
+            76 => {
                 c.st = match c.arg_type() {
-                    ArgType::String => 67,
-                    ArgType::Json => 73,
-                    ArgType::Auto => 77,
+                    ArgType::String => 65,
+                    ArgType::Json => 71,
+                    ArgType::Auto | ArgType::StringOrNull => 75,
                 };
             }
             /// literal ">"
-            79 => {
+            77 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 78;
+                        c.st = 76;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ArgName up to [">"]
-            80 => {
+            78 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1416,43 +1815,43 @@ fn run(
                 }
                 match c.until_step(t, Kind::ArgName, false, found, sink) {
                     Some(true) => {
-                        c.st = 79;
+                        c.st = 77;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            81 => {
+            79 => {
                 c.until_start();
-                c.st = 80;
+                c.st = 78;
             }
             /// ArgsOpen
-            82 => {
+            80 => {
                 c.args_open(sink);
-                c.st = 63;
+                c.st = 61;
             }
             /// literal ">"
-            83 => {
+            81 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 82;
+                        c.st = 80;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            84 => {
+            82 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 83;
+                c.st = 81;
             }
             /// ToolName up to [">"]
-            85 => {
+            83 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1478,58 +1877,38 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 84;
+                        c.st = 82;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            86 => {
+            84 => {
                 c.until_start();
-                c.st = 85;
+                c.st = 83;
             }
             /// space
-            87 => {
+            85 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 86;
+                c.st = 84;
             }
             /// ToolOpen
-            88 => {
+            86 => {
                 c.tool_open(sink);
-                c.st = 87;
+                c.st = 85;
             }
-            /// literal "<function="
-            89 => {
-                match lit(t, c.pos, "<function=", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 88;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            90 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 89;
-            }
-            /// loop
-            91 => {
-                c.enter_loop(0usize);
-                c.st = 50;
-            }
-            /// Content up to ["<tool_call>"]
-            92 => {
+            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
+            87 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>"]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                );
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
                     None if last => {
@@ -1540,7 +1919,69 @@ fn run(
                     }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["<tool_call>"]),
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["<tool_call>", "<function=", "<|im_end|>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 15;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            88 => {
+                c.until_start();
+                c.st = 87;
+            }
+            /// space
+            89 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 88;
+            }
+            /// Commit
+            90 => {
+                c.mark_commit(t, sink);
+                c.st = 89;
+            }
+            /// loop
+            91 => {
+                c.enter_loop(0usize);
+                c.st = 14;
+            }
+            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
+            92 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["<tool_call>", "<function=", "<|im_end|>"],
+                                ),
                             done: false,
                         }
                     }
@@ -1568,29 +2009,320 @@ fn run(
                 }
                 c.st = 0;
             }
-            /// space
+            /// loop head
             95 => {
+                if c.may_try(0usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_6(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 134;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                if c.may_try(0usize, 1usize, None) {
+                    let start = c.pos;
+                    match guard_9(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 1usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 167;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                if c.may_try(0usize, 2usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 2usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 171;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 94;
+            }
+            /// loop round done
+            96 => {
+                c.end_round(true, t, sink);
+                c.st = 95;
+            }
+            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
+            97 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["<tool_call>", "<function=", "<|im_end|>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 95;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            98 => {
+                c.until_start();
+                c.st = 97;
+            }
+            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
+            99 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["<tool_call>", "<function=", "<|im_end|>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 96;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            100 => {
+                c.until_start();
+                c.st = 99;
+            }
+            /// space
+            101 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 94;
+                c.st = 100;
             }
-            /// choice
-            96 => {
-                match guard_2(t, c.pos, last) {
+            /// ToolClose
+            102 => {
+                c.tool_close(sink);
+                c.st = 101;
+            }
+            /// literal "</tool_call>"
+            103 => {
+                match lit(t, c.pos, "</tool_call>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 95;
+                        c.st = 102;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            104 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 103;
+            }
+            /// choice
+            105 => {
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 104;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 104;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// ArgsClose
+            106 => {
+                c.args_close(sink);
+                c.st = 105;
+            }
+            /// loop head
+            107 => {
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 125;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                c.st = 106;
+            }
+            /// space
+            108 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 107;
+            }
+            /// choice
+            109 => {
                 match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 94;
+                        c.st = 108;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 108;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 108;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// ArgString up to ["</parameter>", "</function>", "</tool_call>"]
+            110 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["</parameter>", "</function>", "</tool_call>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["</parameter>", "</function>", "</tool_call>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::ArgString, true, found, sink) {
+                    Some(true) => {
+                        c.st = 109;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            111 => {
+                c.until_start();
+                c.st = 110;
+            }
+            /// space
+            112 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 107;
+            }
+            /// choice
+            113 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 112;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 112;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 112;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1599,51 +2331,334 @@ fn run(
                 fail!()
             }
             /// space
-            97 => {
+            114 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 96;
+                c.st = 113;
             }
             /// json
-            98 => {
-                match json_step(c, t, true, "", last, sink) {
+            115 => {
+                match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 97;
+                        c.st = 114;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            99 => {
+            116 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 98;
+                c.st = 115;
             }
             /// space
-            100 => {
+            117 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 99;
+                c.st = 116;
+            }
+            /// space
+            118 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 107;
             }
             /// choice
-            101 => {
+            119 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 118;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
                 match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 100;
+                        c.st = 118;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_3(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 100;
+                        c.st = 118;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// ArgAuto up to ["</parameter>", "</function>", "</tool_call>"]
+            120 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["</parameter>", "</function>", "</tool_call>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["</parameter>", "</function>", "</tool_call>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::ArgAuto, true, found, sink) {
+                    Some(true) => {
+                        c.st = 119;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            121 => {
+                c.until_start();
+                c.st = 120;
+            }
+            /// value by argument type
+            122 => {
+                c.st = match c.arg_type() {
+                    ArgType::String => 111,
+                    ArgType::Json => 117,
+                    ArgType::Auto | ArgType::StringOrNull => 121,
+                };
+            }
+            /// literal ">"
+            123 => {
+                match lit(t, c.pos, ">", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 122;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ArgName up to [">"]
+            124 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &[">"]) > room => fail!(),
+                    _ => {}
+                }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &[">"]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ArgName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 123;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            125 => {
+                c.until_start();
+                c.st = 124;
+            }
+            /// ArgsOpen
+            126 => {
+                c.args_open(sink);
+                c.st = 107;
+            }
+            /// literal ">"
+            127 => {
+                match lit(t, c.pos, ">", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 126;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            128 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 127;
+            }
+            /// ToolName up to [">"]
+            129 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &[">"]) > room => fail!(),
+                    _ => {}
+                }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &[">"]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 128;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            130 => {
+                c.until_start();
+                c.st = 129;
+            }
+            /// space
+            131 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 130;
+            }
+            /// ToolOpen
+            132 => {
+                c.tool_open(sink);
+                c.st = 131;
+            }
+            /// literal "<function="
+            133 => {
+                match lit(t, c.pos, "<function=", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 132;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            134 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 133;
+            }
+            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
+            135 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["<tool_call>", "<function=", "<|im_end|>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 96;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            136 => {
+                c.until_start();
+                c.st = 135;
+            }
+            /// space
+            137 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 136;
+            }
+            /// ToolClose
+            138 => {
+                c.tool_close(sink);
+                c.st = 137;
+            }
+            /// choice
+            139 => {
+                match guard_7(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 138;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_8(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 138;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1652,20 +2667,156 @@ fn run(
                 fail!()
             }
             /// choice
-            102 => {
-                match guard_2(t, c.pos, last) {
+            140 => {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 101;
+                        c.st = 139;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 139;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// ArgsClose
+            141 => {
+                c.args_close(sink);
+                c.st = 140;
+            }
+            /// loop head
+            142 => {
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 160;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                c.st = 141;
+            }
+            /// space
+            143 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 142;
+            }
+            /// choice
+            144 => {
                 match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 99;
+                        c.st = 143;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 143;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 143;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// ArgString up to ["</parameter>", "</function>", "</tool_call>"]
+            145 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["</parameter>", "</function>", "</tool_call>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["</parameter>", "</function>", "</tool_call>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::ArgString, true, found, sink) {
+                    Some(true) => {
+                        c.st = 144;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            146 => {
+                c.until_start();
+                c.st = 145;
+            }
+            /// space
+            147 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 142;
+            }
+            /// choice
+            148 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 147;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 147;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 147;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1674,12 +2825,497 @@ fn run(
                 fail!()
             }
             /// space
-            103 => {
+            149 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 102;
+                c.st = 148;
+            }
+            /// json
+            150 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 149;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            151 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 150;
+            }
+            /// space
+            152 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 151;
+            }
+            /// space
+            153 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 142;
+            }
+            /// choice
+            154 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 153;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 153;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 153;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// ArgAuto up to ["</parameter>", "</function>", "</tool_call>"]
+            155 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["</parameter>", "</function>", "</tool_call>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["</parameter>", "</function>", "</tool_call>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::ArgAuto, true, found, sink) {
+                    Some(true) => {
+                        c.st = 154;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            156 => {
+                c.until_start();
+                c.st = 155;
+            }
+            /// value by argument type
+            157 => {
+                c.st = match c.arg_type() {
+                    ArgType::String => 146,
+                    ArgType::Json => 152,
+                    ArgType::Auto | ArgType::StringOrNull => 156,
+                };
+            }
+            /// literal ">"
+            158 => {
+                match lit(t, c.pos, ">", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 157;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ArgName up to [">"]
+            159 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &[">"]) > room => fail!(),
+                    _ => {}
+                }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &[">"]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ArgName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 158;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            160 => {
+                c.until_start();
+                c.st = 159;
+            }
+            /// ArgsOpen
+            161 => {
+                c.args_open(sink);
+                c.st = 142;
+            }
+            /// literal ">"
+            162 => {
+                match lit(t, c.pos, ">", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 161;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            163 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 162;
+            }
+            /// ToolName up to [">"]
+            164 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &[">"]) > room => fail!(),
+                    _ => {}
+                }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &[">"]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 163;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            165 => {
+                c.until_start();
+                c.st = 164;
+            }
+            /// space
+            166 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 165;
+            }
+            /// ToolOpen
+            167 => {
+                c.tool_open(sink);
+                c.st = 166;
+            }
+            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
+            168 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["<tool_call>", "<function=", "<|im_end|>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 96;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            169 => {
+                c.until_start();
+                c.st = 168;
+            }
+            /// space
+            170 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 169;
+            }
+            /// Commit
+            171 => {
+                c.mark_commit(t, sink);
+                c.st = 170;
+            }
+            /// loop
+            172 => {
+                c.enter_loop(0usize);
+                c.st = 95;
+            }
+            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
+            173 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["<tool_call>", "<function=", "<|im_end|>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 172;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            174 => {
+                c.until_start();
+                c.st = 173;
+            }
+            /// end of output
+            175 => {
+                if c.pos < t.len() {
+                    fail!()
+                }
+                if !last {
+                    need_more!()
+                }
+                c.st = 0;
+            }
+            /// space
+            176 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 175;
+            }
+            /// choice
+            177 => {
+                match guard_0(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 176;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_8(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 175;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            178 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 177;
+            }
+            /// choice
+            179 => {
+                match guard_10(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 178;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_8(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 177;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            180 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 179;
+            }
+            /// json
+            181 => {
+                match json_step(c, t, true, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 180;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            182 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 181;
+            }
+            /// space
+            183 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 182;
+            }
+            /// choice
+            184 => {
+                match guard_11(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 183;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_8(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 183;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            185 => {
+                match guard_10(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 184;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_8(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 182;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            186 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 185;
             }
             _ => {
                 c.set_degraded();

@@ -130,6 +130,7 @@ fn driver_input(cases: &[Case]) -> Vec<u8> {
                     ArgType::String => 0,
                     ArgType::Json => 1,
                     ArgType::Auto => 2,
+                    ArgType::StringOrNull => 3,
                 };
                 out.extend(format!("arg {ty} {}\n{name}\n", name.len()).bytes());
             }

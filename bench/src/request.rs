@@ -150,6 +150,7 @@ impl RuntimeTools {
             parallel_tool_calls: options.parallel_tool_calls,
             tools: if options.tool_choice == ToolChoice::None { &[] } else { &tools },
             structured_output: options.json_schema.is_some(),
+            chat_template_kwargs: &[],
         })
     }
 }

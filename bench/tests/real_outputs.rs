@@ -38,6 +38,7 @@ use chat_parser_generator::interp::StreamParser;
 use chat_parser_generator::ir::build::{build, tool_signatures, ParseOptions};
 use chat_parser_generator::{analyze, jinja::ChatTemplate, FormatSpec};
 use chat_parser_runtime::message::{CutOffCalls, Message, MessageBuilder};
+use chat_parser_runtime::kwargs::Kwarg;
 use chat_parser_runtime::{DeltaBuilder, Event, Sink};
 use equivalence::{chunks, Ev, Events, RuntimeTools};
 
@@ -113,8 +114,33 @@ impl Sink for Collect {
 }
 
 fn generated(file: &str, options: &ParseOptions, output: &str, pieces: &[&[u8]]) -> Parse {
+    generated_with(file, options, &serde_json::Map::new(), output, pieces)
+}
+
+/// `chat_template_kwargs` in the runtime's form (the values a switch can
+/// compare; others as `Null`).
+fn runtime_kwargs(kwargs: &serde_json::Map<String, serde_json::Value>) -> Vec<(&str, Kwarg<'_>)> {
+    kwargs
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                serde_json::Value::Bool(b) => Kwarg::Bool(*b),
+                serde_json::Value::Number(n) => n.as_i64().map_or(Kwarg::Null, Kwarg::Int),
+                serde_json::Value::String(s) => Kwarg::Str(s),
+                _ => Kwarg::Null,
+            };
+            (k.as_str(), v)
+        })
+        .collect()
+}
+
+/// The generated parser, with the request's `chat_template_kwargs` passed
+/// in its options (the module's switch table reads them).
+fn generated_with(file: &str, options: &ParseOptions, kwargs: &serde_json::Map<String, serde_json::Value>, output: &str, pieces: &[&[u8]]) -> Parse {
     let tools = RuntimeTools::new(options);
+    let kwargs = runtime_kwargs(kwargs);
     tools.with_options(options, |o| {
+        let o = chat_parser_runtime::Options { chat_template_kwargs: &kwargs, ..o };
         let mut parser = AnyParser::new(file, o).expect("a parser for every corpus template");
         let mut collect = Collect::new();
         for piece in pieces {
@@ -199,14 +225,21 @@ fn table_driven_cases_per_class() {
             };
             templates.insert(case.template.clone());
             let Some(want) = &case.expected else { continue };
-            let want_events = reference(spec, &case.options, &case.input, &[case.input.as_bytes()]).events;
+            // The reference parser is built for thinking as the template's
+            // switch variables set it (what the CLI does); the generated one
+            // reads them itself.
+            let mut options = case.options.clone();
+            if let Some(thinking) = spec.generation_prompt.thinking_from_kwargs(&case.kwargs) {
+                options.enable_thinking = thinking;
+            }
+            let want_events = reference(spec, &options, &case.input, &[case.input.as_bytes()]).events;
             let seed = case.id.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
             let mut failed = None;
             'runs: for sizes in chunkings(seed, case.input.len()) {
                 let pieces = chunks(case.input.as_bytes(), &sizes);
                 for (who, parse) in [
-                    ("generated", generated(&case.template, &case.options, &case.input, &pieces)),
-                    ("reference", reference(spec, &case.options, &case.input, &pieces)),
+                    ("generated", generated_with(&case.template, &case.options, &case.kwargs, &case.input, &pieces)),
+                    ("reference", reference(spec, &options, &case.input, &pieces)),
                 ] {
                     let message = parse.message(&case.input);
                     let problem = if parse.events != want_events {
@@ -320,4 +353,66 @@ fn cut_off_calls_over_the_corpus() {
         let _ = std::fs::write(path, failures.join("\n\n"));
     }
     assert!(failures.is_empty(), "{} texts fail:\n{}", failures.len(), failures.iter().take(10).cloned().collect::<Vec<_>>().join("\n\n"));
+}
+
+/// Class 8 over the corpus: each template's own end-of-turn markup
+/// (`ContentSpec::end_of_turn`) appended to a content-only reply and to
+/// every round-trip text never reaches content: the message is the message
+/// of the text without it, and the generated parser reports what the
+/// reference parser does, in chunks.
+#[test]
+fn end_of_turn_over_the_corpus() {
+    let specs = specs();
+    if specs.is_empty() {
+        return;
+    }
+    let mut failures = Vec::new();
+    let (mut texts, mut parses, mut templates) = (0, 0, 0);
+    for (file, (template, spec)) in specs {
+        let ends = &spec.content.end_of_turn;
+        if ends.is_empty() {
+            continue;
+        }
+        templates += 1;
+        // A content-only reply after the prompt's own prefill (thinking off,
+        // so the reply starts in content), and the round-trip texts.
+        let mut cases: Vec<(String, ParseOptions)> =
+            vec![("Hello there. How can I help?".to_string(), ParseOptions { enable_thinking: false, ..ParseOptions::default() })];
+        if spec.capabilities.supports_tool_calls {
+            let mut rng = roundtrip_texts::Rng(0x5DEECE66D ^ (file.len() as u64) << 9);
+            for case in 0..roundtrip_texts::CASES {
+                let g = roundtrip_texts::generate(&mut rng, spec, case);
+                let Ok(text) = roundtrip_texts::assistant_text(template, spec, &g) else { continue };
+                cases.push((text, ParseOptions { tools: g.tools.clone(), parallel_tool_calls: true, ..ParseOptions::default() }));
+            }
+        }
+        for (text, options) in &cases {
+            texts += 1;
+            let want = reference(spec, options, text, &[text.as_bytes()]).message(text);
+            for end in ends {
+                for tail in ["", "\n"] {
+                    let output = format!("{text}{end}{tail}");
+                    parses += 1;
+                    let reference_parse = reference(spec, options, &output, &[output.as_bytes()]);
+                    let got = reference_parse.message(&output);
+                    let generated_parse = generated(file, options, &output, &chunks(output.as_bytes(), &[3, 1, 7]));
+                    let problem = if generated_parse.events != reference_parse.events {
+                        Some(format!("generated events {:?}\n    reference {:?}", generated_parse.events, reference_parse.events))
+                    } else if got.content.contains(end.as_str()) || got.reasoning_content.contains(end.as_str()) {
+                        Some(format!("{end:?} reached the message: {got:?}"))
+                    } else {
+                        same_message(&got, &want).err().map(|e| format!("not the message without {end:?}: {e}"))
+                    };
+                    if let Some(p) = problem {
+                        failures.push(format!("{file}: {p}\n    output: {output:?}"));
+                    }
+                }
+            }
+        }
+    }
+    figures::figure(&format!(
+        "end of turn: {texts} texts over {templates} templates with each end-of-turn marker appended: {parses} parses, {} failing",
+        failures.len()
+    ));
+    assert!(failures.is_empty(), "{} parses fail:\n{}", failures.len(), failures.iter().take(10).cloned().collect::<Vec<_>>().join("\n\n"));
 }

@@ -232,6 +232,7 @@ pub unsafe extern "C" fn cp_parser_init(mem: *mut c_void, template: i32, options
             let ty = match a.ty {
                 0 => ArgType::String,
                 1 => ArgType::Json,
+                3 => ArgType::StringOrNull,
                 _ => ArgType::Auto,
             };
             args.add(next_arg).write((arg, ty));
@@ -252,6 +253,9 @@ pub unsafe extern "C" fn cp_parser_init(mem: *mut c_void, template: i32, options
         parallel_tool_calls: options.parallel_tool_calls,
         tools: table,
         structured_output: options.structured_output,
+        // C passes thinking as enable_thinking (the caller reads the
+        // template's switch variables itself).
+        chat_template_kwargs: &[],
     };
     let Some(parser) = parsers::AnyParser::new(consts.file, rust) else {
         return CP_ERR_TEMPLATE;

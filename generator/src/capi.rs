@@ -68,6 +68,8 @@ typedef int32_t cp_arg_type;
 #define CP_ARG_JSON 1
 /* No schema type: JSON when the whole value is a short JSON text. */
 #define CP_ARG_AUTO 2
+/* A string, or null when the value is exactly `null` (["string", "null"]). */
+#define CP_ARG_STRING_OR_NULL 3
 
 /* One argument of a declared tool. */
 typedef struct cp_arg {

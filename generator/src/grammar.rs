@@ -392,6 +392,8 @@ impl Writer {
                 self.node(&alts[1].body, out)
             }
             Node::Choice(alts) => {
+                // What only parsers accept is not written.
+                let alts: Vec<&Alt> = alts.iter().filter(|a| !a.is_lenient()).collect();
                 out.push(Op::Alt(alts.len() as u16));
                 for a in alts {
                     out.push(Op::Seq(2));
@@ -400,6 +402,8 @@ impl Writer {
                 }
             }
             Node::Repeat { alts, limits, .. } => {
+                let (alts, limits): (Vec<&Alt>, Vec<Option<u32>>) =
+                    alts.iter().zip(limits).filter(|(a, _)| !a.is_lenient()).map(|(a, l)| (a, *l)).unzip();
                 let args = alts.len() == 1
                     && matches!(&alts[0].body, Node::Seq(items) if matches!(items.first(), Some(Node::Until { kind: TextKind::ArgName, .. })));
                 if args {

@@ -59,7 +59,11 @@ commands:
               tool_choice          \"auto\" (default), \"required\", \"none\" or {\"type\": \"function\", ...}
               parallel_tool_calls  default false
               reasoning_format     \"auto\" (default), \"deepseek\" or \"none\"
-              enable_thinking      default true (also read from chat_template_kwargs)
+              enable_thinking      default true
+              chat_template_kwargs the template's variables (HF/vLLM convention): those that switch
+                                   thinking (`analyze` lists them as generation_prompt.switches:
+                                   enable_thinking, DeepSeek's thinking, ...) set it, unless
+                                   enable_thinking is given
               json_schema          the reply is one JSON value (or response_format: {\"type\": \"json_schema\", ...})
               messages and other chat-completions fields are accepted and ignored
             prints the message: {\"content\", \"reasoning_content\", \"tool_calls\": [{\"name\", \"id\", \"arguments\"}],
@@ -203,7 +207,8 @@ fn parse_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
     std::io::stdin().read_to_end(&mut input).map_err(|e| format!("cannot read the request on stdin: {e}"))?;
     let body: Value =
         serde_json::from_slice(&input).map_err(|e| one_line(format!("the request on stdin is not valid JSON: {e}")))?;
-    let request = Request::from_json(&body, true)?;
+    let mut request = Request::from_json(&body, true)?;
+    request.apply_kwargs(&spec);
 
     let grammar = build(&spec, &request.options);
     let mut parser = StreamParser::new(&grammar).with_tools(chat_parser_generator::ir::build::tool_signatures(&request.options));
@@ -319,7 +324,8 @@ fn grammar_command(args: &[String], out: &mut impl Write) -> Result<(), String> 
     std::io::stdin().read_to_end(&mut input).map_err(|e| format!("cannot read the request on stdin: {e}"))?;
     let body: Value =
         serde_json::from_slice(&input).map_err(|e| one_line(format!("the request on stdin is not valid JSON: {e}")))?;
-    let request = Request::from_json(&body, false)?;
+    let mut request = Request::from_json(&body, false)?;
+    request.apply_kwargs(&spec);
     let reply = chat_parser_generator::grammar::for_request(&spec, &request.options);
     if let Some(reply) = &reply {
         for warning in &reply.warnings {
@@ -393,6 +399,24 @@ struct Request {
     options: ParseOptions,
     text: String,
     is_partial: bool,
+    /// `chat_template_kwargs`, and whether the request set
+    /// `enable_thinking` itself (which wins over them).
+    kwargs: serde_json::Map<String, Value>,
+    thinking_given: bool,
+}
+
+impl Request {
+    /// Thinking as the template's own variables in `chat_template_kwargs`
+    /// switch it (DeepSeek V3.1's `thinking`, Qwen3's `enable_thinking`),
+    /// unless the request set `enable_thinking` itself.
+    fn apply_kwargs(&mut self, spec: &chat_parser_generator::FormatSpec) {
+        if self.thinking_given {
+            return;
+        }
+        if let Some(thinking) = spec.generation_prompt.thinking_from_kwargs(&self.kwargs) {
+            self.options.enable_thinking = thinking;
+        }
+    }
 }
 
 impl Request {
@@ -425,15 +449,8 @@ impl Request {
             Some(other) => return Err(format!("`reasoning_format` must be a string, not {}", kind(other))),
         };
 
-        // Servers also take it from the template arguments.
-        let kwargs_thinking = fields
-            .get("chat_template_kwargs")
-            .and_then(|k| k.get("enable_thinking"))
-            .filter(|v| !v.is_null());
-        let enable_thinking = match field("enable_thinking") {
-            Some(value) => boolean("enable_thinking", Some(value), true)?,
-            None => boolean("chat_template_kwargs.enable_thinking", kwargs_thinking, true)?,
-        };
+        // `chat_template_kwargs` may switch it too (`Request::apply_kwargs`).
+        let enable_thinking = boolean("enable_thinking", field("enable_thinking"), true)?;
         let parallel_tool_calls = boolean("parallel_tool_calls", field("parallel_tool_calls"), false)?;
 
         let tools = match field("tools") {
@@ -480,6 +497,12 @@ impl Request {
             options: ParseOptions { enable_thinking, reasoning_format, parallel_tool_calls, tools, tool_choice, json_schema },
             text,
             is_partial,
+            kwargs: match fields.get("chat_template_kwargs") {
+                None | Some(Value::Null) => serde_json::Map::new(),
+                Some(Value::Object(k)) => k.clone(),
+                Some(other) => return Err(format!("`chat_template_kwargs` must be an object, not {}", kind(other))),
+            },
+            thinking_given: field("enable_thinking").is_some(),
         })
     }
 }

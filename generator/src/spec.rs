@@ -158,6 +158,12 @@ pub struct ContentSpec {
     pub start: String,
     pub end: String,
     pub requires_nonnull_content: bool,
+    /// What the template writes to end an assistant turn, after content or
+    /// after calls (`<|im_end|>`, `<|eot_id|>`, `<|eom_id|>`): in an output
+    /// (a server that does not strip stop tokens) it ends the reply and is
+    /// never content. Found by rendering (`analysis::content::end_of_turn`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub end_of_turn: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,6 +218,11 @@ pub struct ToolFormat {
     /// call to the tool it names (`>>>all\ntext`, `>>>get_weather\n{…}`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub content_recipient: String,
+    /// A token models write right before a call although the template's
+    /// own calls lack it (Llama 3.x's `<|python_tag|>`, which its template
+    /// writes before built-in tool calls only): read and dropped.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub call_prefix: String,
 }
 
 impl Default for ToolFormat {
@@ -233,6 +244,7 @@ impl Default for ToolFormat {
             parameter_order: Vec::new(),
             python_dict_arguments: false,
             python_scalar_arguments: false,
+            call_prefix: String::new(),
             content_recipient: String::new(),
         }
     }
@@ -333,4 +345,72 @@ pub struct GenerationPrompt {
     pub no_thinking: String,
     pub thinking_prefill: Prefill,
     pub no_thinking_prefill: Prefill,
+    /// Request variables (`chat_template_kwargs`) that switch thinking:
+    /// with this value, the template writes the thinking or the
+    /// no-thinking prompt above. Found by rendering
+    /// (`analysis::kwargs`); `enable_thinking` is one where the template
+    /// reads it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub switches: Vec<ThinkingSwitch>,
+}
+
+/// A request variable's value that picks one of the generation prompts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThinkingSwitch {
+    pub variable: String,
+    /// `true`/`false` (compared by Jinja truthiness) or a number
+    /// (compared by value: Seed-OSS's `thinking_budget: 0`).
+    pub value: SwitchValue,
+    /// Whether the template writes the thinking prompt with it.
+    pub thinking: bool,
+}
+
+/// A probe value of a [`ThinkingSwitch`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SwitchValue {
+    Bool(bool),
+    Int(i64),
+}
+
+impl GenerationPrompt {
+    /// Whether a request's `chat_template_kwargs` switch thinking on or
+    /// off (`None` when none of them is a switch). A later variable of the
+    /// template's list wins over an earlier one.
+    ///
+    /// ```
+    /// use chat_parser_generator::spec::{GenerationPrompt, SwitchValue, ThinkingSwitch};
+    /// let p = GenerationPrompt {
+    ///     switches: vec![ThinkingSwitch { variable: "thinking".into(), value: SwitchValue::Bool(false), thinking: false }],
+    ///     ..GenerationPrompt::default()
+    /// };
+    /// let kwargs = serde_json::json!({"thinking": false});
+    /// assert_eq!(p.thinking_from_kwargs(kwargs.as_object().unwrap()), Some(false));
+    /// ```
+    pub fn thinking_from_kwargs(&self, kwargs: &serde_json::Map<String, serde_json::Value>) -> Option<bool> {
+        let mut out = None;
+        for s in &self.switches {
+            let Some(v) = kwargs.get(&s.variable) else { continue };
+            let hit = match &s.value {
+                SwitchValue::Bool(b) => truthy(v) == *b,
+                SwitchValue::Int(want) => v.as_f64() == Some(*want as f64),
+            };
+            if hit {
+                out = Some(s.thinking);
+            }
+        }
+        out
+    }
+}
+
+/// Jinja's truthiness of a JSON value.
+fn truthy(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Null => false,
+        serde_json::Value::Bool(b) => *b,
+        serde_json::Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        serde_json::Value::String(s) => !s.is_empty(),
+        serde_json::Value::Array(a) => !a.is_empty(),
+        serde_json::Value::Object(o) => !o.is_empty(),
+    }
 }

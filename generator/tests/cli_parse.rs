@@ -101,6 +101,16 @@ fn reasoning_options() {
         let m = parse("think.jinja", &request);
         assert_eq!((m["reasoning_content"].as_str(), m["content"].as_str()), (Some(""), Some("hmm</think>ok")), "{request}");
     }
+    // The request's own `enable_thinking` wins over the template arguments;
+    // a variable the template does not read changes nothing.
+    for (request, thinking) in [
+        (json!({"text": "hmm</think>ok", "enable_thinking": true, "chat_template_kwargs": {"enable_thinking": false}}), true),
+        (json!({"text": "hmm</think>ok", "chat_template_kwargs": {"enable_thinking": 0}}), false),
+        (json!({"text": "hmm</think>ok", "chat_template_kwargs": {"thinking": false}}), true),
+    ] {
+        let m = parse("think.jinja", &request);
+        assert_eq!(m["reasoning_content"].as_str() == Some("hmm"), thinking, "{request}: {m}");
+    }
 }
 
 #[test]
@@ -293,6 +303,7 @@ fn bad_requests() {
     assert_one_line_error(&args, r#"{"text": "x", "reasoning_format": "loud"}"#, "unknown reasoning_format `loud`");
     assert_one_line_error(&args, r#"{"text": "x", "tool_choice": "maybe"}"#, "unknown tool_choice `maybe`");
     assert_one_line_error(&args, r#"{"text": "x", "enable_thinking": "no"}"#, "`enable_thinking` must be true or false");
+    assert_one_line_error(&args, r#"{"text": "x", "chat_template_kwargs": [1]}"#, "`chat_template_kwargs` must be an object");
     assert_one_line_error(&args, r#"{"text": "x", "tools": {"name": "f"}}"#, "`tools` must be an array");
     assert_one_line_error(&args, r#"{"text": "x", "tools": [{"type": "function"}]}"#, "tools[0] is not a tool");
     assert_one_line_error(

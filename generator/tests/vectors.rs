@@ -40,6 +40,12 @@ const DESCRIBED: &[&str] = &[
 /// fails on any other failure, and on any of these that starts passing (so
 /// the list only shrinks).
 const KNOWN_FAILURES: &[(&str, &str)] = &[
+    (
+        "ByteDance-Seed-OSS#6",
+        "the case trims a newline at each edge of every raw value, but the template writes values tight \
+         (`<parameter=k>VALUE</parameter>`): a value's own edge newlines are text (issue 14, class 6; \
+         tests/data/real_outputs/raw_whitespace.jsonl)",
+    ),
 ];
 
 #[derive(Default)]

@@ -344,6 +344,10 @@ impl<const W: usize, const F: usize> Input<W, F> {
             &self.buf[..self.len as usize]
         };
         let text = core::str::from_utf8(held).unwrap_or("");
+        // Markup held over the limit breaks as it would have at the next
+        // chunk (the check comes before a step): that is not the end
+        // cutting the call off.
+        M::run(core, entry, text, false, sink);
         core.ending();
         M::run(core, entry, text, true, sink);
         core.finish(text.len(), sink);

@@ -41,6 +41,7 @@ pub mod escape;
 pub mod holdback;
 pub mod input;
 pub mod json;
+pub mod kwargs;
 pub mod pack;
 pub mod machine;
 pub mod utf8;
@@ -112,12 +113,34 @@ pub enum Event<'a> {
 /// parsers of tagged-argument formats (`<parameter=k>v</parameter>`) read a
 /// `String` value raw, a `Json` value as JSON, and an `Auto` value by the rule
 /// for arguments without a schema type (JSON when the whole value is a short
-/// JSON text, otherwise a string).
+/// JSON text, otherwise a string). `StringOrNull` (a schema `["string",
+/// "null"]`) is a string, or `null` when the value is exactly `null`: a
+/// string that looks like a number stays a string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArgType {
     String,
     Json,
     Auto,
+    StringOrNull,
+}
+
+impl ArgType {
+    /// Whether a whole raw value read as [`ArgType::Auto`] (or
+    /// [`ArgType::StringOrNull`]) is reported as this JSON text rather
+    /// than as a string.
+    ///
+    /// ```
+    /// use chat_parser_runtime::ArgType;
+    /// assert!(ArgType::Auto.reads_as_json("42"));
+    /// assert!(!ArgType::StringOrNull.reads_as_json("42"));
+    /// assert!(ArgType::StringOrNull.reads_as_json(" null"));
+    /// ```
+    pub fn reads_as_json(self, value: &str) -> bool {
+        match self {
+            ArgType::StringOrNull => value.trim() == "null",
+            _ => json::is_json_value(value),
+        }
+    }
 }
 
 /// A declared tool, as a generated parser needs it: its name (calls to other

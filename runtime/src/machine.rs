@@ -851,7 +851,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             Kind::ArgName => self.open_key(acc.trim(), sink),
             Kind::ArgAuto if self.flags.has(AS_STRING) => self.args("\"", sink),
             Kind::ArgAuto => {
-                if crate::json::is_json_value(acc) {
+                if self.arg_type.reads_as_json(acc) {
                     self.args(acc.trim(), sink);
                 } else {
                     self.args("\"", sink);
@@ -1257,10 +1257,21 @@ pub struct Options<'t> {
     /// Structured output (the request's `json_schema` or `response_format`):
     /// the reply is one JSON value, reported as content.
     pub structured_output: bool,
+    /// The request's `chat_template_kwargs`: a variable that switches
+    /// thinking in this template (a module's `THINKING_SWITCHES`) overrides
+    /// `enable_thinking` (see [`crate::kwargs`]).
+    pub chat_template_kwargs: &'t [(&'t str, crate::kwargs::Kwarg<'t>)],
 }
 
 impl Default for Options<'_> {
     fn default() -> Self {
-        Options { enable_thinking: true, reasoning_format: ReasoningFormat::Auto, parallel_tool_calls: false, tools: &[], structured_output: false }
+        Options {
+            enable_thinking: true,
+            reasoning_format: ReasoningFormat::Auto,
+            parallel_tool_calls: false,
+            tools: &[],
+            structured_output: false,
+            chat_template_kwargs: &[],
+        }
     }
 }

@@ -107,6 +107,7 @@ impl RuntimeTools {
             parallel_tool_calls: options.parallel_tool_calls,
             tools: if options.tool_choice == chat_parser_generator::ir::build::ToolChoice::None { &[] } else { &tools },
             structured_output: options.json_schema.is_some(),
+            chat_template_kwargs: &[],
         })
     }
 }

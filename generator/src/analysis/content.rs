@@ -62,3 +62,158 @@ pub fn analyze(r: &mut Renderer<'_>, reasoning: &ReasoningSpec) -> ContentSpec {
     }
     spec
 }
+
+/// Phase C2: the markup that ends an assistant turn (`<|im_end|>`,
+/// `<|eot_id|>`, `<｜end▁of▁sentence｜>`...), after plain content and after
+/// tool calls, as the template writes it in a history turn.
+///
+/// A server that does not strip stop tokens passes it on in the output; it
+/// ends the reply and is never content. The turn is rendered last and with
+/// a turn after it (some templates write the end only between turns); the
+/// markers right after it count, up to text or a marker that opens a turn
+/// (one the generation prompt writes). Only literal text the template
+/// writes: an `eos_token` comes from the tokenizer, which a template does
+/// not show (the probes render it empty).
+///
+/// ```text
+/// "…END_A<|im_end|>\n<|im_start|>user\n…"  →  ["<|im_end|>"]
+/// ```
+pub fn end_of_turn(r: &mut Renderer<'_>, spec: &crate::spec::FormatSpec) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut known = known_markers(spec);
+    let prompt = spec.generation_prompt.thinking.as_str();
+    // The content's end marker ends the reply where the reply starts inside
+    // the content wrapper (the generation prompt opened it: Command R+'s
+    // `<|CHATBOT_TOKEN|>`); where the model opens the wrapper itself, the
+    // wrapper reads its end and a stray one is text.
+    let content_end = spec.content.end.trim();
+    let opened_by_prompt = !spec.content.start.trim().is_empty() && prompt.contains(spec.content.start.trim());
+    let content_end = if opened_by_prompt {
+        content_end
+    } else {
+        if !content_end.is_empty() {
+            known.push(content_end.to_string());
+        }
+        ""
+    };
+    let mut take = |tail: &str| {
+        let found = turn_end_markers(tail, &known, content_end, prompt);
+        let any = !found.is_empty();
+        for m in found {
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+        any
+    };
+    let next_user = json!({"role": "user", "content": "U_NEXT_USER"});
+    let content_turn = assistant_text();
+    for messages in [convo(content_turn.clone()), json!([user_msg(), content_turn, next_user.clone()])] {
+        if let Some(text) = r.render("C2 end of turn: content", &Scenario::with_tools(messages)) {
+            if let Some(pos) = text.rfind(ASSISTANT_MSG) {
+                take(&text[pos + ASSISTANT_MSG.len()..]);
+            }
+        }
+    }
+    if spec.capabilities.supports_tool_calls {
+        let turn = assistant_calls(vec![first_call()]);
+        let reply = json!({"role": "tool", "content": "Tool response", "tool_call_id": CALL_ID_001});
+        // The call turn rendered last, else before the tool's reply (what
+        // the model writes to hand over to the tool: Gemma 4's
+        // `<|tool_response>`, GLM's `<|observation|>`).
+        for messages in [convo(turn.clone()), json!([user_msg(), turn, reply])] {
+            let Some(text) = r.render("C2 end of turn: tool call", &Scenario::with_tools(messages)) else { continue };
+            // The call ends after its last argument value and the quotes,
+            // brackets and closers the format writes: the turn's end
+            // follows them.
+            let Some(from) = text.rfind("YYYY").map(|p| p + "YYYY".len()) else { continue };
+            let mut tail = &text[from..];
+            loop {
+                let before = tail.len();
+                tail = tail.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '}' | ']' | ')'));
+                for k in &known {
+                    if let Some(t) = tail.strip_prefix(k.as_str()) {
+                        tail = t;
+                    }
+                }
+                if tail.len() == before {
+                    break;
+                }
+            }
+            if take(tail) {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The markers the format already reads (content, reasoning and call
+/// markup): a turn's end is none of them.
+fn known_markers(spec: &crate::spec::FormatSpec) -> Vec<String> {
+    let t = &spec.tools;
+    [
+        &spec.reasoning.start,
+        &spec.reasoning.end,
+        &spec.content.start,
+        &t.format.section_start,
+        &t.format.section_end,
+        &t.format.per_call_start,
+        &t.format.per_call_end,
+        &t.function.name_prefix,
+        &t.function.close,
+        &t.arguments.start,
+        &t.arguments.end,
+        &t.arguments.value_suffix,
+        &t.arguments.string_quote,
+        &t.call_id.suffix,
+    ]
+    .iter()
+    .map(|m| m.trim().to_string())
+    .filter(|m| !m.is_empty())
+    .collect()
+}
+
+/// The marker at the start of `tail` that ends the turn: a special token
+/// in angle brackets (`<|eot_id|>`, `<turn|>`, `<sep>`) or a short word
+/// framed by punctuation (`[e~[`), after whitespace and markers the format
+/// already reads; none when text, a longer word or a marker that opens a
+/// turn (the generation prompt writes it) comes first. After
+/// `content_end` (the content's own end marker, where it ends the reply:
+/// Command R+'s `<|END_OF_TURN_TOKEN|>`), that marker and the next.
+fn turn_end_markers(tail: &str, known: &[String], content_end: &str, prompt: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = tail.trim_start();
+    'skip: loop {
+        for k in known {
+            if let Some(r) = rest.strip_prefix(k.as_str()) {
+                rest = r.trim_start();
+                continue 'skip;
+            }
+        }
+        break;
+    }
+    while found.len() < 2 {
+        let token = if rest.starts_with('<') {
+            match rest.find('>') {
+                Some(end) => &rest[..end + 1],
+                None => break,
+            }
+        } else {
+            &rest[..rest.find(char::is_whitespace).unwrap_or(rest.len())]
+        };
+        let framed = |t: &str| t.chars().next().is_some_and(|c| !c.is_alphanumeric()) && t.chars().last().is_some_and(|c| !c.is_alphanumeric());
+        let special = token.starts_with('<') && token.chars().count() <= 32;
+        let word = !token.starts_with('<') && token.chars().count() <= 6 && framed(token);
+        let marker = (special || word) && token.chars().any(char::is_alphanumeric) && !token.contains(char::is_whitespace);
+        if !marker || prompt.contains(token) {
+            break;
+        }
+        found.push(token.to_string());
+        if token != content_end {
+            break;
+        }
+        rest = rest[token.len()..].trim_start();
+    }
+    found
+}

@@ -18,6 +18,19 @@ fn set_reasoning(spec: &mut FormatSpec, start: &str, end: &str) {
 }
 
 const CORRECTIONS: &[Correction] = &[
+    // Llama 3.x: JSON calls without markers, but the 3.1 and 3.3 templates
+    // write <|python_tag|> before built-in tool calls, and the models (3.2
+    // too, whose template leaves built-in tools out: same chat tokens, same
+    // tokenizer) write it before any call.
+    Correction {
+        name: "Llama 3.x python tag",
+        applies: |s, spec| {
+            let f = &spec.tools.format;
+            let llama3 = s.contains("<|python_tag|>") || (s.contains("<|start_header_id|>") && s.contains("<|eot_id|>"));
+            llama3 && f.mode == ToolFormatMode::JsonNative && f.section_start.trim().is_empty() && f.per_call_start.trim().is_empty()
+        },
+        apply: |spec| spec.tools.format.call_prefix = "<|python_tag|>".into(),
+    },
     // Qwen QwQ / DeepSeek-R1 distills: the template strips reasoning from
     // history (`content.split('</think>')`), so no probe shows the markers, but
     // the model does write <think>...</think>.
@@ -57,6 +70,7 @@ const CORRECTIONS: &[Correction] = &[
                 start: "<response>".into(),
                 end: "</response>".into(),
                 requires_nonnull_content: spec.content.requires_nonnull_content,
+                end_of_turn: Vec::new(),
             };
         },
     },

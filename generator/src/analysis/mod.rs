@@ -22,6 +22,7 @@ pub mod capabilities;
 pub mod content;
 pub mod corrections;
 pub mod family;
+pub mod kwargs;
 pub mod pattern;
 pub mod probe;
 pub mod reasoning;
@@ -106,6 +107,11 @@ pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
         message: "cannot render a user turn with a generation prompt".into(),
         cause: Some(cause),
     })?;
+    // The request variables that switch thinking, measured on the request
+    // the prompts were (tools, unless the template cannot describe them).
+    let with_tools = r.try_render(&generation_request(true, true, true)).is_ok();
+    spec.generation_prompt.switches =
+        kwargs::thinking_switches(&mut r, &spec.generation_prompt, &|add| generation_request(true, add, with_tools));
     spec.capabilities = capabilities::detect(&mut r);
     r.string_arguments = spec.capabilities.supports_tool_calls && !spec.capabilities.supports_object_arguments;
     spec.reasoning = reasoning::analyze(&mut r, spec.capabilities.supports_tool_calls);
@@ -124,6 +130,11 @@ pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
     if let Some(name) = family::dedicated_family(source) {
         spec.family = Family::Dedicated(name.to_string());
         family::describe(name, source, &mut spec, &mut r);
+    }
+    // After the tools and the family's description: a turn's end is none
+    // of the markers they found.
+    if !spec.channels.is_used() {
+        spec.content.end_of_turn = content::end_of_turn(&mut r, &spec);
     }
     // After the family's description, which may give the reasoning markers.
     spec.generation_prompt.thinking_prefill = prefill(&spec.generation_prompt.thinking, &spec.reasoning);

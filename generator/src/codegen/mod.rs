@@ -341,6 +341,19 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         None => (text(""), text("")),
     };
 
+    let switches = spec.generation_prompt.switches.iter().map(|s| {
+        let variable = Literal::string(&s.variable);
+        let value = match s.value {
+            crate::spec::SwitchValue::Bool(b) => quote!(SwitchValue::Bool(#b)),
+            crate::spec::SwitchValue::Int(i) => {
+                let i = Literal::i64_unsuffixed(i);
+                quote!(SwitchValue::Int(#i))
+            }
+        };
+        let thinking = s.thinking;
+        quote! { ThinkingSwitch { variable: #variable, value: #value, thinking: #thinking } }
+    });
+
     Ok(quote! {
         #![allow(clippy::all, unused_labels, unused_variables, unused_imports, unreachable_code, unused_mut)]
         use chat_parser_runtime::__private::*;
@@ -353,6 +366,12 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         pub const GENERATION_PROMPT: &str = #prompt;
         /// The generation prompt with `enable_thinking: false`.
         pub const GENERATION_PROMPT_NO_THINKING: &str = #prompt_off;
+        /// The `chat_template_kwargs` variables this template switches
+        /// thinking with, and how (`Options::chat_template_kwargs`).
+        pub const THINKING_SWITCHES: &[chat_parser_runtime::kwargs::ThinkingSwitch] = {
+            use chat_parser_runtime::kwargs::{SwitchValue, ThinkingSwitch};
+            &[#(#switches),*]
+        };
         /// The reasoning block's markers (empty when the template has none).
         pub const REASONING_START: &str = #rstart;
         pub const REASONING_END: &str = #rend;
@@ -407,7 +426,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             pub fn new(options: Options<'t>) -> Parser<'t> {
                 let extract = options.reasoning_format != ReasoningFormat::None;
                 let tools = !options.tools.is_empty();
-                let combo = usize::from(!options.enable_thinking) * 8
+                let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
                     + usize::from(!extract) * 4
                     + if options.structured_output { 3 } else if !tools { 0 } else if options.parallel_tool_calls { 2 } else { 1 };
                 let entry = match combo { #(#entry_arms)* _ => 0 };

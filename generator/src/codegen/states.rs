@@ -242,11 +242,14 @@ impl States {
                 let j = state(self.compile(json, next, v));
                 let a = state(self.compile(auto, next, v));
                 self.push("value by argument type", quote! {
-                    c.st = match c.arg_type() { ArgType::String => #s, ArgType::Json => #j, ArgType::Auto => #a };
+                    c.st = match c.arg_type() { ArgType::String => #s, ArgType::Json => #j, ArgType::Auto | ArgType::StringOrNull => #a };
                 })
             }
+            // Only grammars tell a lenient alternative from another.
+            Node::Mark(Mark::Lenient) => next,
             Node::Mark(m) => {
                 let code = match m {
+                    Mark::Lenient => quote! {},
                     Mark::ToolOpen => quote! { c.tool_open(sink); },
                     Mark::ToolClose => quote! { c.tool_close(sink); },
                     Mark::Name(n) => {

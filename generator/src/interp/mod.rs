@@ -316,6 +316,9 @@ impl<'g> StreamParser<'g> {
             self.text.push('\u{FFFD}');
             self.run(false);
         }
+        // Markup held over the limit breaks as it would have at the next
+        // chunk: that is not the end cutting the call off.
+        self.run(false);
         // All the text is read as far as it goes: what breaks the open
         // call from here is the end.
         self.cut_off = self.call_open;
@@ -473,6 +476,7 @@ impl<'g> StreamParser<'g> {
             }
             Mark::ArgsClose => self.emit_args("}"),
             Mark::Prefilled(kind, text) => self.emit_text(*kind, text),
+            Mark::Lenient => {}
         }
     }
 
@@ -727,7 +731,7 @@ impl<'g> StreamParser<'g> {
                 let node = match self.arg_type {
                     ValueKind::String => string,
                     ValueKind::Json => json,
-                    ValueKind::Auto => auto,
+                    ValueKind::Auto | ValueKind::StringOrNull => auto,
                 };
                 (Step::Push(frame_for(node)), None)
             }
@@ -948,7 +952,7 @@ impl<'g> StreamParser<'g> {
             TextKind::ArgAuto if as_string => self.emit_args("\""),
             TextKind::ArgAuto => {
                 // Short untyped values are JSON when they are JSON text.
-                if chat_parser_runtime::json::is_json_value(acc) {
+                if self.arg_type.reads_as_json(acc) {
                     self.emit_args(acc.trim());
                 } else {
                     self.emit_args(&json_quote(acc));

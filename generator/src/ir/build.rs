@@ -109,7 +109,9 @@ fn value_kind(schema: &Value) -> ValueKind {
             return ValueKind::Auto;
         }
     };
+    let nullable = matches!(schema.get("type"), Some(Value::Array(ts)) if ts.iter().any(|t| t == "null"));
     match types.as_slice() {
+        ["string"] if nullable => ValueKind::StringOrNull,
         ["string"] => ValueKind::String,
         [] => ValueKind::Auto,
         ts if ts.contains(&"string") => ValueKind::Auto,
@@ -149,6 +151,41 @@ fn marker(s: &str) -> Node {
     }
 }
 
+/// `space MARKER` where the output writes the marker; where it leaves it
+/// out, nothing, but only when one of `outer` (the closers of what encloses
+/// it) comes next: a value or call whose own closer is missing ends at its
+/// enclosing closer (`</parameter>` missing before `</function>`). At the
+/// end of the output nothing comes next, so a call cut off there stays cut
+/// off. The leniency is for parsers only ([`Alt::lenient`]): grammars write
+/// the marker.
+fn closer(s: &str, outer: &[String]) -> Node {
+    let m = s.trim();
+    let outer: Vec<&String> = outer.iter().filter(|o| !o.is_empty() && o.as_str() != m).collect();
+    if m.is_empty() || outer.is_empty() {
+        return marker(s);
+    }
+    let mut alts = vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(m)]), body: Node::Empty }];
+    for o in outer {
+        alts.push(Alt::lenient(Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit(o.clone())]))), Node::Empty));
+    }
+    Node::Choice(alts)
+}
+
+/// The closers of a call and its section, innermost first (what a value's
+/// or a call's own closer may be missing before).
+fn call_closers(spec: &FormatSpec, with_function_close: bool) -> Vec<String> {
+    let t = &spec.tools;
+    let mut out: Vec<String> = Vec::new();
+    let candidates = [with_function_close.then_some(&t.function.close), Some(&t.format.per_call_end), Some(&t.format.section_end)];
+    for c in candidates.into_iter().flatten() {
+        let c = c.trim();
+        if !c.is_empty() && !out.iter().any(|o| o == c) {
+            out.push(c.to_string());
+        }
+    }
+    out
+}
+
 /// Builds the output grammar for a spec and request.
 pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     let extract = options.reasoning_format != ReasoningFormat::None && spec.reasoning.mode != ReasoningMode::None;
@@ -177,6 +214,9 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         reasoning_ends.extend(tool_triggers(spec));
         reasoning_ends.extend(bare_call_opener(spec).map(str::to_string));
     }
+    // A turn's end closes an open block too (the reply ended in it).
+    let end_of_turn = end_of_turn(spec);
+    reasoning_ends.extend(end_of_turn.iter().filter(|e| **e != end).cloned());
     let mut items = Vec::new();
 
     match prefill {
@@ -223,6 +263,11 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         items.push(Node::Json { kind: JsonKind::Content, schema: Some(schema.clone()), python: false, marker: String::new() });
         items.push(Node::Space);
         items.push(Node::optional(Node::lit(fence), Node::Space));
+        if !end_of_turn.is_empty() {
+            let mut ends: Vec<Alt> = end_of_turn.iter().map(|e| Alt::lenient(Node::lit(e.clone()), Node::Space)).collect();
+            ends.push(Alt { guard: Node::Empty, body: Node::Empty });
+            items.push(Node::Choice(ends));
+        }
         items.push(Node::End);
         return Node::seq(items);
     }
@@ -241,9 +286,21 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         alts.push(Alt { guard, body: calls });
         // One call (or one section of calls) unless parallel calls are on.
         limits.push((!options.parallel_tool_calls).then_some(1));
+        let prefix = spec.tools.format.call_prefix.trim();
+        if !prefix.is_empty() {
+            stops.push(prefix.to_string());
+            let (_, _, calls) = tool_section(spec, options.parallel_tool_calls);
+            alts.push(Alt::lenient(Node::lit(prefix), Node::seq(vec![Node::Space, calls])));
+            limits.push((!options.parallel_tool_calls).then_some(1));
+        }
         if let Some(opener) = bare_call_opener(spec) {
             stops.push(opener.to_string());
             alts.push(Alt { guard: Node::lit(opener), body: bare_calls(spec, options.parallel_tool_calls) });
+            limits.push((!options.parallel_tool_calls).then_some(1));
+        }
+        for (opener, body) in unwrapped_calls(spec, &stops) {
+            stops.push(opener.clone());
+            alts.push(Alt::lenient(Node::lit(opener), body));
             limits.push((!options.parallel_tool_calls).then_some(1));
         }
     }
@@ -252,8 +309,10 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         let body = if close.is_empty() {
             Node::rest(TextKind::Content)
         } else {
+            let mut ends = vec![close.clone()];
+            ends.extend(end_of_turn.iter().filter(|e| *e != close).cloned());
             Node::seq(vec![
-                Node::Until { stops: vec![close.clone()], kind: TextKind::Content, trim_newlines: false },
+                Node::Until { stops: ends, kind: TextKind::Content, trim_newlines: false },
                 Node::optional(Node::lit(close.clone()), Node::Empty),
             ])
         };
@@ -276,6 +335,15 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         alts.push(Alt { guard: Node::lit(end), body: Node::seq(vec![Node::Mark(Mark::Commit), Node::Space]) });
         limits.push(None);
     }
+    // The turn's end (a server that does not strip stop tokens passes it
+    // on) is markup: it and the whitespace after it are dropped. Text a
+    // model writes after it stays content, so nothing is lost. Grammars
+    // leave it to the engine's stop tokens.
+    for eot in end_of_turn.iter().filter(|e| !stops.contains(e)).collect::<Vec<_>>() {
+        stops.push(eot.clone());
+        alts.push(Alt::lenient(Node::lit(eot.clone()), Node::seq(vec![Node::Mark(Mark::Commit), Node::Space])));
+        limits.push(None);
+    }
     let content = Node::Until { stops: stops.clone(), kind: TextKind::Content, trim_newlines: false };
     items.push(content.clone());
     if !alts.is_empty() {
@@ -289,6 +357,12 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     Node::seq(items)
 }
 
+/// The template's end-of-turn markers ([`crate::spec::ContentSpec::end_of_turn`]),
+/// trimmed.
+fn end_of_turn(spec: &FormatSpec) -> Vec<String> {
+    spec.content.end_of_turn.iter().map(|e| e.trim().to_string()).filter(|e| !e.is_empty()).collect()
+}
+
 /// A reply of addressed blocks (Functionary v3.2): `>>>all\nTEXT` is
 /// content and `>>>NAME\n{json}` a call. The generation prompt wrote the
 /// first opener, so the reply starts inside the first block; a block whose
@@ -298,7 +372,10 @@ fn addressed_blocks(spec: &FormatSpec, tools_active: bool) -> Node {
     let f = &spec.tools.format;
     let opener = f.per_call_start.trim().to_string();
     let after_recipient = spec.tools.function.name_suffix.clone();
-    let content = Node::Until { stops: vec![opener.clone()], kind: TextKind::Content, trim_newlines: false };
+    let end_of_turn = end_of_turn(spec);
+    let mut stops = vec![opener.clone()];
+    stops.extend(end_of_turn.iter().cloned());
+    let content = Node::Until { stops, kind: TextKind::Content, trim_newlines: false };
     let mut kinds = vec![Alt {
         guard: Node::lit(format!("{}{after_recipient}", f.content_recipient)),
         body: Node::seq(vec![Node::Mark(Mark::Commit), content.clone()]),
@@ -317,6 +394,11 @@ fn addressed_blocks(spec: &FormatSpec, tools_active: bool) -> Node {
     let prefilled = spec.generation_prompt.thinking.trim_end().ends_with(opener.as_str());
     let mut alts = vec![Alt { guard: Node::lit(opener), body: block.clone() }];
     let mut limits = vec![None];
+    // The turn's end is markup (as in `build`).
+    for eot in end_of_turn {
+        alts.push(Alt::lenient(Node::lit(eot), Node::seq(vec![Node::Mark(Mark::Commit), Node::Space, content.clone()])));
+        limits.push(None);
+    }
     if prefilled {
         alts.push(Alt { guard: Node::Empty, body: block });
         limits.push(Some(1));
@@ -501,7 +583,9 @@ fn one_call(spec: &FormatSpec) -> Node {
 
 /// A call's body, its per-call end marker, and the call's end.
 fn closed(spec: &FormatSpec, body: Node) -> Node {
-    Node::seq(vec![body, marker(&spec.tools.format.per_call_end), Node::Mark(Mark::ToolClose)])
+    let f = &spec.tools.format;
+    let section_end = if f.section_end.trim().is_empty() { Vec::new() } else { vec![f.section_end.trim().to_string()] };
+    Node::seq(vec![body, closer(&f.per_call_end, &section_end), Node::Mark(Mark::ToolClose)])
 }
 
 /// The calls of a section whose every call has its own opener, from after
@@ -538,6 +622,38 @@ fn bare_calls(spec: &FormatSpec, parallel: bool) -> Node {
     let section_end = spec.tools.format.section_end.trim();
     let end = if section_end.is_empty() { Node::Empty } else { Node::optional(Node::seq(vec![Node::Space, Node::lit(section_end)]), Node::Empty) };
     Node::seq(vec![per_call_rest(spec, parallel), end, Node::Space])
+}
+
+/// Calls of a tag format written without their wrapper: the inner markup
+/// directly (`<function=get_weather>…</function>` without `<tool_call>`).
+/// The opener is the function-name marker (or the namespace marker before
+/// it) and the name after it must be a declared tool, so prose never turns
+/// into a call; the wrapper's closers are read when the model writes them.
+/// One `(opener, body)` per marker a call may start with; none for formats
+/// whose calls need no wrapper, whose name marker is the wrapper (already
+/// among `stops`), or is not markup.
+fn unwrapped_calls(spec: &FormatSpec, stops: &[String]) -> Vec<(String, Node)> {
+    let f = &spec.tools.format;
+    let prefix = spec.tools.function.name_prefix.trim();
+    let tagged = matches!(f.mode, ToolFormatMode::TagWithTagged | ToolFormatMode::TagWithJson);
+    let wrapped = !f.section_start.trim().is_empty() || !f.per_call_start.trim().is_empty();
+    let markup = prefix.starts_with('<') || prefix.starts_with('[');
+    if !tagged || !wrapped || !markup || stops.iter().any(|s| s == prefix) || spec.tools.call_id.pos == CallIdPosition::NameInId {
+        return Vec::new();
+    }
+    let optional = |m: &str| {
+        let m = m.trim();
+        if m.is_empty() { Node::Empty } else { Node::optional(Node::seq(vec![Node::Space, Node::lit(m)]), Node::Empty) }
+    };
+    let call = |head: Node| {
+        Node::seq(vec![head, tagged_call_after_prefix(spec), optional(&f.per_call_end), Node::Mark(Mark::ToolClose), optional(&f.section_end), Node::Space])
+    };
+    let mut out = Vec::new();
+    if let Some((start, rest)) = namespace(spec) {
+        out.push((start, call(Node::seq(vec![rest, Node::lit(prefix)]))));
+    }
+    out.push((prefix.to_string(), call(Node::Empty)));
+    out
 }
 
 /// The name of the call: free text up to one of `stops`, then `then()`.
@@ -579,12 +695,33 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
     if nested {
         before_name.extend([Node::Space, Node::lit(format!("{q}{}{q}", f.function_field)), Node::Space, Node::lit(":"), Node::Space, Node::lit("{")]);
     }
+    // A field's key as the template writes it; for the name and the
+    // arguments, the OpenAI names too, which models write whatever the
+    // template says (`"arguments"` where it writes `"parameters"`).
+    let key_node = move |name: &str| -> Node {
+        let own = key(name);
+        let synonyms: &[&str] = if name == f.args_field {
+            &["arguments", "parameters"]
+        } else if name == f.name_field {
+            &["name"]
+        } else {
+            &[]
+        };
+        let quoted = |k: &str| Node::lit(format!("{q}{k}{q}"));
+        let mut alts = vec![Alt { guard: quoted(&own), body: Node::Empty }];
+        alts.extend(synonyms.iter().filter(|k| **k != own).map(|k| Alt::lenient(quoted(k), Node::Empty)));
+        if alts.len() == 1 {
+            quoted(&own)
+        } else {
+            Node::Choice(alts)
+        }
+    };
     let field = |i: usize, name: &str| -> Vec<Node> {
         let mut v = Vec::new();
         if i > 0 {
             v.extend([Node::Space, Node::lit(",")]);
         }
-        v.extend([Node::Space, Node::lit(format!("{q}{}{q}", key(name))), Node::Space, Node::lit(":"), Node::Space]);
+        v.extend([Node::Space, key_node(name), Node::Space, Node::lit(":"), Node::Space]);
         v
     };
     let value_of = |name: &str| -> Node {
@@ -794,7 +931,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
                 marker(&t.arguments.start),
                 Node::Space,
                 Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: String::new() },
-                marker(&t.arguments.end),
+                closer(&t.arguments.end, &call_closers(spec, true)),
             ]),
         };
         Node::seq(vec![
@@ -802,7 +939,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
             id.clone(),
             args,
             post_args_id.clone(),
-            marker(&t.function.close),
+            closer(&t.function.close, &call_closers(spec, false)),
         ])
     };
     Node::seq(vec![Node::Mark(Mark::ToolOpen), pre_name_id, Node::Space, named(Node::Empty, &stops, &after)])
@@ -833,6 +970,13 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         (a.name_suffix.trim().to_string(), a.value_prefix.trim().to_string())
     };
     let value_suffix = a.value_suffix.trim().to_string();
+    // The newline the template writes right before a value (Qwen3-Coder's
+    // `<parameter=k>\nVALUE\n</parameter>`) and the one before its closer
+    // are layout; a template that writes the value tight against its
+    // markers (GLM's `<arg_value>VALUE</arg_value>`) has none, and a value's
+    // own edge newlines are text.
+    let before_value = if a.value_prefix.is_empty() { &a.name_suffix } else { &a.value_prefix };
+    let layout = before_value.ends_with('\n');
     // A value prefix that says the value's type (`string="true">` or
     // `string="false">`): the name ends where the two prefixes part, and the
     // rest of each picks how the value is read.
@@ -845,13 +989,18 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         // Not a layout we can read argument by argument.
         return Node::seq(vec![Node::Mark(Mark::ArgsOpen), Node::Mark(Mark::ArgsClose)]);
     }
+    // A raw value ends at its closer, or at the call's or section's closer
+    // when the model left its own out.
+    let outer = call_closers(spec, true);
+    let mut value_stops = vec![value_suffix.clone()];
+    value_stops.extend(outer.iter().filter(|o| **o != value_suffix).cloned());
     let value = |kind: ValueKind| -> Node {
         let v = match kind {
-            ValueKind::String => Node::Until { stops: vec![value_suffix.clone()], kind: TextKind::ArgString, trim_newlines: true },
-            ValueKind::Auto => Node::Until { stops: vec![value_suffix.clone()], kind: TextKind::ArgAuto, trim_newlines: true },
+            ValueKind::String => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgString, trim_newlines: layout },
+            ValueKind::Auto | ValueKind::StringOrNull => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout },
             ValueKind::Json => Node::seq(vec![Node::Space, Node::Json { kind: JsonKind::ArgValue, schema: None, python, marker: String::new() }, Node::Space]),
         };
-        Node::seq(vec![marker(&value_prefix), v, Node::lit(value_suffix.clone()), Node::Space])
+        Node::seq(vec![marker(&value_prefix), v, closer(&value_suffix, &outer), Node::Space])
     };
     let mut alts = Vec::new();
     // Each argument: its name, then its value read by its declared type.

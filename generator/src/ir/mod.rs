@@ -102,6 +102,13 @@ pub enum Mark {
     /// Text the generation prompt already wrote (the model continues after
     /// it), reported as this kind.
     Prefilled(TextKind, String),
+    /// Starts an alternative that reads what models write beyond the
+    /// template's own form (the other standard JSON field name, a call
+    /// without its wrapper, a value without its closer). Parsers take it
+    /// like any other alternative and report nothing for the mark; grammars
+    /// leave the alternative out, so constrained decoding writes the
+    /// template's form. See [`Alt::lenient`].
+    Lenient,
 }
 
 /// One alternative of a choice: taken when `guard` matches.
@@ -109,6 +116,29 @@ pub enum Mark {
 pub struct Alt {
     pub guard: Node,
     pub body: Node,
+}
+
+impl Alt {
+    /// An alternative parsers read and grammars leave out ([`Mark::Lenient`]).
+    ///
+    /// ```
+    /// use chat_parser_generator::ir::{Alt, Node};
+    /// let alt = Alt::lenient(Node::lit("\"arguments\""), Node::Empty);
+    /// assert!(alt.is_lenient());
+    /// assert!(!Alt { guard: Node::lit("\"parameters\""), body: Node::Empty }.is_lenient());
+    /// ```
+    pub fn lenient(guard: Node, body: Node) -> Alt {
+        Alt { guard, body: Node::seq(vec![Node::Mark(Mark::Lenient), body]) }
+    }
+
+    /// Whether this alternative is only for parsers ([`Alt::lenient`]).
+    pub fn is_lenient(&self) -> bool {
+        match &self.body {
+            Node::Mark(Mark::Lenient) => true,
+            Node::Seq(items) => items.first() == Some(&Node::Mark(Mark::Lenient)),
+            _ => false,
+        }
+    }
 }
 
 /// A node of the format IR.

@@ -103,6 +103,15 @@ impl ChatTemplate {
             .map_err(|err| TemplateError::from_minijinja(&self.name, &err))
     }
 
+    /// The variables the template reads without setting them (what a
+    /// request may pass: `messages`, `tools`, `enable_thinking`, ...).
+    pub fn variables(&self) -> std::collections::BTreeSet<String> {
+        match self.env.get_template(&self.name) {
+            Ok(t) => t.undeclared_variables(false).into_iter().collect(),
+            Err(_) => Default::default(),
+        }
+    }
+
     /// The name given to [`ChatTemplate::new`].
     pub fn name(&self) -> &str {
         &self.name

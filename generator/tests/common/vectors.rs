@@ -17,6 +17,9 @@ pub struct Case {
     pub input: String,
     pub expected: Option<Message>,
     pub generic: bool,
+    /// The request's `chat_template_kwargs` (our own cases), applied by
+    /// the test to each parser as a server would.
+    pub kwargs: serde_json::Map<String, Value>,
 }
 
 pub fn load(shared: &Path) -> Vec<Case> {
@@ -55,7 +58,11 @@ pub fn load_file(shared: &Path, file: &Path) -> Vec<Case> {
             parallel_tool_calls: o["parallel_tool_calls"].as_bool().unwrap_or(false),
             tools: o["tools"]
                 .as_array()
-                .map(|ts| ts.iter().filter_map(|k| k.as_str().and_then(|k| tools.get(k)).cloned()).collect())
+                .map(|ts| {
+                    // A key of tools.json, or a tool object written inline
+                    // (cases of our own that need other schemas).
+                    ts.iter().filter_map(|k| if k.is_object() { Some(k.clone()) } else { k.as_str().and_then(|k| tools.get(k)).cloned() }).collect()
+                })
                 .unwrap_or_default(),
             tool_choice: match o["tool_choice"].as_str() {
                 Some("required") => ToolChoice::Required,
@@ -90,6 +97,7 @@ pub fn load_file(shared: &Path, file: &Path) -> Vec<Case> {
             is_partial: o["is_partial"].as_bool().unwrap_or(false),
             input: c["input"].as_str().unwrap_or_default().to_string(),
             expected,
+            kwargs: o["chat_template_kwargs"].as_object().cloned().unwrap_or_default(),
         });
     }
     out
