@@ -75,7 +75,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(4),
                     Op::Call,
-                    Op::Seq(17),
+                    Op::Seq(16),
                     Op::Name { stops: 4, count: 1 },
                     Op::Lit(4),
                     Op::Space,
@@ -92,8 +92,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                         python: false,
                         marker: None,
                     },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(7),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(8),
                     Op::Seq(0),
@@ -117,7 +121,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(4),
                     Op::Call,
-                    Op::Seq(18),
+                    Op::Seq(17),
                     Op::Name { stops: 4, count: 1 },
                     Op::Lit(4),
                     Op::Space,
@@ -134,8 +138,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                         python: false,
                         marker: None,
                     },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(7),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(8),
                     Op::Seq(0),
@@ -160,7 +168,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(4),
                     Op::Call,
-                    Op::Seq(17),
+                    Op::Seq(16),
                     Op::Name { stops: 4, count: 1 },
                     Op::Lit(4),
                     Op::Space,
@@ -177,8 +185,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                         python: false,
                         marker: None,
                     },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(7),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Lit(8),
                     Op::Seq(0),
@@ -236,21 +248,21 @@ impl<'t> Parser<'t> {
             };
         let entry = match combo {
             0 => 12,
-            1 => 53,
-            2 => 94,
-            3 => 106,
+            1 => 52,
+            2 => 92,
+            3 => 104,
             4 => 12,
-            5 => 53,
-            6 => 94,
-            7 => 106,
+            5 => 52,
+            6 => 92,
+            7 => 104,
             8 => 12,
-            9 => 53,
-            10 => 94,
-            11 => 106,
+            9 => 52,
+            10 => 92,
+            11 => 104,
             12 => 12,
-            13 => 53,
-            14 => 94,
-            15 => 106,
+            13 => 52,
+            14 => 92,
+            15 => 104,
             _ => 0,
         };
         Parser {
@@ -320,7 +332,7 @@ impl Machine<1usize, 1usize, 2usize> for Grammar {
             4 | 6 | 11 => {
                 c.fast_partial(Kind::Content, false, s, &["<|im_end|>"], max, sink)
             }
-            16 | 18 | 47 | 52 | 57 | 59 | 88 | 93 => {
+            16 | 18 | 46 | 51 | 56 | 58 | 86 | 91 => {
                 c.fast_partial(
                     Kind::Content,
                     false,
@@ -358,13 +370,13 @@ fn fast(
                 && !clear_of_stops(s.as_bytes(), &["<|im_end|>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        16 | 18 | 47 | 52 | 57 | 59 | 88 | 93 => {
+        16 | 18 | 46 | 51 | 56 | 58 | 86 | 91 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>", "<|im_end|>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        26 | 67 => c.fast_json(false, "", s, w, sink),
-        101 => c.fast_json(true, "", s, w, sink),
+        25 | 65 => c.fast_json(false, "", s, w, sink),
+        99 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
@@ -372,8 +384,8 @@ fn fast(
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
         (12, 0usize) => Resume { head: 2, recover: 5 },
-        (53, 0usize) => Resume { head: 14, recover: 17 },
-        (94, 0usize) => Resume { head: 55, recover: 58 },
+        (52, 0usize) => Resume { head: 14, recover: 17 },
+        (92, 0usize) => Resume { head: 54, recover: 57 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
@@ -383,26 +395,61 @@ fn guard_0(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "\"arguments\"", last)
-}
-#[inline]
-fn guard_2(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "\"parameters\"", last)
-}
-#[inline]
-fn guard_3(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "<tool_call>", last)
-}
-#[inline]
-fn guard_4(t: &str, p: usize, last: bool) -> G {
+    let p = match (|| -> G {
+        let e = ws_end(t, p);
+        if e >= t.len() && !last { G::More } else { G::Match(e) }
+    })() {
+        G::Match(e) => e,
+        other => return other,
+    };
+    let p = match (|| -> G { lit(t, p, "}", last) })() {
+        G::Match(e) => e,
+        other => return other,
+    };
     G::Match(p)
 }
 #[inline]
+fn guard_2(t: &str, p: usize, last: bool) -> G {
+    match (|| -> G {
+        let p = match (|| -> G {
+            let e = ws_end(t, p);
+            if e >= t.len() && !last { G::More } else { G::Match(e) }
+        })() {
+            G::Match(e) => e,
+            other => return other,
+        };
+        let p = match (|| -> G { lit(t, p, "</tool_call>", last) })() {
+            G::Match(e) => e,
+            other => return other,
+        };
+        G::Match(p)
+    })() {
+        G::Match(_) => G::Match(p),
+        other => other,
+    }
+}
+#[inline]
+fn guard_3(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "\"arguments\"", last)
+}
+#[inline]
+fn guard_4(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "\"parameters\"", last)
+}
+#[inline]
 fn guard_5(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
+    lit(t, p, "<tool_call>", last)
 }
 #[inline]
 fn guard_6(t: &str, p: usize, last: bool) -> G {
+    G::Match(p)
+}
+#[inline]
+fn guard_7(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_8(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
@@ -610,12 +657,12 @@ fn run(
             14 => {
                 if c.may_try(0usize, 0usize, Some(1u8)) {
                     let start = c.pos;
-                    match guard_3(t, c.pos, last) {
+                    match guard_5(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 46;
+                            c.st = 45;
                             continue;
                         }
                         G::More => need_more!(),
@@ -629,7 +676,7 @@ fn run(
                             if !c.start_round(0usize, 1usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 50;
+                            c.st = 49;
                             continue;
                         }
                         G::More => need_more!(),
@@ -741,73 +788,12 @@ fn run(
                 }
                 c.st = 22;
             }
-            /// literal "}"
-            24 => {
-                match lit(t, c.pos, "}", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 23;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            25 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 24;
-            }
-            /// json
-            26 => {
-                match json_step(c, t, false, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 25;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            27 => {
-                c.json = JsonScanner::new(false, true);
-                c.st = 26;
-            }
-            /// space
-            28 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 27;
-            }
-            /// literal ":"
-            29 => {
-                match lit(t, c.pos, ":", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 28;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            30 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 29;
-            }
             /// choice
-            31 => {
+            24 => {
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 30;
+                        c.st = 23;
                         continue;
                     }
                     G::More => need_more!(),
@@ -816,7 +802,71 @@ fn run(
                 match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 30;
+                        c.st = 23;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// json
+            25 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 24;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            26 => {
+                c.json = JsonScanner::new(false, true);
+                c.st = 25;
+            }
+            /// space
+            27 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 26;
+            }
+            /// literal ":"
+            28 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 27;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            29 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 28;
+            }
+            /// choice
+            30 => {
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 29;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 29;
                         continue;
                     }
                     G::More => need_more!(),
@@ -825,45 +875,45 @@ fn run(
                 fail!()
             }
             /// space
-            32 => {
+            31 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 31;
+                c.st = 30;
             }
             /// literal ","
-            33 => {
+            32 => {
                 match lit(t, c.pos, ",", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 32;
+                        c.st = 31;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            34 => {
+            33 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 33;
+                c.st = 32;
             }
             /// literal "\""
-            35 => {
+            34 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 34;
+                        c.st = 33;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ToolName up to ["\""]
-            36 => {
+            35 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -889,100 +939,100 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 35;
+                        c.st = 34;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            37 => {
+            36 => {
                 c.until_start();
-                c.st = 36;
+                c.st = 35;
             }
             /// literal "\""
-            38 => {
+            37 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 37;
+                        c.st = 36;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            39 => {
+            38 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 38;
+                c.st = 37;
             }
             /// literal ":"
-            40 => {
+            39 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 39;
+                        c.st = 38;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            41 => {
+            40 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 40;
+                c.st = 39;
             }
             /// literal "\"name\""
-            42 => {
+            41 => {
                 match lit(t, c.pos, "\"name\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 41;
+                        c.st = 40;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            43 => {
+            42 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 42;
+                c.st = 41;
             }
             /// literal "{"
-            44 => {
+            43 => {
                 match lit(t, c.pos, "{", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 43;
+                        c.st = 42;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ToolOpen
-            45 => {
+            44 => {
                 c.tool_open(sink);
-                c.st = 44;
+                c.st = 43;
             }
             /// space
-            46 => {
+            45 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 45;
+                c.st = 44;
             }
             /// Content up to ["<tool_call>", "<|im_end|>"]
-            47 => {
+            46 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
                 let found = match hit {
@@ -1010,30 +1060,30 @@ fn run(
                 }
             }
             /// text start
-            48 => {
+            47 => {
                 c.until_start();
-                c.st = 47;
+                c.st = 46;
             }
             /// space
-            49 => {
+            48 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 48;
+                c.st = 47;
             }
             /// Commit
-            50 => {
+            49 => {
                 c.mark_commit(t, sink);
-                c.st = 49;
+                c.st = 48;
             }
             /// loop
-            51 => {
+            50 => {
                 c.enter_loop(0usize);
                 c.st = 14;
             }
             /// Content up to ["<tool_call>", "<|im_end|>"]
-            52 => {
+            51 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
                 let found = match hit {
@@ -1054,19 +1104,19 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 51;
+                        c.st = 50;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            53 => {
+            52 => {
                 c.until_start();
-                c.st = 52;
+                c.st = 51;
             }
             /// end of output
-            54 => {
+            53 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -1076,15 +1126,15 @@ fn run(
                 c.st = 0;
             }
             /// loop head
-            55 => {
+            54 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
-                    match guard_3(t, c.pos, last) {
+                    match guard_5(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 87;
+                            c.st = 85;
                             continue;
                         }
                         G::More => need_more!(),
@@ -1098,22 +1148,55 @@ fn run(
                             if !c.start_round(0usize, 1usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 91;
+                            c.st = 89;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 54;
+                c.st = 53;
             }
             /// loop round done
-            56 => {
+            55 => {
                 c.end_round(true, t, sink);
-                c.st = 55;
+                c.st = 54;
             }
             /// Content up to ["<tool_call>", "<|im_end|>"]
+            56 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 54;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
             57 => {
+                c.until_start();
+                c.st = 56;
+            }
+            /// Content up to ["<tool_call>", "<|im_end|>"]
+            58 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
                 let found = match hit {
@@ -1141,108 +1224,97 @@ fn run(
                 }
             }
             /// text start
-            58 => {
-                c.until_start();
-                c.st = 57;
-            }
-            /// Content up to ["<tool_call>", "<|im_end|>"]
             59 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 56;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            60 => {
                 c.until_start();
-                c.st = 59;
+                c.st = 58;
             }
             /// space
-            61 => {
+            60 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 60;
+                c.st = 59;
             }
             /// ToolClose
-            62 => {
+            61 => {
                 c.tool_close(sink);
-                c.st = 61;
+                c.st = 60;
             }
             /// literal "</tool_call>"
-            63 => {
+            62 => {
                 match lit(t, c.pos, "</tool_call>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 62;
+                        c.st = 61;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            64 => {
+            63 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 63;
+                c.st = 62;
             }
-            /// literal "}"
-            65 => {
-                match lit(t, c.pos, "}", last) {
+            /// choice
+            64 => {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 64;
+                        c.st = 63;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
+                    G::No => {}
                 }
-            }
-            /// space
-            66 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 63;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
                 }
-                c.st = 65;
+                fail!()
             }
             /// json
-            67 => {
+            65 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 66;
+                        c.st = 64;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            68 => {
+            66 => {
                 c.json = JsonScanner::new(false, true);
-                c.st = 67;
+                c.st = 65;
+            }
+            /// space
+            67 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 66;
+            }
+            /// literal ":"
+            68 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 67;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
             }
             /// space
             69 => {
@@ -1252,16 +1324,27 @@ fn run(
                 }
                 c.st = 68;
             }
-            /// literal ":"
+            /// choice
             70 => {
-                match lit(t, c.pos, ":", last) {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 69;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
+                    G::No => {}
                 }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 69;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
             /// space
             71 => {
@@ -1271,27 +1354,16 @@ fn run(
                 }
                 c.st = 70;
             }
-            /// choice
+            /// literal ","
             72 => {
-                match guard_1(t, c.pos, last) {
+                match lit(t, c.pos, ",", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 71;
-                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => {}
+                    G::No => fail!(),
                 }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 71;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
             }
             /// space
             73 => {
@@ -1301,9 +1373,9 @@ fn run(
                 }
                 c.st = 72;
             }
-            /// literal ","
+            /// literal "\""
             74 => {
-                match lit(t, c.pos, ",", last) {
+                match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 73;
@@ -1312,27 +1384,8 @@ fn run(
                     G::No => fail!(),
                 }
             }
-            /// space
-            75 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 74;
-            }
-            /// literal "\""
-            76 => {
-                match lit(t, c.pos, "\"", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 75;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
             /// ToolName up to ["\""]
-            77 => {
+            75 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1358,20 +1411,39 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 76;
+                        c.st = 74;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            78 => {
+            76 => {
                 c.until_start();
-                c.st = 77;
+                c.st = 75;
             }
             /// literal "\""
-            79 => {
+            77 => {
                 match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 76;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            78 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 77;
+            }
+            /// literal ":"
+            79 => {
+                match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 78;
@@ -1388,9 +1460,9 @@ fn run(
                 }
                 c.st = 79;
             }
-            /// literal ":"
+            /// literal "\"name\""
             81 => {
-                match lit(t, c.pos, ":", last) {
+                match lit(t, c.pos, "\"name\"", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 80;
@@ -1407,9 +1479,9 @@ fn run(
                 }
                 c.st = 81;
             }
-            /// literal "\"name\""
+            /// literal "{"
             83 => {
-                match lit(t, c.pos, "\"name\"", last) {
+                match lit(t, c.pos, "{", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 82;
@@ -1418,91 +1490,72 @@ fn run(
                     G::No => fail!(),
                 }
             }
-            /// space
+            /// ToolOpen
             84 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
+                c.tool_open(sink);
                 c.st = 83;
             }
-            /// literal "{"
-            85 => {
-                match lit(t, c.pos, "{", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 84;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// ToolOpen
-            86 => {
-                c.tool_open(sink);
-                c.st = 85;
-            }
             /// space
-            87 => {
+            85 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
+                c.st = 84;
+            }
+            /// Content up to ["<tool_call>", "<|im_end|>"]
+            86 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 55;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            87 => {
+                c.until_start();
                 c.st = 86;
             }
-            /// Content up to ["<tool_call>", "<|im_end|>"]
-            88 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 56;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            89 => {
-                c.until_start();
-                c.st = 88;
-            }
             /// space
-            90 => {
+            88 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 89;
+                c.st = 87;
             }
             /// Commit
-            91 => {
+            89 => {
                 c.mark_commit(t, sink);
-                c.st = 90;
+                c.st = 88;
             }
             /// loop
-            92 => {
+            90 => {
                 c.enter_loop(0usize);
-                c.st = 55;
+                c.st = 54;
             }
             /// Content up to ["<tool_call>", "<|im_end|>"]
-            93 => {
+            91 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
                 let found = match hit {
@@ -1523,19 +1576,19 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 92;
+                        c.st = 90;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            94 => {
+            92 => {
                 c.until_start();
-                c.st = 93;
+                c.st = 91;
             }
             /// end of output
-            95 => {
+            93 => {
                 if c.pos < t.len() {
                     fail!()
                 }
@@ -1543,6 +1596,36 @@ fn run(
                     need_more!()
                 }
                 c.st = 0;
+            }
+            /// space
+            94 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 93;
+            }
+            /// choice
+            95 => {
+                match guard_0(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 94;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_6(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 93;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
             /// space
             96 => {
@@ -1554,7 +1637,7 @@ fn run(
             }
             /// choice
             97 => {
-                match guard_0(t, c.pos, last) {
+                match guard_7(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 96;
@@ -1563,7 +1646,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_4(t, c.pos, last) {
+                match guard_6(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 95;
@@ -1582,74 +1665,44 @@ fn run(
                 }
                 c.st = 97;
             }
-            /// choice
-            99 => {
-                match guard_5(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 98;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_4(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 97;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            100 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 99;
-            }
             /// json
-            101 => {
+            99 => {
                 match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
-                        c.st = 100;
+                        c.st = 98;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            102 => {
+            100 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 101;
+                c.st = 99;
             }
             /// space
-            103 => {
+            101 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 102;
+                c.st = 100;
             }
             /// choice
-            104 => {
-                match guard_6(t, c.pos, last) {
+            102 => {
+                match guard_8(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 103;
+                        c.st = 101;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_4(t, c.pos, last) {
+                match guard_6(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 103;
+                        c.st = 101;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1658,17 +1711,8 @@ fn run(
                 fail!()
             }
             /// choice
-            105 => {
-                match guard_5(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 104;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_4(t, c.pos, last) {
+            103 => {
+                match guard_7(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 102;
@@ -1677,15 +1721,24 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
+                match guard_6(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 100;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
                 fail!()
             }
             /// space
-            106 => {
+            104 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 105;
+                c.st = 103;
             }
             _ => {
                 c.set_degraded();

@@ -47,9 +47,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<>]))))) | never-matches\nvalue-part-5 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-6 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-7 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-8 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-9 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-10 ::= ([^/<] | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-7)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-11 ::= (\"\" | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-9)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-6))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-10)* (\"\" | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-11) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r >] arg-name \">\" value ws \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<>]))))) | never-matches\nvalue-part-5 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-6 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-7 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-8 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-9 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-10 ::= ([^/<] | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-7)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-11 ::= (\"\" | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-9)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-6))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-10)* (\"\" | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-11) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r >] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<>]/))))) | never_matches\nvalue_part_5: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_6: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_7: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_8: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_9: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_10: (/[^\\/<]/ | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_7)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_11: (\"\" | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_9)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_6))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_10)* (\"\" | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_11) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r >]/ arg_name \">\" value ws \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall_2: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<>]/))))) | never_matches\nvalue_part_5: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_6: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_7: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_8: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_9: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_10: (/[^\\/<]/ | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_7)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_11: (\"\" | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_9)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_6))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_10)* (\"\" | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_11) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r >]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall_2: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -97,8 +97,6 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Seq(2),
-                    Op::Space,
                     Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
@@ -111,8 +109,6 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Seq(2),
-                    Op::Space,
                     Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
@@ -124,8 +120,6 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Seq(2),
-                    Op::Space,
                     Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
@@ -176,8 +170,6 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Seq(2),
-                    Op::Space,
                     Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
@@ -190,8 +182,6 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Seq(2),
-                    Op::Space,
                     Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
@@ -203,8 +193,6 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Seq(2),
-                    Op::Space,
                     Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
@@ -256,8 +244,6 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Seq(2),
-                    Op::Space,
                     Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
@@ -270,8 +256,6 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Seq(2),
-                    Op::Space,
                     Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
@@ -283,8 +267,6 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Seq(2),
-                    Op::Space,
                     Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
@@ -560,41 +542,24 @@ fn guard_2(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
-    let p = match (|| -> G {
-        let e = ws_end(t, p);
-        if e >= t.len() && !last { G::More } else { G::Match(e) }
-    })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    let p = match (|| -> G { lit(t, p, "</parameter>", last) })() {
-        G::Match(e) => e,
-        other => return other,
-    };
-    G::Match(p)
+    lit(t, p, "</parameter>", last)
 }
 #[inline]
 fn guard_4(t: &str, p: usize, last: bool) -> G {
-    match (|| -> G {
-        let p = match (|| -> G {
-            let e = ws_end(t, p);
-            if e >= t.len() && !last { G::More } else { G::Match(e) }
-        })() {
-            G::Match(e) => e,
-            other => return other,
-        };
-        let p = match (|| -> G { lit(t, p, "</function>", last) })() {
-            G::Match(e) => e,
-            other => return other,
-        };
-        G::Match(p)
-    })() {
+    match (|| -> G { lit(t, p, "</function>", last) })() {
         G::Match(_) => G::Match(p),
         other => other,
     }
 }
 #[inline]
 fn guard_5(t: &str, p: usize, last: bool) -> G {
+    match (|| -> G { lit(t, p, "</tool_call>", last) })() {
+        G::Match(_) => G::Match(p),
+        other => other,
+    }
+}
+#[inline]
+fn guard_6(t: &str, p: usize, last: bool) -> G {
     let p = match (|| -> G {
         let e = ws_end(t, p);
         if e >= t.len() && !last { G::More } else { G::Match(e) }
@@ -609,11 +574,11 @@ fn guard_5(t: &str, p: usize, last: bool) -> G {
     G::Match(p)
 }
 #[inline]
-fn guard_6(t: &str, p: usize, last: bool) -> G {
+fn guard_7(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<tool_call>", last)
 }
 #[inline]
-fn guard_7(t: &str, p: usize, last: bool) -> G {
+fn guard_8(t: &str, p: usize, last: bool) -> G {
     let p = match (|| -> G {
         let e = ws_end(t, p);
         if e >= t.len() && !last { G::More } else { G::Match(e) }
@@ -628,19 +593,19 @@ fn guard_7(t: &str, p: usize, last: bool) -> G {
     G::Match(p)
 }
 #[inline]
-fn guard_8(t: &str, p: usize, last: bool) -> G {
+fn guard_9(t: &str, p: usize, last: bool) -> G {
     G::Match(p)
 }
 #[inline]
-fn guard_9(t: &str, p: usize, last: bool) -> G {
+fn guard_10(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<function=", last)
 }
 #[inline]
-fn guard_10(t: &str, p: usize, last: bool) -> G {
+fn guard_11(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "```", last)
 }
 #[inline]
-fn guard_11(t: &str, p: usize, last: bool) -> G {
+fn guard_12(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
@@ -848,7 +813,7 @@ fn run(
             14 => {
                 if c.may_try(0usize, 0usize, Some(1u8)) {
                     let start = c.pos;
-                    match guard_6(t, c.pos, last) {
+                    match guard_7(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
@@ -862,7 +827,7 @@ fn run(
                 }
                 if c.may_try(0usize, 1usize, Some(1u8)) {
                     let start = c.pos;
-                    match guard_9(t, c.pos, last) {
+                    match guard_10(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 1usize, true, start, p) {
                                 fail!()
@@ -1036,7 +1001,7 @@ fn run(
             }
             /// loop head
             26 => {
-                match guard_5(t, c.pos, last) {
+                match guard_6(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 44;
@@ -1075,7 +1040,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 27;
@@ -1154,7 +1119,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 31;
@@ -1224,7 +1189,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 37;
@@ -1481,7 +1446,7 @@ fn run(
             }
             /// choice
             58 => {
-                match guard_7(t, c.pos, last) {
+                match guard_8(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 57;
@@ -1490,7 +1455,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_8(t, c.pos, last) {
+                match guard_9(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 57;
@@ -1530,7 +1495,7 @@ fn run(
             }
             /// loop head
             61 => {
-                match guard_5(t, c.pos, last) {
+                match guard_6(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 79;
@@ -1569,7 +1534,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 62;
@@ -1648,7 +1613,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 66;
@@ -1718,7 +1683,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 72;
@@ -2013,7 +1978,7 @@ fn run(
             95 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
-                    match guard_6(t, c.pos, last) {
+                    match guard_7(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
@@ -2027,7 +1992,7 @@ fn run(
                 }
                 if c.may_try(0usize, 1usize, None) {
                     let start = c.pos;
-                    match guard_9(t, c.pos, last) {
+                    match guard_10(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 1usize, true, start, p) {
                                 fail!()
@@ -2201,7 +2166,7 @@ fn run(
             }
             /// loop head
             107 => {
-                match guard_5(t, c.pos, last) {
+                match guard_6(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 125;
@@ -2240,7 +2205,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 108;
@@ -2319,7 +2284,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 112;
@@ -2389,7 +2354,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 118;
@@ -2646,7 +2611,7 @@ fn run(
             }
             /// choice
             139 => {
-                match guard_7(t, c.pos, last) {
+                match guard_8(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 138;
@@ -2655,7 +2620,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_8(t, c.pos, last) {
+                match guard_9(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 138;
@@ -2695,7 +2660,7 @@ fn run(
             }
             /// loop head
             142 => {
-                match guard_5(t, c.pos, last) {
+                match guard_6(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 160;
@@ -2734,7 +2699,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 143;
@@ -2813,7 +2778,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 147;
@@ -2883,7 +2848,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 153;
@@ -3193,7 +3158,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_8(t, c.pos, last) {
+                match guard_9(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 175;
@@ -3214,7 +3179,7 @@ fn run(
             }
             /// choice
             179 => {
-                match guard_10(t, c.pos, last) {
+                match guard_11(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 178;
@@ -3223,7 +3188,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_8(t, c.pos, last) {
+                match guard_9(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 177;
@@ -3267,7 +3232,7 @@ fn run(
             }
             /// choice
             184 => {
-                match guard_11(t, c.pos, last) {
+                match guard_12(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 183;
@@ -3276,7 +3241,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_8(t, c.pos, last) {
+                match guard_9(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 183;
@@ -3289,7 +3254,7 @@ fn run(
             }
             /// choice
             185 => {
-                match guard_10(t, c.pos, last) {
+                match guard_11(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 184;
@@ -3298,7 +3263,7 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_8(t, c.pos, last) {
+                match guard_9(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 182;

@@ -97,7 +97,13 @@ pub fn end_of_turn(r: &mut Renderer<'_>, spec: &crate::spec::FormatSpec) -> Vec<
         ""
     };
     let mut take = |tail: &str| {
-        let found = turn_end_markers(tail, &known, content_end, prompt);
+        let mut found = turn_end_markers(tail, &known, content_end, prompt);
+        // Whitespace the template writes right before the marker (Apriel's
+        // `\n<|end|>`) is part of the turn's end, not of the reply.
+        let lead = &tail[..tail.len() - tail.trim_start().len()];
+        if let Some(first) = found.first_mut().filter(|m| !lead.is_empty() && tail[lead.len()..].starts_with(m.as_str())) {
+            *first = format!("{lead}{first}");
+        }
         let any = !found.is_empty();
         for m in found {
             if !out.contains(&m) {

@@ -159,14 +159,24 @@ fn marker(s: &str) -> Node {
 /// off. The leniency is for parsers only ([`Alt::lenient`]): grammars write
 /// the marker.
 fn closer(s: &str, outer: &[String]) -> Node {
+    closer_after(Node::Space, s, outer)
+}
+
+/// [`closer`] after `before` (whitespace, or nothing where the text before
+/// runs up to the marker: a raw value, whose grammar must not meet
+/// whitespace it could also end with).
+fn closer_after(before: Node, s: &str, outer: &[String]) -> Node {
     let m = s.trim();
     let outer: Vec<&String> = outer.iter().filter(|o| !o.is_empty() && o.as_str() != m).collect();
-    if m.is_empty() || outer.is_empty() {
-        return marker(s);
+    if m.is_empty() {
+        return Node::Empty;
     }
-    let mut alts = vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(m)]), body: Node::Empty }];
+    if outer.is_empty() {
+        return Node::seq(vec![before, Node::lit(m)]);
+    }
+    let mut alts = vec![Alt { guard: Node::seq(vec![before.clone(), Node::lit(m)]), body: Node::Empty }];
     for o in outer {
-        alts.push(Alt::lenient(Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit(o.clone())]))), Node::Empty));
+        alts.push(Alt::lenient(Node::Peek(Box::new(Node::seq(vec![before.clone(), Node::lit(o.clone())]))), Node::Empty));
     }
     Node::Choice(alts)
 }
@@ -357,10 +367,20 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     Node::seq(items)
 }
 
-/// The template's end-of-turn markers ([`crate::spec::ContentSpec::end_of_turn`]),
-/// trimmed.
+/// The template's end-of-turn markers ([`crate::spec::ContentSpec::end_of_turn`]):
+/// each as the template writes it, whitespace before it included (that
+/// whitespace is layout, not the reply's), and bare, as a model may write
+/// it.
 fn end_of_turn(spec: &FormatSpec) -> Vec<String> {
-    spec.content.end_of_turn.iter().map(|e| e.trim().to_string()).filter(|e| !e.is_empty()).collect()
+    let mut out: Vec<String> = Vec::new();
+    for e in &spec.content.end_of_turn {
+        for form in [e.trim_end(), e.trim()] {
+            if !form.is_empty() && !out.iter().any(|o| o == form) {
+                out.push(form.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// A reply of addressed blocks (Functionary v3.2): `>>>all\nTEXT` is
@@ -511,14 +531,15 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     // Later calls in a section: one alternative per opener a call may
     // start with.
     let next_call = |alts: Vec<Alt>| Node::Repeat { limits: vec![more; alts.len()], alts, recover: Some(Box::new(Node::Empty)) };
-    // A list of calls after its `[`: each `item`, separated by `,`, then `]`.
+    // A list of calls after its `[`: each `item`, separated by `,`, then
+    // `]` (which may be missing before the section's closer).
+    let section_closer: Vec<String> = [f.section_end.trim()].into_iter().filter(|e| !e.is_empty()).map(str::to_string).collect();
     let list_rest = |item: Node| {
         Node::seq(vec![
             Node::Space,
             close(item.clone()),
             next_call(vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(",")]), body: close(item) }]),
-            Node::Space,
-            Node::lit("]"),
+            closer("]", &section_closer),
         ])
     };
 
@@ -756,6 +777,8 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
     let rest_fields: Vec<String> = order[name_pos + 1..].to_vec();
     let close_nested = nested;
     let optional_after: Vec<bool> = rest_fields.iter().map(|p| is_id(p)).collect();
+    // The object's `}` may be missing before the call's or section's closer.
+    let outer = call_closers(spec, false);
     let after = move || {
         let mut v = vec![Node::lit(q)];
         for (j, p) in rest_fields.iter().enumerate() {
@@ -770,7 +793,7 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
         if close_nested {
             v.extend([Node::Space, Node::lit("}")]);
         }
-        v.extend([Node::Space, Node::lit("}")]);
+        v.push(closer("}", &outer));
         Node::seq(v)
     };
     // The name's stop is its closing quote.
@@ -1000,7 +1023,7 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
             ValueKind::Auto | ValueKind::StringOrNull => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout },
             ValueKind::Json => Node::seq(vec![Node::Space, Node::Json { kind: JsonKind::ArgValue, schema: None, python, marker: String::new() }, Node::Space]),
         };
-        Node::seq(vec![marker(&value_prefix), v, closer(&value_suffix, &outer), Node::Space])
+        Node::seq(vec![marker(&value_prefix), v, closer_after(Node::Empty, &value_suffix, &outer), Node::Space])
     };
     let mut alts = Vec::new();
     // Each argument: its name, then its value read by its declared type.
