@@ -87,6 +87,5 @@ fn suffix_with(r: &mut Renderer<'_>, request: &dyn Fn(bool) -> super::probe::Sce
     };
     let with = render(true)?;
     let without = render(false).unwrap_or_default();
-    let common = crate::diff::common_prefix_len(&without, &with);
-    Some(with[common..].to_string())
+    Some(super::prompt_suffix(&with, &without).to_string())
 }

@@ -149,8 +149,7 @@ fn generation_prompt(r: &mut Renderer<'_>) -> Result<GenerationPrompt, TemplateE
             let with = r.try_render(&generation_request(enable_thinking, true, with_tools))?;
             // A template that rejects the turn without a prompt still has one: all of it.
             let without = r.try_render(&generation_request(enable_thinking, false, with_tools)).unwrap_or_default();
-            let common = crate::diff::common_prefix_len(&without, &with);
-            Ok(with[common..].to_string())
+            Ok(prompt_suffix(&with, &without).to_string())
         };
         // Templates that cannot describe these tools (legacy tool formats) still
         // have a generation prompt: measure it without tools.
@@ -159,6 +158,12 @@ fn generation_prompt(r: &mut Renderer<'_>) -> Result<GenerationPrompt, TemplateE
     let thinking = measure(true)?;
     let no_thinking = measure(false)?;
     Ok(GenerationPrompt { thinking, no_thinking, ..GenerationPrompt::default() })
+}
+
+/// What `add_generation_prompt: true` added: the render with it (`with`)
+/// past what it shares with the render without it.
+pub(crate) fn prompt_suffix<'a>(with: &'a str, without: &str) -> &'a str {
+    &with[crate::diff::common_prefix_len(without, with)..]
 }
 
 /// What a generation prompt leaves open for the model.

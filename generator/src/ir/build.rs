@@ -293,14 +293,15 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     let section = tools_active.then(|| tool_section(spec, options.parallel_tool_calls)).filter(|(t, _, _)| !t.trim().is_empty());
     if let Some((trigger, guard, calls)) = section {
         stops.push(trigger);
+        // The same calls after a token models write before them.
+        let prefix = spec.tools.format.call_prefix.trim();
+        let prefixed = (!prefix.is_empty()).then(|| Node::seq(vec![Node::Space, calls.clone()]));
         alts.push(Alt { guard, body: calls });
         // One call (or one section of calls) unless parallel calls are on.
         limits.push((!options.parallel_tool_calls).then_some(1));
-        let prefix = spec.tools.format.call_prefix.trim();
-        if !prefix.is_empty() {
+        if let Some(body) = prefixed {
             stops.push(prefix.to_string());
-            let (_, _, calls) = tool_section(spec, options.parallel_tool_calls);
-            alts.push(Alt::lenient(Node::lit(prefix), Node::seq(vec![Node::Space, calls])));
+            alts.push(Alt::lenient(Node::lit(prefix), body));
             limits.push((!options.parallel_tool_calls).then_some(1));
         }
         if let Some(opener) = bare_call_opener(spec) {
