@@ -40,9 +40,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\"]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ncall ::= [^\\t\\n\\r \"] name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object ws \"}\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r \"] name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object ws \"}\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call)*\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call-2\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\"]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\ncall ::= [^\\t\\n\\r \"] name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object ws \"}\"\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\"]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ncall: /[^\\t\\n\\r \"]/ name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object ws \"}\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall_2: /[^\\t\\n\\r \"]/ name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object ws \"}\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call)*\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call_2\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\"]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\ncall: /[^\\t\\n\\r \"]/ name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object ws \"}\"\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -69,13 +69,16 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Lit(1),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(2),
+                    Op::Seq(5),
                     Op::Space,
                     Op::Lit(3),
                     Op::Space,
                     Op::Lit(4),
                     Op::Call,
-                    Op::Seq(16),
+                    Op::Seq(11),
                     Op::Name { stops: 4, count: 1 },
                     Op::Lit(4),
                     Op::Space,
@@ -109,19 +112,22 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                 ],
                 &[
-                    Op::Seq(11),
+                    Op::Seq(12),
                     Op::Lit(0),
                     Op::Space,
                     Op::Seq(0),
                     Op::Lit(1),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(2),
+                    Op::Seq(5),
                     Op::Space,
                     Op::Lit(3),
                     Op::Space,
                     Op::Lit(4),
                     Op::Call,
-                    Op::Seq(17),
+                    Op::Seq(11),
                     Op::Name { stops: 4, count: 1 },
                     Op::Lit(4),
                     Op::Space,
@@ -162,13 +168,16 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Lit(1),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(2),
+                    Op::Seq(5),
                     Op::Space,
                     Op::Lit(3),
                     Op::Space,
                     Op::Lit(4),
                     Op::Call,
-                    Op::Seq(16),
+                    Op::Seq(11),
                     Op::Name { stops: 4, count: 1 },
                     Op::Lit(4),
                     Op::Space,
@@ -248,21 +257,21 @@ impl<'t> Parser<'t> {
             };
         let entry = match combo {
             0 => 12,
-            1 => 52,
-            2 => 92,
-            3 => 104,
+            1 => 69,
+            2 => 126,
+            3 => 137,
             4 => 12,
-            5 => 52,
-            6 => 92,
-            7 => 104,
+            5 => 69,
+            6 => 126,
+            7 => 137,
             8 => 12,
-            9 => 52,
-            10 => 92,
-            11 => 104,
+            9 => 69,
+            10 => 126,
+            11 => 137,
             12 => 12,
-            13 => 52,
-            14 => 92,
-            15 => 104,
+            13 => 69,
+            14 => 126,
+            15 => 137,
             _ => 0,
         };
         Parser {
@@ -332,7 +341,7 @@ impl Machine<1usize, 1usize, 2usize> for Grammar {
             4 | 6 | 11 => {
                 c.fast_partial(Kind::Content, false, s, &["<|im_end|>"], max, sink)
             }
-            16 | 18 | 46 | 51 | 56 | 58 | 86 | 91 => {
+            15 | 17 | 68 | 72 | 74 | 125 => {
                 c.fast_partial(
                     Kind::Content,
                     false,
@@ -370,13 +379,13 @@ fn fast(
                 && !clear_of_stops(s.as_bytes(), &["<|im_end|>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        16 | 18 | 46 | 51 | 56 | 58 | 86 | 91 => {
+        15 | 17 | 68 | 72 | 74 | 125 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<tool_call>", "<|im_end|>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        25 | 65 => c.fast_json(false, "", s, w, sink),
-        99 => c.fast_json(true, "", s, w, sink),
+        26 | 55 | 83 | 112 => c.fast_json(false, "", s, w, sink),
+        132 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
@@ -384,8 +393,8 @@ fn fast(
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
         (12, 0usize) => Resume { head: 2, recover: 5 },
-        (52, 0usize) => Resume { head: 14, recover: 17 },
-        (92, 0usize) => Resume { head: 54, recover: 57 },
+        (69, 0usize) => Resume { head: 13, recover: 16 },
+        (126, 0usize) => Resume { head: 70, recover: 73 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
@@ -438,18 +447,22 @@ fn guard_4(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_5(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "<tool_call>", last)
+    lit(t, p, "\"name\"", last)
 }
 #[inline]
 fn guard_6(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
+    lit(t, p, "<tool_call>", last)
 }
 #[inline]
 fn guard_7(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
+    G::Match(p)
 }
 #[inline]
 fn guard_8(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_9(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
@@ -643,26 +656,16 @@ fn run(
                 c.until_start();
                 c.st = 11;
             }
-            /// end of output
-            13 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
             /// loop head
-            14 => {
+            13 => {
                 if c.may_try(0usize, 0usize, Some(1u8)) {
                     let start = c.pos;
-                    match guard_5(t, c.pos, last) {
+                    match guard_6(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 45;
+                            c.st = 65;
                             continue;
                         }
                         G::More => need_more!(),
@@ -676,22 +679,55 @@ fn run(
                             if !c.start_round(0usize, 1usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 49;
+                            c.st = 66;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 13;
+                c.st = 1;
             }
             /// loop round done
-            15 => {
+            14 => {
                 c.end_round(true, t, sink);
-                c.st = 14;
+                c.st = 13;
             }
             /// Content up to ["<tool_call>", "<|im_end|>"]
+            15 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 13;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
             16 => {
+                c.until_start();
+                c.st = 15;
+            }
+            /// Content up to ["<tool_call>", "<|im_end|>"]
+            17 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
                 let found = match hit {
@@ -719,81 +755,48 @@ fn run(
                 }
             }
             /// text start
-            17 => {
-                c.until_start();
-                c.st = 16;
-            }
-            /// Content up to ["<tool_call>", "<|im_end|>"]
             18 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 15;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            19 => {
                 c.until_start();
-                c.st = 18;
+                c.st = 17;
             }
             /// space
-            20 => {
+            19 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 19;
+                c.st = 18;
             }
             /// ToolClose
-            21 => {
+            20 => {
                 c.tool_close(sink);
-                c.st = 20;
+                c.st = 19;
             }
             /// literal "</tool_call>"
-            22 => {
+            21 => {
                 match lit(t, c.pos, "</tool_call>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 21;
+                        c.st = 20;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            23 => {
+            22 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 22;
+                c.st = 21;
             }
             /// choice
-            24 => {
+            23 => {
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 23;
+                        c.st = 22;
                         continue;
                     }
                     G::More => need_more!(),
@@ -802,7 +805,25 @@ fn run(
                 match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 23;
+                        c.st = 22;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// json close
+            24 => {
+                json_close(c, false, sink);
+                c.st = 23;
+            }
+            /// json end marker
+            25 => {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 24;
                         continue;
                     }
                     G::More => need_more!(),
@@ -811,53 +832,59 @@ fn run(
                 fail!()
             }
             /// json
-            25 => {
+            26 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 24;
+                        c.st = 23;
                     }
                     Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
+                    Scan::Invalid => {
+                        if c.json.can_close() {
+                            c.st = 25;
+                        } else {
+                            fail!()
+                        }
+                    }
                 }
             }
             /// json start
-            26 => {
+            27 => {
                 c.json = JsonScanner::new(false, true);
-                c.st = 25;
+                c.st = 26;
             }
             /// space
-            27 => {
+            28 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 26;
+                c.st = 27;
             }
             /// literal ":"
-            28 => {
+            29 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 27;
+                        c.st = 28;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            29 => {
+            30 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 28;
+                c.st = 29;
             }
             /// choice
-            30 => {
+            31 => {
                 match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 29;
+                        c.st = 30;
                         continue;
                     }
                     G::More => need_more!(),
@@ -866,7 +893,7 @@ fn run(
                 match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 29;
+                        c.st = 30;
                         continue;
                     }
                     G::More => need_more!(),
@@ -875,45 +902,45 @@ fn run(
                 fail!()
             }
             /// space
-            31 => {
+            32 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 30;
+                c.st = 31;
             }
             /// literal ","
-            32 => {
+            33 => {
                 match lit(t, c.pos, ",", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 31;
+                        c.st = 32;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            33 => {
+            34 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 32;
+                c.st = 33;
             }
             /// literal "\""
-            34 => {
+            35 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 33;
+                        c.st = 34;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ToolName up to ["\""]
-            35 => {
+            36 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -939,130 +966,133 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 34;
+                        c.st = 35;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            36 => {
+            37 => {
                 c.until_start();
-                c.st = 35;
+                c.st = 36;
             }
             /// literal "\""
-            37 => {
+            38 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 36;
+                        c.st = 37;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            38 => {
+            39 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 37;
+                c.st = 38;
             }
             /// literal ":"
-            39 => {
+            40 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 38;
+                        c.st = 39;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            40 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 39;
-            }
-            /// literal "\"name\""
             41 => {
-                match lit(t, c.pos, "\"name\"", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 40;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
                 }
+                c.st = 40;
             }
-            /// space
+            /// literal "\""
             42 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 41;
-            }
-            /// literal "{"
-            43 => {
-                match lit(t, c.pos, "{", last) {
+                match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 42;
+                        c.st = 23;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
-            /// ToolOpen
-            44 => {
-                c.tool_open(sink);
-                c.st = 43;
-            }
-            /// space
-            45 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 44;
-            }
-            /// Content up to ["<tool_call>", "<|im_end|>"]
-            46 => {
+            /// ToolName up to ["\""]
+            43 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &["\""]) > room => fail!(),
+                    _ => {}
+                }
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
+                    None if last => fail!(),
                     None => {
                         Found {
-                            take: rest.len()
-                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
+                            take: rest.len() - partial(rest, &["\""]),
                             done: false,
                         }
                     }
                 };
-                match c.until_step(t, Kind::Content, false, found, sink) {
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 15;
+                        c.st = 42;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            47 => {
+            44 => {
                 c.until_start();
-                c.st = 46;
+                c.st = 43;
+            }
+            /// literal "\""
+            45 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 44;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            46 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 45;
+            }
+            /// literal ":"
+            47 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 46;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
             }
             /// space
             48 => {
@@ -1072,18 +1102,190 @@ fn run(
                 }
                 c.st = 47;
             }
-            /// Commit
+            /// literal "\"name\""
             49 => {
+                match lit(t, c.pos, "\"name\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 48;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            50 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 49;
+            }
+            /// literal ","
+            51 => {
+                match lit(t, c.pos, ",", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 50;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            52 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 51;
+            }
+            /// json close
+            53 => {
+                json_close(c, false, sink);
+                c.st = 52;
+            }
+            /// json end marker
+            54 => {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 53;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// json
+            55 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 52;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => {
+                        if c.json.can_close() {
+                            c.st = 54;
+                        } else {
+                            fail!()
+                        }
+                    }
+                }
+            }
+            /// json start
+            56 => {
+                c.json = JsonScanner::new(false, true);
+                c.st = 55;
+            }
+            /// space
+            57 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 56;
+            }
+            /// literal ":"
+            58 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 57;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            59 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 58;
+            }
+            /// Commit
+            60 => {
                 c.mark_commit(t, sink);
-                c.st = 48;
+                c.st = 59;
+            }
+            /// choice
+            61 => {
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 41;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 60;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 60;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            62 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 61;
+            }
+            /// literal "{"
+            63 => {
+                match lit(t, c.pos, "{", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 62;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ToolOpen
+            64 => {
+                c.tool_open(sink);
+                c.st = 63;
+            }
+            /// space
+            65 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 64;
+            }
+            /// Commit
+            66 => {
+                c.mark_commit(t, sink);
+                c.st = 19;
             }
             /// loop
-            50 => {
+            67 => {
                 c.enter_loop(0usize);
-                c.st = 14;
+                c.st = 13;
             }
             /// Content up to ["<tool_call>", "<|im_end|>"]
-            51 => {
+            68 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
                 let found = match hit {
@@ -1104,37 +1306,27 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 50;
+                        c.st = 67;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            52 => {
+            69 => {
                 c.until_start();
-                c.st = 51;
-            }
-            /// end of output
-            53 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
+                c.st = 68;
             }
             /// loop head
-            54 => {
+            70 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
-                    match guard_5(t, c.pos, last) {
+                    match guard_6(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 85;
+                            c.st = 122;
                             continue;
                         }
                         G::More => need_more!(),
@@ -1148,22 +1340,22 @@ fn run(
                             if !c.start_round(0usize, 1usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 89;
+                            c.st = 123;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 53;
+                c.st = 1;
             }
             /// loop round done
-            55 => {
+            71 => {
                 c.end_round(true, t, sink);
-                c.st = 54;
+                c.st = 70;
             }
             /// Content up to ["<tool_call>", "<|im_end|>"]
-            56 => {
+            72 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
                 let found = match hit {
@@ -1184,19 +1376,19 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 54;
+                        c.st = 70;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            57 => {
+            73 => {
                 c.until_start();
-                c.st = 56;
+                c.st = 72;
             }
             /// Content up to ["<tool_call>", "<|im_end|>"]
-            58 => {
+            74 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
                 let found = match hit {
@@ -1217,55 +1409,55 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 55;
+                        c.st = 71;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            59 => {
+            75 => {
                 c.until_start();
-                c.st = 58;
+                c.st = 74;
             }
             /// space
-            60 => {
+            76 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 59;
+                c.st = 75;
             }
             /// ToolClose
-            61 => {
+            77 => {
                 c.tool_close(sink);
-                c.st = 60;
+                c.st = 76;
             }
             /// literal "</tool_call>"
-            62 => {
+            78 => {
                 match lit(t, c.pos, "</tool_call>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 61;
+                        c.st = 77;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            63 => {
+            79 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 62;
+                c.st = 78;
             }
             /// choice
-            64 => {
+            80 => {
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 63;
+                        c.st = 79;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1274,7 +1466,25 @@ fn run(
                 match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 63;
+                        c.st = 79;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// json close
+            81 => {
+                json_close(c, false, sink);
+                c.st = 80;
+            }
+            /// json end marker
+            82 => {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 81;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1283,53 +1493,59 @@ fn run(
                 fail!()
             }
             /// json
-            65 => {
+            83 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 64;
+                        c.st = 80;
                     }
                     Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
+                    Scan::Invalid => {
+                        if c.json.can_close() {
+                            c.st = 82;
+                        } else {
+                            fail!()
+                        }
+                    }
                 }
             }
             /// json start
-            66 => {
+            84 => {
                 c.json = JsonScanner::new(false, true);
-                c.st = 65;
+                c.st = 83;
             }
             /// space
-            67 => {
+            85 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 66;
+                c.st = 84;
             }
             /// literal ":"
-            68 => {
+            86 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 67;
+                        c.st = 85;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            69 => {
+            87 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 68;
+                c.st = 86;
             }
             /// choice
-            70 => {
+            88 => {
                 match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 69;
+                        c.st = 87;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1338,7 +1554,7 @@ fn run(
                 match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 69;
+                        c.st = 87;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1347,45 +1563,45 @@ fn run(
                 fail!()
             }
             /// space
-            71 => {
+            89 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 70;
+                c.st = 88;
             }
             /// literal ","
-            72 => {
+            90 => {
                 match lit(t, c.pos, ",", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 71;
+                        c.st = 89;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            73 => {
+            91 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 72;
+                c.st = 90;
             }
             /// literal "\""
-            74 => {
+            92 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 73;
+                        c.st = 91;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ToolName up to ["\""]
-            75 => {
+            93 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1411,221 +1627,27 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 74;
+                        c.st = 92;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            76 => {
+            94 => {
                 c.until_start();
-                c.st = 75;
+                c.st = 93;
             }
             /// literal "\""
-            77 => {
+            95 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 76;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            78 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 77;
-            }
-            /// literal ":"
-            79 => {
-                match lit(t, c.pos, ":", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 78;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            80 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 79;
-            }
-            /// literal "\"name\""
-            81 => {
-                match lit(t, c.pos, "\"name\"", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 80;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            82 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 81;
-            }
-            /// literal "{"
-            83 => {
-                match lit(t, c.pos, "{", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 82;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// ToolOpen
-            84 => {
-                c.tool_open(sink);
-                c.st = 83;
-            }
-            /// space
-            85 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 84;
-            }
-            /// Content up to ["<tool_call>", "<|im_end|>"]
-            86 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 55;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            87 => {
-                c.until_start();
-                c.st = 86;
-            }
-            /// space
-            88 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 87;
-            }
-            /// Commit
-            89 => {
-                c.mark_commit(t, sink);
-                c.st = 88;
-            }
-            /// loop
-            90 => {
-                c.enter_loop(0usize);
-                c.st = 54;
-            }
-            /// Content up to ["<tool_call>", "<|im_end|>"]
-            91 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 90;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            92 => {
-                c.until_start();
-                c.st = 91;
-            }
-            /// end of output
-            93 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
-            /// space
-            94 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 93;
-            }
-            /// choice
-            95 => {
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
                         c.st = 94;
-                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => {}
+                    G::No => fail!(),
                 }
-                match guard_6(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 93;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
             }
             /// space
             96 => {
@@ -1635,27 +1657,16 @@ fn run(
                 }
                 c.st = 95;
             }
-            /// choice
+            /// literal ":"
             97 => {
-                match guard_7(t, c.pos, last) {
+                match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 96;
-                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => {}
+                    G::No => fail!(),
                 }
-                match guard_6(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 95;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
             }
             /// space
             98 => {
@@ -1665,66 +1676,436 @@ fn run(
                 }
                 c.st = 97;
             }
-            /// json
+            /// literal "\""
             99 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 80;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ToolName up to ["\""]
+            100 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &["\""]) > room => fail!(),
+                    _ => {}
+                }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["\""]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 99;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            101 => {
+                c.until_start();
+                c.st = 100;
+            }
+            /// literal "\""
+            102 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 101;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            103 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 102;
+            }
+            /// literal ":"
+            104 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 103;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            105 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 104;
+            }
+            /// literal "\"name\""
+            106 => {
+                match lit(t, c.pos, "\"name\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 105;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            107 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 106;
+            }
+            /// literal ","
+            108 => {
+                match lit(t, c.pos, ",", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 107;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            109 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 108;
+            }
+            /// json close
+            110 => {
+                json_close(c, false, sink);
+                c.st = 109;
+            }
+            /// json end marker
+            111 => {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 110;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// json
+            112 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 109;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => {
+                        if c.json.can_close() {
+                            c.st = 111;
+                        } else {
+                            fail!()
+                        }
+                    }
+                }
+            }
+            /// json start
+            113 => {
+                c.json = JsonScanner::new(false, true);
+                c.st = 112;
+            }
+            /// space
+            114 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 113;
+            }
+            /// literal ":"
+            115 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 114;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            116 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 115;
+            }
+            /// Commit
+            117 => {
+                c.mark_commit(t, sink);
+                c.st = 116;
+            }
+            /// choice
+            118 => {
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 98;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 117;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 117;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            119 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 118;
+            }
+            /// literal "{"
+            120 => {
+                match lit(t, c.pos, "{", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 119;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ToolOpen
+            121 => {
+                c.tool_open(sink);
+                c.st = 120;
+            }
+            /// space
+            122 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 121;
+            }
+            /// Commit
+            123 => {
+                c.mark_commit(t, sink);
+                c.st = 76;
+            }
+            /// loop
+            124 => {
+                c.enter_loop(0usize);
+                c.st = 70;
+            }
+            /// Content up to ["<tool_call>", "<|im_end|>"]
+            125 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(rest, &["<tool_call>", "<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 124;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            126 => {
+                c.until_start();
+                c.st = 125;
+            }
+            /// space
+            127 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 1;
+            }
+            /// choice
+            128 => {
+                match guard_0(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 127;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_7(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 1;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            129 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 128;
+            }
+            /// choice
+            130 => {
+                match guard_8(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 129;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_7(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 128;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            131 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 130;
+            }
+            /// json
+            132 => {
                 match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
-                        c.st = 98;
+                        c.st = 131;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            100 => {
+            133 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 99;
+                c.st = 132;
             }
             /// space
-            101 => {
+            134 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 100;
+                c.st = 133;
             }
             /// choice
-            102 => {
-                match guard_8(t, c.pos, last) {
+            135 => {
+                match guard_9(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 101;
+                        c.st = 134;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_6(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 101;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            103 => {
                 match guard_7(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 102;
+                        c.st = 134;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_6(t, c.pos, last) {
+                fail!()
+            }
+            /// choice
+            136 => {
+                match guard_8(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 100;
+                        c.st = 135;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_7(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 133;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1733,12 +2114,12 @@ fn run(
                 fail!()
             }
             /// space
-            104 => {
+            137 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 103;
+                c.st = 136;
             }
             _ => {
                 c.set_degraded();

@@ -40,9 +40,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\"]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\nstring-content ::= ([^\"\\\\\\x00-\\x1F] | \"\\\\\" [^\\x00-\\x1F])*\ncall ::= [^\\t\\n\\r \"] name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string-content \"\\\"\" | \"\") ws \"}\"\ncontent-part ::= ([^C\\[] | \"C\" ([^A\\[] | \"A\" ([^L\\[] | \"L\" ([^L\\[] | \"L\" ([^S\\[] | \"S\" [^\\[\\]]))))) | never-matches\ncontent-part-2 ::= (\"[\" | \"C\" (\"[\" | \"A\" (\"[\" | \"L\" (\"[\" | \"L\" (\"[\" | \"S\" \"[\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"C\" (\"\" | \"A\" (\"\" | \"L\" (\"\" | \"L\" (\"\" | \"S\"))))) | never-matches\ncontent-part-4 ::= ([^T\\[] | \"T\" ([^O\\[] | \"O\" ([^O\\[] | \"O\" ([^L\\[] | \"L\" ([^\\[_] | \"_\" content-part))))) | never-matches\ncontent-part-5 ::= (\"\" | \"T\" (\"\" | \"O\" (\"\" | \"O\" (\"\" | \"L\" (\"\" | \"_\" content-part-3))))) | never-matches\ncontent ::= ([^\\[] | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content-part-2)))))* content-part-4)* (\"\" | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content-part-2)))))* content-part-5) | never-matches\ncall-2 ::= [^\\t\\n\\r \"] name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string-content \"\\\"\" | \"\") ws \"}\" (ws \",\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call)* ws \"]\" ws content\ntool-calls ::= \"[\" \"T\" \"O\" \"O\" \"L\" \"_\" \"C\" \"A\" \"L\" \"L\" \"S\" \"]\" ws \"[\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call-2\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\"]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\nstring-content ::= ([^\"\\\\\\x00-\\x1F] | \"\\\\\" [^\\x00-\\x1F])*\ncall ::= [^\\t\\n\\r \"] name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string-content \"\\\"\" | \"\") ws \"}\"\ncontent-part ::= ([^C\\[] | \"C\" ([^A\\[] | \"A\" ([^L\\[] | \"L\" ([^L\\[] | \"L\" ([^S\\[] | \"S\" [^\\[\\]]))))) | never-matches\ncontent-part-2 ::= (\"[\" | \"C\" (\"[\" | \"A\" (\"[\" | \"L\" (\"[\" | \"L\" (\"[\" | \"S\" \"[\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"C\" (\"\" | \"A\" (\"\" | \"L\" (\"\" | \"L\" (\"\" | \"S\"))))) | never-matches\ncontent-part-4 ::= ([^T\\[] | \"T\" ([^O\\[] | \"O\" ([^O\\[] | \"O\" ([^L\\[] | \"L\" ([^\\[_] | \"_\" content-part))))) | never-matches\ncontent-part-5 ::= (\"\" | \"T\" (\"\" | \"O\" (\"\" | \"O\" (\"\" | \"L\" (\"\" | \"_\" content-part-3))))) | never-matches\ncontent ::= ([^\\[] | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content-part-2)))))* content-part-4)* (\"\" | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content-part-2)))))* content-part-5) | never-matches\ntool-calls ::= \"[\" \"T\" \"O\" \"O\" \"L\" \"_\" \"C\" \"A\" \"L\" \"L\" \"S\" \"]\" ws \"[\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call (ws \",\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call)* ws \"]\" ws content\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\"]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\nstring_content: (/[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" /[^\\x00-\\x1F]/)*\ncall: /[^\\t\\n\\r \"]/ name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string_content \"\\\"\" | \"\") ws \"}\"\ncontent_part: (/[^C\\[]/ | \"C\" (/[^A\\[]/ | \"A\" (/[^L\\[]/ | \"L\" (/[^L\\[]/ | \"L\" (/[^S\\[]/ | \"S\" /[^\\[\\]]/))))) | never_matches\ncontent_part_2: (\"[\" | \"C\" (\"[\" | \"A\" (\"[\" | \"L\" (\"[\" | \"L\" (\"[\" | \"S\" \"[\"))))) | never_matches\ncontent_part_3: (\"\" | \"C\" (\"\" | \"A\" (\"\" | \"L\" (\"\" | \"L\" (\"\" | \"S\"))))) | never_matches\ncontent_part_4: (/[^T\\[]/ | \"T\" (/[^O\\[]/ | \"O\" (/[^O\\[]/ | \"O\" (/[^L\\[]/ | \"L\" (/[^\\[_]/ | \"_\" content_part))))) | never_matches\ncontent_part_5: (\"\" | \"T\" (\"\" | \"O\" (\"\" | \"O\" (\"\" | \"L\" (\"\" | \"_\" content_part_3))))) | never_matches\ncontent: (/[^\\[]/ | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content_part_2)))))* content_part_4)* (\"\" | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content_part_2)))))* content_part_5) | never_matches\ncall_2: /[^\\t\\n\\r \"]/ name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string_content \"\\\"\" | \"\") ws \"}\" (ws \",\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call)* ws \"]\" ws content\ntool_calls: \"[\" \"T\" \"O\" \"O\" \"L\" \"_\" \"C\" \"A\" \"L\" \"L\" \"S\" \"]\" ws \"[\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call_2\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\"]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\nstring_content: (/[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" /[^\\x00-\\x1F]/)*\ncall: /[^\\t\\n\\r \"]/ name \"\\\"\" ws \",\" ws \"\\\"\" \"a\" \"r\" \"g\" \"u\" \"m\" \"e\" \"n\" \"t\" \"s\" \"\\\"\" ws \":\" ws object (ws \",\" ws \"\\\"\" \"i\" \"d\" \"\\\"\" ws \":\" ws \"\\\"\" string_content \"\\\"\" | \"\") ws \"}\"\ncontent_part: (/[^C\\[]/ | \"C\" (/[^A\\[]/ | \"A\" (/[^L\\[]/ | \"L\" (/[^L\\[]/ | \"L\" (/[^S\\[]/ | \"S\" /[^\\[\\]]/))))) | never_matches\ncontent_part_2: (\"[\" | \"C\" (\"[\" | \"A\" (\"[\" | \"L\" (\"[\" | \"L\" (\"[\" | \"S\" \"[\"))))) | never_matches\ncontent_part_3: (\"\" | \"C\" (\"\" | \"A\" (\"\" | \"L\" (\"\" | \"L\" (\"\" | \"S\"))))) | never_matches\ncontent_part_4: (/[^T\\[]/ | \"T\" (/[^O\\[]/ | \"O\" (/[^O\\[]/ | \"O\" (/[^L\\[]/ | \"L\" (/[^\\[_]/ | \"_\" content_part))))) | never_matches\ncontent_part_5: (\"\" | \"T\" (\"\" | \"O\" (\"\" | \"O\" (\"\" | \"L\" (\"\" | \"_\" content_part_3))))) | never_matches\ncontent: (/[^\\[]/ | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content_part_2)))))* content_part_4)* (\"\" | \"[\" (\"[\" | \"T\" (\"[\" | \"O\" (\"[\" | \"O\" (\"[\" | \"L\" (\"[\" | \"_\" content_part_2)))))* content_part_5) | never_matches\ntool_calls: \"[\" \"T\" \"O\" \"O\" \"L\" \"_\" \"C\" \"A\" \"L\" \"L\" \"S\" \"]\" ws \"[\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call (ws \",\" ws \"{\" ws \"\\\"\" \"n\" \"a\" \"m\" \"e\" \"\\\"\" ws \":\" ws \"\\\"\" call)* ws \"]\" ws content\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -65,7 +65,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
             ],
             calls: [
                 &[
-                    Op::Seq(13),
+                    Op::Seq(14),
                     Op::Lit(0),
                     Op::Space,
                     Op::Lit(1),
@@ -73,13 +73,16 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Lit(2),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(3),
+                    Op::Seq(5),
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
                     Op::Lit(5),
                     Op::Call,
-                    Op::Seq(19),
+                    Op::Seq(13),
                     Op::Name { stops: 5, count: 1 },
                     Op::Lit(5),
                     Op::Space,
@@ -124,18 +127,21 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Space,
                     Op::Lit(6),
-                    Op::Seq(10),
+                    Op::Seq(6),
                     Op::Space,
                     Op::Seq(0),
                     Op::Lit(2),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(3),
+                    Op::Seq(5),
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
                     Op::Lit(5),
                     Op::Call,
-                    Op::Seq(14),
+                    Op::Seq(13),
                     Op::Name { stops: 5, count: 1 },
                     Op::Lit(5),
                     Op::Space,
@@ -184,7 +190,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                 ],
                 &[
-                    Op::Seq(13),
+                    Op::Seq(14),
                     Op::Lit(0),
                     Op::Space,
                     Op::Lit(1),
@@ -192,13 +198,16 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Lit(2),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(3),
+                    Op::Seq(5),
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
                     Op::Lit(5),
                     Op::Call,
-                    Op::Seq(19),
+                    Op::Seq(13),
                     Op::Name { stops: 5, count: 1 },
                     Op::Lit(5),
                     Op::Space,
@@ -243,18 +252,21 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Space,
                     Op::Lit(6),
-                    Op::Seq(10),
+                    Op::Seq(6),
                     Op::Space,
                     Op::Seq(0),
                     Op::Lit(2),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(3),
+                    Op::Seq(5),
                     Op::Space,
                     Op::Lit(4),
                     Op::Space,
                     Op::Lit(5),
                     Op::Call,
-                    Op::Seq(14),
+                    Op::Seq(13),
                     Op::Name { stops: 5, count: 1 },
                     Op::Lit(5),
                     Op::Space,
@@ -349,21 +361,21 @@ impl<'t> Parser<'t> {
             };
         let entry = match combo {
             0 => 3,
-            1 => 83,
-            2 => 163,
-            3 => 173,
+            1 => 116,
+            2 => 229,
+            3 => 238,
             4 => 3,
-            5 => 83,
-            6 => 163,
-            7 => 173,
+            5 => 116,
+            6 => 229,
+            7 => 238,
             8 => 3,
-            9 => 83,
-            10 => 163,
-            11 => 173,
+            9 => 116,
+            10 => 229,
+            11 => 238,
             12 => 3,
-            13 => 83,
-            14 => 163,
-            15 => 173,
+            13 => 116,
+            14 => 229,
+            15 => 238,
             _ => 0,
         };
         Parser {
@@ -430,7 +442,7 @@ impl Machine<2usize, 2usize, 1usize> for Grammar {
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            7 | 9 | 82 | 87 | 89 | 162 => {
+            6 | 8 | 115 | 119 | 121 | 228 => {
                 c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink)
             }
             _ => None,
@@ -457,23 +469,23 @@ fn fast(
     }
     match c.st {
         2 => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        7 | 9 | 82 | 87 | 89 | 162 => {
+        6 | 8 | 115 | 119 | 121 | 228 => {
             !(holds_any(s.as_bytes(), w, [91u8])
                 && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        26 | 58 | 106 | 138 => c.fast_json(false, "", s, w, sink),
-        168 => c.fast_json(true, "", s, w, sink),
+        25 | 52 | 74 | 101 | 138 | 165 | 187 | 214 => c.fast_json(false, "", s, w, sink),
+        233 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
 /// Where each loop resumes, by variant entry and loop.
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
-        (83, 0usize) => Resume { head: 5, recover: 8 },
-        (83, 1usize) => Resume { head: 14, recover: 14 },
-        (163, 0usize) => Resume { head: 85, recover: 88 },
-        (163, 1usize) => Resume { head: 94, recover: 94 },
+        (116, 0usize) => Resume { head: 4, recover: 7 },
+        (116, 1usize) => Resume { head: 13, recover: 13 },
+        (229, 0usize) => Resume { head: 117, recover: 120 },
+        (229, 1usize) => Resume { head: 126, recover: 126 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
@@ -517,6 +529,10 @@ fn guard_3(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_4(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "\"name\"", last)
+}
+#[inline]
+fn guard_5(t: &str, p: usize, last: bool) -> G {
     let p = match (|| -> G {
         let e = ws_end(t, p);
         if e >= t.len() && !last { G::More } else { G::Match(e) }
@@ -531,15 +547,15 @@ fn guard_4(t: &str, p: usize, last: bool) -> G {
     G::Match(p)
 }
 #[inline]
-fn guard_5(t: &str, p: usize, last: bool) -> G {
+fn guard_6(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "[TOOL_CALLS]", last)
 }
 #[inline]
-fn guard_6(t: &str, p: usize, last: bool) -> G {
+fn guard_7(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "```", last)
 }
 #[inline]
-fn guard_7(t: &str, p: usize, last: bool) -> G {
+fn guard_8(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
@@ -628,41 +644,63 @@ fn run(
                 c.until_start();
                 c.st = 2;
             }
-            /// end of output
-            4 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
             /// loop head
-            5 => {
+            4 => {
                 if c.may_try(0usize, 0usize, Some(1u8)) {
                     let start = c.pos;
-                    match guard_5(t, c.pos, last) {
+                    match guard_6(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 80;
+                            c.st = 113;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 4;
+                c.st = 1;
             }
             /// loop round done
-            6 => {
+            5 => {
                 c.end_round(true, t, sink);
-                c.st = 5;
+                c.st = 4;
             }
             /// Content up to ["[TOOL_CALLS]"]
+            6 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 4;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
             7 => {
+                c.until_start();
+                c.st = 6;
+            }
+            /// Content up to ["[TOOL_CALLS]"]
+            8 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
                 let found = match hit {
@@ -689,181 +727,149 @@ fn run(
                 }
             }
             /// text start
-            8 => {
-                c.until_start();
-                c.st = 7;
-            }
-            /// Content up to ["[TOOL_CALLS]"]
             9 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 6;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            10 => {
                 c.until_start();
-                c.st = 9;
+                c.st = 8;
             }
             /// space
-            11 => {
+            10 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 10;
+                c.st = 9;
             }
             /// literal "]"
-            12 => {
+            11 => {
                 match lit(t, c.pos, "]", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 11;
+                        c.st = 10;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            13 => {
+            12 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 12;
+                c.st = 11;
             }
             /// loop head
-            14 => {
+            13 => {
                 if c.may_try(1usize, 0usize, Some(0u8)) {
                     let start = c.pos;
-                    match guard_4(t, c.pos, last) {
+                    match guard_5(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(1usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 46;
+                            c.st = 62;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 13;
+                c.st = 12;
             }
             /// loop round done
-            15 => {
+            14 => {
                 c.end_round(true, t, sink);
-                c.st = 14;
+                c.st = 13;
             }
             /// ToolClose
-            16 => {
+            15 => {
                 c.tool_close(sink);
-                c.st = 15;
+                c.st = 14;
             }
             /// literal "}"
-            17 => {
+            16 => {
                 match lit(t, c.pos, "}", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 16;
+                        c.st = 15;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            18 => {
+            17 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 17;
+                c.st = 16;
             }
             /// literal "\""
-            19 => {
+            18 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 18;
+                        c.st = 17;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// json string
-            20 => {
+            19 => {
                 match c.json_string_step(t, Kind::ToolId, last, sink) {
                     Some(true) => {
-                        c.st = 19;
+                        c.st = 18;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// literal "\""
-            21 => {
+            20 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 20;
+                        c.st = 19;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            22 => {
+            21 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 21;
+                c.st = 20;
             }
             /// literal ":"
-            23 => {
+            22 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 22;
+                        c.st = 21;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            24 => {
+            23 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 23;
+                c.st = 22;
             }
             /// choice
-            25 => {
+            24 => {
                 match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 24;
+                        c.st = 23;
                         continue;
                     }
                     G::More => need_more!(),
@@ -872,7 +878,7 @@ fn run(
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 18;
+                        c.st = 17;
                         continue;
                     }
                     G::More => need_more!(),
@@ -881,53 +887,53 @@ fn run(
                 fail!()
             }
             /// json
-            26 => {
+            25 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 25;
+                        c.st = 24;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            27 => {
+            26 => {
                 c.json = JsonScanner::new(false, true);
-                c.st = 26;
+                c.st = 25;
             }
             /// space
-            28 => {
+            27 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 27;
+                c.st = 26;
             }
             /// literal ":"
-            29 => {
+            28 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 28;
+                        c.st = 27;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            30 => {
+            29 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 29;
+                c.st = 28;
             }
             /// choice
-            31 => {
+            30 => {
                 match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 30;
+                        c.st = 29;
                         continue;
                     }
                     G::More => need_more!(),
@@ -936,7 +942,7 @@ fn run(
                 match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 30;
+                        c.st = 29;
                         continue;
                     }
                     G::More => need_more!(),
@@ -945,45 +951,45 @@ fn run(
                 fail!()
             }
             /// space
-            32 => {
+            31 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 31;
+                c.st = 30;
             }
             /// literal ","
-            33 => {
+            32 => {
                 match lit(t, c.pos, ",", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 32;
+                        c.st = 31;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            34 => {
+            33 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 33;
+                c.st = 32;
             }
             /// literal "\""
-            35 => {
+            34 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 34;
+                        c.st = 33;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ToolName up to ["\""]
-            36 => {
+            35 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1009,77 +1015,107 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 35;
+                        c.st = 34;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            37 => {
+            36 => {
                 c.until_start();
-                c.st = 36;
+                c.st = 35;
             }
             /// literal "\""
-            38 => {
+            37 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 37;
+                        c.st = 36;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            39 => {
+            38 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 38;
+                c.st = 37;
             }
             /// literal ":"
-            40 => {
+            39 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 39;
+                        c.st = 38;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            41 => {
+            40 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 40;
+                c.st = 39;
             }
-            /// literal "\"name\""
-            42 => {
-                match lit(t, c.pos, "\"name\"", last) {
+            /// literal "\""
+            41 => {
+                match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 41;
+                        c.st = 24;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
-            /// space
-            43 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
+            /// ToolName up to ["\""]
+            42 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &["\""]) > room => fail!(),
+                    _ => {}
                 }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["\""]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 41;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            43 => {
+                c.until_start();
                 c.st = 42;
             }
-            /// literal "{"
+            /// literal "\""
             44 => {
-                match lit(t, c.pos, "{", last) {
+                match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 43;
@@ -1088,79 +1124,85 @@ fn run(
                     G::No => fail!(),
                 }
             }
-            /// ToolOpen
+            /// space
             45 => {
-                c.tool_open(sink);
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
                 c.st = 44;
             }
-            /// space
+            /// literal ":"
             46 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 45;
-            }
-            /// loop
-            47 => {
-                c.enter_loop(1usize);
-                c.st = 14;
-            }
-            /// ToolClose
-            48 => {
-                c.tool_close(sink);
-                c.st = 47;
-            }
-            /// literal "}"
-            49 => {
-                match lit(t, c.pos, "}", last) {
+                match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 48;
+                        c.st = 45;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            50 => {
+            47 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 49;
+                c.st = 46;
             }
-            /// literal "\""
-            51 => {
-                match lit(t, c.pos, "\"", last) {
+            /// literal "\"name\""
+            48 => {
+                match lit(t, c.pos, "\"name\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 50;
+                        c.st = 47;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
-            /// json string
+            /// space
+            49 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 48;
+            }
+            /// literal ","
+            50 => {
+                match lit(t, c.pos, ",", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 49;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            51 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 50;
+            }
+            /// json
             52 => {
-                match c.json_string_step(t, Kind::ToolId, last, sink) {
-                    Some(true) => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
                         c.st = 51;
                     }
-                    Some(false) => need_more!(),
-                    None => fail!(),
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
                 }
             }
-            /// literal "\""
+            /// json start
             53 => {
-                match lit(t, c.pos, "\"", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 52;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
+                c.json = JsonScanner::new(false, true);
+                c.st = 52;
             }
             /// space
             54 => {
@@ -1189,21 +1231,35 @@ fn run(
                 }
                 c.st = 55;
             }
-            /// choice
+            /// Commit
             57 => {
-                match guard_0(t, c.pos, last) {
+                c.mark_commit(t, sink);
+                c.st = 56;
+            }
+            /// choice
+            58 => {
+                match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 56;
+                        c.st = 40;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_1(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 50;
+                        c.st = 57;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 57;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1211,39 +1267,29 @@ fn run(
                 }
                 fail!()
             }
-            /// json
-            58 => {
-                match json_step(c, t, false, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 57;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            59 => {
-                c.json = JsonScanner::new(false, true);
-                c.st = 58;
-            }
             /// space
-            60 => {
+            59 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 59;
+                c.st = 58;
             }
-            /// literal ":"
-            61 => {
-                match lit(t, c.pos, ":", last) {
+            /// literal "{"
+            60 => {
+                match lit(t, c.pos, "{", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 60;
+                        c.st = 59;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
+            }
+            /// ToolOpen
+            61 => {
+                c.tool_open(sink);
+                c.st = 60;
             }
             /// space
             62 => {
@@ -1253,39 +1299,19 @@ fn run(
                 }
                 c.st = 61;
             }
-            /// choice
+            /// loop
             63 => {
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 62;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 62;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
+                c.enter_loop(1usize);
+                c.st = 13;
             }
-            /// space
+            /// ToolClose
             64 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
+                c.tool_close(sink);
                 c.st = 63;
             }
-            /// literal ","
+            /// literal "}"
             65 => {
-                match lit(t, c.pos, ",", last) {
+                match lit(t, c.pos, "}", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 64;
@@ -1313,8 +1339,180 @@ fn run(
                     G::No => fail!(),
                 }
             }
-            /// ToolName up to ["\""]
+            /// json string
             68 => {
+                match c.json_string_step(t, Kind::ToolId, last, sink) {
+                    Some(true) => {
+                        c.st = 67;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// literal "\""
+            69 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 68;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            70 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 69;
+            }
+            /// literal ":"
+            71 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 70;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            72 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 71;
+            }
+            /// choice
+            73 => {
+                match guard_0(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 72;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 66;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// json
+            74 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 73;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            75 => {
+                c.json = JsonScanner::new(false, true);
+                c.st = 74;
+            }
+            /// space
+            76 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 75;
+            }
+            /// literal ":"
+            77 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 76;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            78 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 77;
+            }
+            /// choice
+            79 => {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 78;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 78;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            80 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 79;
+            }
+            /// literal ","
+            81 => {
+                match lit(t, c.pos, ",", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 80;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            82 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 81;
+            }
+            /// literal "\""
+            83 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 82;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ToolName up to ["\""]
+            84 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1340,58 +1538,58 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 67;
+                        c.st = 83;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            69 => {
+            85 => {
                 c.until_start();
-                c.st = 68;
+                c.st = 84;
             }
             /// literal "\""
-            70 => {
+            86 => {
                 match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 69;
+                        c.st = 85;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            71 => {
+            87 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 70;
+                c.st = 86;
             }
             /// literal ":"
-            72 => {
+            88 => {
                 match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 71;
+                        c.st = 87;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            73 => {
+            89 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 72;
+                c.st = 88;
             }
-            /// literal "\"name\""
-            74 => {
-                match lit(t, c.pos, "\"name\"", last) {
+            /// literal "\""
+            90 => {
+                match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 73;
@@ -1400,249 +1598,85 @@ fn run(
                     G::No => fail!(),
                 }
             }
-            /// space
-            75 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 74;
-            }
-            /// literal "{"
-            76 => {
-                match lit(t, c.pos, "{", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 75;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// ToolOpen
-            77 => {
-                c.tool_open(sink);
-                c.st = 76;
-            }
-            /// space
-            78 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 77;
-            }
-            /// literal "["
-            79 => {
-                match lit(t, c.pos, "[", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 78;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            80 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 79;
-            }
-            /// loop
-            81 => {
-                c.enter_loop(0usize);
-                c.st = 5;
-            }
-            /// Content up to ["[TOOL_CALLS]"]
-            82 => {
+            /// ToolName up to ["\""]
+            91 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &["\""]) > room => fail!(),
+                    _ => {}
+                }
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
+                    None if last => fail!(),
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
+                            take: rest.len() - partial(rest, &["\""]),
                             done: false,
                         }
                     }
                 };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 81;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            83 => {
-                c.until_start();
-                c.st = 82;
-            }
-            /// end of output
-            84 => {
-                if c.pos < t.len() {
+                if found.done && over_hold(c, t, c.pos + found.take) {
                     fail!()
                 }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
-            /// loop head
-            85 => {
-                if c.may_try(0usize, 0usize, None) {
-                    let start = c.pos;
-                    match guard_5(t, c.pos, last) {
-                        G::Match(p) => {
-                            if !c.start_round(0usize, 0usize, true, start, p) {
-                                fail!()
-                            }
-                            c.st = 160;
-                            continue;
-                        }
-                        G::More => need_more!(),
-                        G::No => {}
-                    }
-                }
-                c.st = 84;
-            }
-            /// loop round done
-            86 => {
-                c.end_round(true, t, sink);
-                c.st = 85;
-            }
-            /// Content up to ["[TOOL_CALLS]"]
-            87 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 85;
+                        c.st = 90;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            88 => {
-                c.until_start();
-                c.st = 87;
-            }
-            /// Content up to ["[TOOL_CALLS]"]
-            89 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 86;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            90 => {
-                c.until_start();
-                c.st = 89;
-            }
-            /// space
-            91 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 90;
-            }
-            /// literal "]"
             92 => {
-                match lit(t, c.pos, "]", last) {
+                c.until_start();
+                c.st = 91;
+            }
+            /// literal "\""
+            93 => {
+                match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 91;
+                        c.st = 92;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            93 => {
+            94 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
-                }
-                c.st = 92;
-            }
-            /// loop head
-            94 => {
-                if c.may_try(1usize, 0usize, None) {
-                    let start = c.pos;
-                    match guard_4(t, c.pos, last) {
-                        G::Match(p) => {
-                            if !c.start_round(1usize, 0usize, true, start, p) {
-                                fail!()
-                            }
-                            c.st = 126;
-                            continue;
-                        }
-                        G::More => need_more!(),
-                        G::No => {}
-                    }
                 }
                 c.st = 93;
             }
-            /// loop round done
+            /// literal ":"
             95 => {
-                c.end_round(true, t, sink);
-                c.st = 94;
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 94;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
             }
-            /// ToolClose
+            /// space
             96 => {
-                c.tool_close(sink);
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
                 c.st = 95;
             }
-            /// literal "}"
+            /// literal "\"name\""
             97 => {
-                match lit(t, c.pos, "}", last) {
+                match lit(t, c.pos, "\"name\"", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 96;
@@ -1659,9 +1693,9 @@ fn run(
                 }
                 c.st = 97;
             }
-            /// literal "\""
+            /// literal ","
             99 => {
-                match lit(t, c.pos, "\"", last) {
+                match lit(t, c.pos, ",", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 98;
@@ -1670,90 +1704,91 @@ fn run(
                     G::No => fail!(),
                 }
             }
-            /// json string
+            /// space
             100 => {
-                match c.json_string_step(t, Kind::ToolId, last, sink) {
-                    Some(true) => {
-                        c.st = 99;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// literal "\""
-            101 => {
-                match lit(t, c.pos, "\"", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 100;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            102 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 101;
-            }
-            /// literal ":"
-            103 => {
-                match lit(t, c.pos, ":", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 102;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            104 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 103;
-            }
-            /// choice
-            105 => {
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 104;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 98;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
+                c.st = 99;
             }
             /// json
-            106 => {
+            101 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 105;
+                        c.st = 100;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            107 => {
+            102 => {
                 c.json = JsonScanner::new(false, true);
-                c.st = 106;
+                c.st = 101;
+            }
+            /// space
+            103 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 102;
+            }
+            /// literal ":"
+            104 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 103;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            105 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 104;
+            }
+            /// Commit
+            106 => {
+                c.mark_commit(t, sink);
+                c.st = 105;
+            }
+            /// choice
+            107 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 89;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 106;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 106;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
             /// space
             108 => {
@@ -1763,9 +1798,9 @@ fn run(
                 }
                 c.st = 107;
             }
-            /// literal ":"
+            /// literal "{"
             109 => {
-                match lit(t, c.pos, ":", last) {
+                match lit(t, c.pos, "{", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 108;
@@ -1774,160 +1809,161 @@ fn run(
                     G::No => fail!(),
                 }
             }
-            /// space
+            /// ToolOpen
             110 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
+                c.tool_open(sink);
                 c.st = 109;
             }
-            /// choice
+            /// space
             111 => {
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 110;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
                 }
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 110;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
+                c.st = 110;
             }
-            /// space
+            /// literal "["
             112 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 111;
-            }
-            /// literal ","
-            113 => {
-                match lit(t, c.pos, ",", last) {
+                match lit(t, c.pos, "[", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 112;
+                        c.st = 111;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            114 => {
+            113 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 113;
+                c.st = 112;
             }
-            /// literal "\""
+            /// loop
+            114 => {
+                c.enter_loop(0usize);
+                c.st = 4;
+            }
+            /// Content up to ["[TOOL_CALLS]"]
             115 => {
-                match lit(t, c.pos, "\"", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 114;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// ToolName up to ["\""]
-            116 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let room = c.name_room();
-                let cut = floor_boundary(&t[c.pos..], room + 1usize);
-                let rest = &rest[..cut];
-                let hit = find1(rest, 34u8, &["\""]);
-                match hit {
-                    Some(i) if i > room => fail!(),
-                    None if rest.len() - partial(rest, &["\""]) > room => fail!(),
-                    _ => {}
-                }
+                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
                 let found = match hit {
                     Some(i) => Found { take: i, done: true },
-                    None if last => fail!(),
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
                     None => {
                         Found {
-                            take: rest.len() - partial(rest, &["\""]),
+                            take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
                             done: false,
                         }
                     }
                 };
-                if found.done && over_hold(c, t, c.pos + found.take) {
-                    fail!()
-                }
-                match c.until_step(t, Kind::ToolName, false, found, sink) {
+                match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 115;
+                        c.st = 114;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            117 => {
+            116 => {
                 c.until_start();
-                c.st = 116;
+                c.st = 115;
             }
-            /// literal "\""
+            /// loop head
+            117 => {
+                if c.may_try(0usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_6(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 226;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 1;
+            }
+            /// loop round done
             118 => {
-                match lit(t, c.pos, "\"", last) {
-                    G::Match(p) => {
-                        c.pos = p;
+                c.end_round(true, t, sink);
+                c.st = 117;
+            }
+            /// Content up to ["[TOOL_CALLS]"]
+            119 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
                         c.st = 117;
                     }
-                    G::More => need_more!(),
-                    G::No => fail!(),
+                    Some(false) => need_more!(),
+                    None => fail!(),
                 }
             }
-            /// space
-            119 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 118;
-            }
-            /// literal ":"
+            /// text start
             120 => {
-                match lit(t, c.pos, ":", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 119;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
+                c.until_start();
+                c.st = 119;
             }
-            /// space
+            /// Content up to ["[TOOL_CALLS]"]
             121 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 120;
-            }
-            /// literal "\"name\""
-            122 => {
-                match lit(t, c.pos, "\"name\"", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 121;
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
                     }
-                    G::More => need_more!(),
-                    G::No => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 118;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
                 }
+            }
+            /// text start
+            122 => {
+                c.until_start();
+                c.st = 121;
             }
             /// space
             123 => {
@@ -1937,9 +1973,9 @@ fn run(
                 }
                 c.st = 122;
             }
-            /// literal "{"
+            /// literal "]"
             124 => {
-                match lit(t, c.pos, "{", last) {
+                match lit(t, c.pos, "]", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 123;
@@ -1948,23 +1984,36 @@ fn run(
                     G::No => fail!(),
                 }
             }
-            /// ToolOpen
-            125 => {
-                c.tool_open(sink);
-                c.st = 124;
-            }
             /// space
-            126 => {
+            125 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
+                c.st = 124;
+            }
+            /// loop head
+            126 => {
+                if c.may_try(1usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_5(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(1usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 175;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
                 c.st = 125;
             }
-            /// loop
+            /// loop round done
             127 => {
-                c.enter_loop(1usize);
-                c.st = 94;
+                c.end_round(true, t, sink);
+                c.st = 126;
             }
             /// ToolClose
             128 => {
@@ -2249,40 +2298,65 @@ fn run(
                 }
                 c.st = 152;
             }
-            /// literal "\"name\""
+            /// literal "\""
             154 => {
-                match lit(t, c.pos, "\"name\"", last) {
+                match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 153;
+                        c.st = 137;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
-            /// space
+            /// ToolName up to ["\""]
             155 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &["\""]) > room => fail!(),
+                    _ => {}
                 }
-                c.st = 154;
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["\""]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 154;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
             }
-            /// literal "{"
+            /// text start
             156 => {
-                match lit(t, c.pos, "{", last) {
+                c.until_start();
+                c.st = 155;
+            }
+            /// literal "\""
+            157 => {
+                match lit(t, c.pos, "\"", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 155;
+                        c.st = 156;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
-            }
-            /// ToolOpen
-            157 => {
-                c.tool_open(sink);
-                c.st = 156;
             }
             /// space
             158 => {
@@ -2292,9 +2366,9 @@ fn run(
                 }
                 c.st = 157;
             }
-            /// literal "["
+            /// literal ":"
             159 => {
-                match lit(t, c.pos, "[", last) {
+                match lit(t, c.pos, ":", last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 158;
@@ -2311,13 +2385,703 @@ fn run(
                 }
                 c.st = 159;
             }
-            /// loop
+            /// literal "\"name\""
             161 => {
+                match lit(t, c.pos, "\"name\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 160;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            162 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 161;
+            }
+            /// literal ","
+            163 => {
+                match lit(t, c.pos, ",", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 162;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            164 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 163;
+            }
+            /// json
+            165 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 164;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            166 => {
+                c.json = JsonScanner::new(false, true);
+                c.st = 165;
+            }
+            /// space
+            167 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 166;
+            }
+            /// literal ":"
+            168 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 167;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            169 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 168;
+            }
+            /// Commit
+            170 => {
+                c.mark_commit(t, sink);
+                c.st = 169;
+            }
+            /// choice
+            171 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 153;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 170;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 170;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            172 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 171;
+            }
+            /// literal "{"
+            173 => {
+                match lit(t, c.pos, "{", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 172;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ToolOpen
+            174 => {
+                c.tool_open(sink);
+                c.st = 173;
+            }
+            /// space
+            175 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 174;
+            }
+            /// loop
+            176 => {
+                c.enter_loop(1usize);
+                c.st = 126;
+            }
+            /// ToolClose
+            177 => {
+                c.tool_close(sink);
+                c.st = 176;
+            }
+            /// literal "}"
+            178 => {
+                match lit(t, c.pos, "}", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 177;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            179 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 178;
+            }
+            /// literal "\""
+            180 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 179;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// json string
+            181 => {
+                match c.json_string_step(t, Kind::ToolId, last, sink) {
+                    Some(true) => {
+                        c.st = 180;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// literal "\""
+            182 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 181;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            183 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 182;
+            }
+            /// literal ":"
+            184 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 183;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            185 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 184;
+            }
+            /// choice
+            186 => {
+                match guard_0(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 185;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 179;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// json
+            187 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 186;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            188 => {
+                c.json = JsonScanner::new(false, true);
+                c.st = 187;
+            }
+            /// space
+            189 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 188;
+            }
+            /// literal ":"
+            190 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 189;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            191 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 190;
+            }
+            /// choice
+            192 => {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 191;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 191;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            193 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 192;
+            }
+            /// literal ","
+            194 => {
+                match lit(t, c.pos, ",", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 193;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            195 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 194;
+            }
+            /// literal "\""
+            196 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 195;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ToolName up to ["\""]
+            197 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &["\""]) > room => fail!(),
+                    _ => {}
+                }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["\""]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 196;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            198 => {
+                c.until_start();
+                c.st = 197;
+            }
+            /// literal "\""
+            199 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 198;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            200 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 199;
+            }
+            /// literal ":"
+            201 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 200;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            202 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 201;
+            }
+            /// literal "\""
+            203 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 186;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ToolName up to ["\""]
+            204 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 34u8, &["\""]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &["\""]) > room => fail!(),
+                    _ => {}
+                }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["\""]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 203;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            205 => {
+                c.until_start();
+                c.st = 204;
+            }
+            /// literal "\""
+            206 => {
+                match lit(t, c.pos, "\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 205;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            207 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 206;
+            }
+            /// literal ":"
+            208 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 207;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            209 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 208;
+            }
+            /// literal "\"name\""
+            210 => {
+                match lit(t, c.pos, "\"name\"", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 209;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            211 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 210;
+            }
+            /// literal ","
+            212 => {
+                match lit(t, c.pos, ",", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 211;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            213 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 212;
+            }
+            /// json
+            214 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 213;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            215 => {
+                c.json = JsonScanner::new(false, true);
+                c.st = 214;
+            }
+            /// space
+            216 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 215;
+            }
+            /// literal ":"
+            217 => {
+                match lit(t, c.pos, ":", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 216;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            218 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 217;
+            }
+            /// Commit
+            219 => {
+                c.mark_commit(t, sink);
+                c.st = 218;
+            }
+            /// choice
+            220 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 202;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 219;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 219;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            221 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 220;
+            }
+            /// literal "{"
+            222 => {
+                match lit(t, c.pos, "{", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 221;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ToolOpen
+            223 => {
+                c.tool_open(sink);
+                c.st = 222;
+            }
+            /// space
+            224 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 223;
+            }
+            /// literal "["
+            225 => {
+                match lit(t, c.pos, "[", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 224;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            226 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 225;
+            }
+            /// loop
+            227 => {
                 c.enter_loop(0usize);
-                c.st = 85;
+                c.st = 117;
             }
             /// Content up to ["[TOOL_CALLS]"]
-            162 => {
+            228 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
                 let found = match hit {
@@ -2337,41 +3101,31 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 161;
+                        c.st = 227;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            163 => {
+            229 => {
                 c.until_start();
-                c.st = 162;
-            }
-            /// end of output
-            164 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
+                c.st = 228;
             }
             /// space
-            165 => {
+            230 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 164;
+                c.st = 1;
             }
             /// choice
-            166 => {
-                match guard_6(t, c.pos, last) {
+            231 => {
+                match guard_7(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 165;
+                        c.st = 230;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2380,7 +3134,7 @@ fn run(
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 164;
+                        c.st = 1;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2389,42 +3143,64 @@ fn run(
                 fail!()
             }
             /// space
-            167 => {
+            232 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 166;
+                c.st = 231;
             }
             /// json
-            168 => {
+            233 => {
                 match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
-                        c.st = 167;
+                        c.st = 232;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            169 => {
+            234 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 168;
+                c.st = 233;
             }
             /// space
-            170 => {
+            235 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 169;
+                c.st = 234;
             }
             /// choice
-            171 => {
+            236 => {
+                match guard_8(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 235;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 235;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            237 => {
                 match guard_7(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 170;
+                        c.st = 236;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2433,29 +3209,7 @@ fn run(
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 170;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            172 => {
-                match guard_6(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 171;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 169;
+                        c.st = 234;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2464,12 +3218,12 @@ fn run(
                 fail!()
             }
             /// space
-            173 => {
+            238 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 172;
+                c.st = 237;
             }
             _ => {
                 c.set_degraded();

@@ -100,19 +100,19 @@ impl<'t> Parser<'t> {
             0 => 12,
             1 => 12,
             2 => 12,
-            3 => 24,
+            3 => 23,
             4 => 12,
             5 => 12,
             6 => 12,
-            7 => 24,
+            7 => 23,
             8 => 12,
             9 => 12,
             10 => 12,
-            11 => 24,
+            11 => 23,
             12 => 12,
             13 => 12,
             14 => 12,
-            15 => 24,
+            15 => 23,
             _ => 0,
         };
         Parser {
@@ -210,7 +210,7 @@ fn fast(
                 && !clear_of_stops(s.as_bytes(), &["<|im_end|>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        19 => c.fast_json(true, "", s, w, sink),
+        18 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
@@ -428,36 +428,17 @@ fn run(
                 c.until_start();
                 c.st = 11;
             }
-            /// end of output
-            13 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
             /// space
-            14 => {
+            13 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 13;
+                c.st = 1;
             }
             /// choice
-            15 => {
+            14 => {
                 match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 14;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 13;
@@ -466,28 +447,28 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                fail!()
-            }
-            /// space
-            16 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 15;
-            }
-            /// choice
-            17 => {
-                match guard_2(t, c.pos, last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 16;
+                        c.st = 1;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_1(t, c.pos, last) {
+                fail!()
+            }
+            /// space
+            15 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 14;
+            }
+            /// choice
+            16 => {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 15;
@@ -496,67 +477,54 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 14;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
                 fail!()
             }
             /// space
-            18 => {
+            17 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 17;
+                c.st = 16;
             }
             /// json
-            19 => {
+            18 => {
                 match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
-                        c.st = 18;
+                        c.st = 17;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            20 => {
+            19 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 19;
+                c.st = 18;
             }
             /// space
-            21 => {
+            20 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 20;
+                c.st = 19;
             }
             /// choice
-            22 => {
+            21 => {
                 match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 21;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 21;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            23 => {
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 22;
+                        c.st = 20;
                         continue;
                     }
                     G::More => need_more!(),
@@ -573,13 +541,35 @@ fn run(
                 }
                 fail!()
             }
+            /// choice
+            22 => {
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 21;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 19;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
             /// space
-            24 => {
+            23 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 23;
+                c.st = 22;
             }
             _ => {
                 c.set_degraded();

@@ -175,21 +175,21 @@ impl<'t> Parser<'t> {
             };
         let entry = match combo {
             0 => 12,
-            1 => 39,
-            2 => 66,
-            3 => 78,
+            1 => 37,
+            2 => 62,
+            3 => 73,
             4 => 12,
-            5 => 39,
-            6 => 66,
-            7 => 78,
+            5 => 37,
+            6 => 62,
+            7 => 73,
             8 => 12,
-            9 => 39,
-            10 => 66,
-            11 => 78,
+            9 => 37,
+            10 => 62,
+            11 => 73,
             12 => 12,
-            13 => 39,
-            14 => 66,
-            15 => 78,
+            13 => 37,
+            14 => 62,
+            15 => 73,
             _ => 0,
         };
         Parser {
@@ -259,7 +259,7 @@ impl Machine<1usize, 1usize, 2usize> for Grammar {
             4 | 6 | 11 => {
                 c.fast_partial(Kind::Content, false, s, &["<|end|>"], max, sink)
             }
-            16 | 18 | 33 | 38 | 43 | 45 | 60 | 65 => {
+            15 | 17 | 36 | 40 | 42 | 61 => {
                 c.fast_partial(
                     Kind::Content,
                     false,
@@ -297,13 +297,13 @@ fn fast(
                 && !clear_of_stops(s.as_bytes(), &["<|end|>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        16 | 18 | 33 | 38 | 43 | 45 | 60 | 65 => {
+        15 | 17 | 36 | 40 | 42 | 61 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<function=", "<|end|>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        24 | 51 => c.fast_json(false, "", s, w, sink),
-        73 => c.fast_json(true, "", s, w, sink),
+        25 | 50 => c.fast_json(false, "", s, w, sink),
+        68 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
@@ -311,8 +311,8 @@ fn fast(
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
         (12, 0usize) => Resume { head: 2, recover: 5 },
-        (39, 0usize) => Resume { head: 14, recover: 17 },
-        (66, 0usize) => Resume { head: 41, recover: 44 },
+        (37, 0usize) => Resume { head: 13, recover: 16 },
+        (62, 0usize) => Resume { head: 38, recover: 41 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
@@ -322,18 +322,38 @@ fn guard_0(t: &str, p: usize, last: bool) -> G {
 }
 #[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "<function=", last)
+    match (|| -> G {
+        let p = match (|| -> G {
+            let e = ws_end(t, p);
+            if e >= t.len() && !last { G::More } else { G::Match(e) }
+        })() {
+            G::Match(e) => e,
+            other => return other,
+        };
+        let p = match (|| -> G { lit(t, p, "</function>", last) })() {
+            G::Match(e) => e,
+            other => return other,
+        };
+        G::Match(p)
+    })() {
+        G::Match(_) => G::Match(p),
+        other => other,
+    }
 }
 #[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
-    G::Match(p)
+    lit(t, p, "<function=", last)
 }
 #[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
-    lit(t, p, "```", last)
+    G::Match(p)
 }
 #[inline]
 fn guard_4(t: &str, p: usize, last: bool) -> G {
+    lit(t, p, "```", last)
+}
+#[inline]
+fn guard_5(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
 /// Whether the markup held up to `to` is longer than the hold limit.
@@ -527,26 +547,16 @@ fn run(
                 c.until_start();
                 c.st = 11;
             }
-            /// end of output
-            13 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
             /// loop head
-            14 => {
+            13 => {
                 if c.may_try(0usize, 0usize, Some(1u8)) {
                     let start = c.pos;
-                    match guard_1(t, c.pos, last) {
+                    match guard_2(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 32;
+                            c.st = 33;
                             continue;
                         }
                         G::More => need_more!(),
@@ -560,22 +570,54 @@ fn run(
                             if !c.start_round(0usize, 1usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 36;
+                            c.st = 34;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 13;
+                c.st = 1;
             }
             /// loop round done
-            15 => {
+            14 => {
                 c.end_round(true, t, sink);
-                c.st = 14;
+                c.st = 13;
             }
             /// Content up to ["<function=", "<|end|>"]
+            15 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 13;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
             16 => {
+                c.until_start();
+                c.st = 15;
+            }
+            /// Content up to ["<function=", "<|end|>"]
+            17 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
                 let found = match hit {
@@ -602,118 +644,110 @@ fn run(
                 }
             }
             /// text start
-            17 => {
-                c.until_start();
-                c.st = 16;
-            }
-            /// Content up to ["<function=", "<|end|>"]
             18 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 15;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            19 => {
                 c.until_start();
-                c.st = 18;
+                c.st = 17;
             }
             /// space
-            20 => {
+            19 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 19;
+                c.st = 18;
             }
             /// ToolClose
-            21 => {
+            20 => {
                 c.tool_close(sink);
-                c.st = 20;
+                c.st = 19;
             }
             /// literal "</function>"
-            22 => {
+            21 => {
                 match lit(t, c.pos, "</function>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 21;
+                        c.st = 20;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            23 => {
+            22 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
+                c.st = 21;
+            }
+            /// json close
+            23 => {
+                json_close(c, false, sink);
                 c.st = 22;
             }
-            /// json
+            /// json end marker
             24 => {
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 23;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// json
+            25 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 23;
+                        c.st = 22;
                     }
                     Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
+                    Scan::Invalid => {
+                        if c.json.can_close() {
+                            c.st = 24;
+                        } else {
+                            fail!()
+                        }
+                    }
                 }
             }
             /// json start
-            25 => {
+            26 => {
                 c.json = JsonScanner::new(false, true);
-                c.st = 24;
+                c.st = 25;
             }
             /// space
-            26 => {
+            27 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 25;
+                c.st = 26;
             }
             /// literal ">"
-            27 => {
+            28 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 26;
+                        c.st = 27;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            28 => {
+            29 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 27;
+                c.st = 28;
             }
             /// ToolName up to [">"]
-            29 => {
+            30 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -739,82 +773,42 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 28;
+                        c.st = 29;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            30 => {
-                c.until_start();
-                c.st = 29;
-            }
-            /// space
             31 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
+                c.until_start();
                 c.st = 30;
             }
-            /// ToolOpen
-            32 => {
-                c.tool_open(sink);
-                c.st = 31;
-            }
-            /// Content up to ["<function=", "<|end|>"]
-            33 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 15;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            34 => {
-                c.until_start();
-                c.st = 33;
-            }
             /// space
-            35 => {
+            32 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 34;
+                c.st = 31;
+            }
+            /// ToolOpen
+            33 => {
+                c.tool_open(sink);
+                c.st = 32;
             }
             /// Commit
-            36 => {
+            34 => {
                 c.mark_commit(t, sink);
-                c.st = 35;
+                c.st = 19;
             }
             /// loop
-            37 => {
+            35 => {
                 c.enter_loop(0usize);
-                c.st = 14;
+                c.st = 13;
             }
             /// Content up to ["<function=", "<|end|>"]
-            38 => {
+            36 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
                 let found = match hit {
@@ -834,37 +828,27 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 37;
+                        c.st = 35;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            39 => {
+            37 => {
                 c.until_start();
-                c.st = 38;
-            }
-            /// end of output
-            40 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
+                c.st = 36;
             }
             /// loop head
-            41 => {
+            38 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
-                    match guard_1(t, c.pos, last) {
+                    match guard_2(t, c.pos, last) {
                         G::Match(p) => {
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 59;
+                            c.st = 58;
                             continue;
                         }
                         G::More => need_more!(),
@@ -878,22 +862,22 @@ fn run(
                             if !c.start_round(0usize, 1usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 63;
+                            c.st = 59;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 40;
+                c.st = 1;
             }
             /// loop round done
-            42 => {
+            39 => {
                 c.end_round(true, t, sink);
-                c.st = 41;
+                c.st = 38;
             }
             /// Content up to ["<function=", "<|end|>"]
-            43 => {
+            40 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
                 let found = match hit {
@@ -913,48 +897,72 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 41;
+                        c.st = 38;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            44 => {
+            41 => {
                 c.until_start();
+                c.st = 40;
+            }
+            /// Content up to ["<function=", "<|end|>"]
+            42 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 39;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            43 => {
+                c.until_start();
+                c.st = 42;
+            }
+            /// space
+            44 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
                 c.st = 43;
             }
-            /// Content up to ["<function=", "<|end|>"]
+            /// ToolClose
             45 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 42;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
+                c.tool_close(sink);
+                c.st = 44;
             }
-            /// text start
+            /// literal "</function>"
             46 => {
-                c.until_start();
-                c.st = 45;
+                match lit(t, c.pos, "</function>", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 45;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
             }
             /// space
             47 => {
@@ -964,74 +972,74 @@ fn run(
                 }
                 c.st = 46;
             }
-            /// ToolClose
+            /// json close
             48 => {
-                c.tool_close(sink);
+                json_close(c, false, sink);
                 c.st = 47;
             }
-            /// literal "</function>"
+            /// json end marker
             49 => {
-                match lit(t, c.pos, "</function>", last) {
+                match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 48;
+                        continue;
                     }
                     G::More => need_more!(),
-                    G::No => fail!(),
+                    G::No => {}
                 }
-            }
-            /// space
-            50 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 49;
+                fail!()
             }
             /// json
-            51 => {
+            50 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 50;
+                        c.st = 47;
                     }
                     Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
+                    Scan::Invalid => {
+                        if c.json.can_close() {
+                            c.st = 49;
+                        } else {
+                            fail!()
+                        }
+                    }
                 }
             }
             /// json start
-            52 => {
+            51 => {
                 c.json = JsonScanner::new(false, true);
-                c.st = 51;
+                c.st = 50;
             }
             /// space
-            53 => {
+            52 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 52;
+                c.st = 51;
             }
             /// literal ">"
-            54 => {
+            53 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 53;
+                        c.st = 52;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            55 => {
+            54 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 54;
+                c.st = 53;
             }
             /// ToolName up to [">"]
-            56 => {
+            55 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1057,82 +1065,42 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 55;
+                        c.st = 54;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            57 => {
+            56 => {
                 c.until_start();
+                c.st = 55;
+            }
+            /// space
+            57 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
                 c.st = 56;
             }
-            /// space
+            /// ToolOpen
             58 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
+                c.tool_open(sink);
                 c.st = 57;
             }
-            /// ToolOpen
-            59 => {
-                c.tool_open(sink);
-                c.st = 58;
-            }
-            /// Content up to ["<function=", "<|end|>"]
-            60 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 42;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            61 => {
-                c.until_start();
-                c.st = 60;
-            }
-            /// space
-            62 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 61;
-            }
             /// Commit
-            63 => {
+            59 => {
                 c.mark_commit(t, sink);
-                c.st = 62;
+                c.st = 44;
             }
             /// loop
-            64 => {
+            60 => {
                 c.enter_loop(0usize);
-                c.st = 41;
+                c.st = 38;
             }
             /// Content up to ["<function=", "<|end|>"]
-            65 => {
+            61 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
                 let found = match hit {
@@ -1152,56 +1120,99 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 64;
+                        c.st = 60;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            66 => {
+            62 => {
                 c.until_start();
-                c.st = 65;
-            }
-            /// end of output
-            67 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
+                c.st = 61;
             }
             /// space
-            68 => {
+            63 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 67;
+                c.st = 1;
             }
             /// choice
-            69 => {
+            64 => {
                 match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 68;
+                        c.st = 63;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 67;
+                        c.st = 1;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
                 fail!()
+            }
+            /// space
+            65 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 64;
+            }
+            /// choice
+            66 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 65;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 64;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            67 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 66;
+            }
+            /// json
+            68 => {
+                match json_step(c, t, true, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 67;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            69 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 68;
             }
             /// space
             70 => {
@@ -1213,6 +1224,15 @@ fn run(
             }
             /// choice
             71 => {
+                match guard_5(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 70;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
                 match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
@@ -1222,7 +1242,20 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                fail!()
+            }
+            /// choice
+            72 => {
+                match guard_4(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 71;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 69;
@@ -1234,87 +1267,12 @@ fn run(
                 fail!()
             }
             /// space
-            72 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 71;
-            }
-            /// json
             73 => {
-                match json_step(c, t, true, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 72;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            74 => {
-                c.json = JsonScanner::new(false, false);
-                c.st = 73;
-            }
-            /// space
-            75 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 74;
-            }
-            /// choice
-            76 => {
-                match guard_4(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 75;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 75;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            77 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 76;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 74;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            78 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 77;
+                c.st = 72;
             }
             _ => {
                 c.set_degraded();

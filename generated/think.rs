@@ -126,19 +126,19 @@ impl<'t> Parser<'t> {
             0 => 16,
             1 => 16,
             2 => 16,
-            3 => 32,
-            4 => 45,
-            5 => 45,
-            6 => 45,
-            7 => 58,
-            8 => 70,
-            9 => 70,
-            10 => 70,
-            11 => 82,
-            12 => 70,
-            13 => 70,
-            14 => 70,
-            15 => 82,
+            3 => 31,
+            4 => 43,
+            5 => 43,
+            6 => 43,
+            7 => 44,
+            8 => 55,
+            9 => 55,
+            10 => 55,
+            11 => 27,
+            12 => 55,
+            13 => 55,
+            14 => 55,
+            15 => 27,
             _ => 0,
         };
         Parser {
@@ -205,10 +205,10 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            4 | 6 | 11 | 36 | 38 | 43 | 62 | 64 | 69 => {
+            4 | 6 | 11 | 34 | 36 | 41 | 47 | 49 | 54 => {
                 c.fast_partial(Kind::Content, false, s, &["<|im_end|>"], max, sink)
             }
-            15 | 31 => {
+            15 | 30 => {
                 c.fast_partial(
                     Kind::Reasoning,
                     true,
@@ -241,17 +241,17 @@ fn fast(
         return true;
     }
     match c.st {
-        4 | 6 | 11 | 36 | 38 | 43 | 62 | 64 | 69 => {
+        4 | 6 | 11 | 34 | 36 | 41 | 47 | 49 | 54 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["<|im_end|>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        15 | 31 => {
+        15 | 30 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &["</think>", "<|im_end|>"]))
                 && c.fast_text(Kind::Reasoning, true, s, w, sink)
         }
-        23 | 52 | 77 => c.fast_json(true, "", s, w, sink),
+        22 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
@@ -259,8 +259,8 @@ fn fast(
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
         (16, 0usize) => Resume { head: 2, recover: 5 },
-        (45, 0usize) => Resume { head: 34, recover: 37 },
-        (70, 0usize) => Resume { head: 60, recover: 63 },
+        (43, 0usize) => Resume { head: 32, recover: 35 },
+        (55, 0usize) => Resume { head: 45, recover: 48 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
@@ -538,36 +538,17 @@ fn run(
                 c.until_start();
                 c.st = 15;
             }
-            /// end of output
-            17 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
             /// space
-            18 => {
+            17 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 17;
+                c.st = 1;
             }
             /// choice
-            19 => {
+            18 => {
                 match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 18;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 17;
@@ -576,28 +557,28 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                fail!()
-            }
-            /// space
-            20 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 19;
-            }
-            /// choice
-            21 => {
-                match guard_3(t, c.pos, last) {
+                match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 20;
+                        c.st = 1;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_2(t, c.pos, last) {
+                fail!()
+            }
+            /// space
+            19 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 18;
+            }
+            /// choice
+            20 => {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 19;
@@ -606,67 +587,54 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 18;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
                 fail!()
             }
             /// space
-            22 => {
+            21 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 21;
+                c.st = 20;
             }
             /// json
-            23 => {
+            22 => {
                 match json_step(c, t, true, "", last, sink) {
                     Scan::Done => {
-                        c.st = 22;
+                        c.st = 21;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            24 => {
+            23 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 23;
+                c.st = 22;
             }
             /// space
-            25 => {
+            24 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 24;
+                c.st = 23;
             }
             /// choice
-            26 => {
+            25 => {
                 match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 25;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 25;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            27 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 26;
+                        c.st = 24;
                         continue;
                     }
                     G::More => need_more!(),
@@ -683,28 +651,12 @@ fn run(
                 }
                 fail!()
             }
-            /// space
-            28 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 27;
-            }
-            /// space
-            29 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 28;
-            }
             /// choice
-            30 => {
-                match guard_1(t, c.pos, last) {
+            26 => {
+                match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 29;
+                        c.st = 25;
                         continue;
                     }
                     G::More => need_more!(),
@@ -713,7 +665,45 @@ fn run(
                 match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
+                        c.st = 23;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// space
+            27 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 26;
+            }
+            /// space
+            28 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 27;
+            }
+            /// choice
+            29 => {
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
                         c.st = 28;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 27;
                         continue;
                     }
                     G::More => need_more!(),
@@ -722,7 +712,7 @@ fn run(
                 fail!()
             }
             /// Reasoning up to ["</think>", "<|im_end|>"]
-            31 => {
+            30 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["</think>", "<|im_end|>"]);
                 let found = match hit {
@@ -743,29 +733,19 @@ fn run(
                 };
                 match c.until_step(t, Kind::Reasoning, true, found, sink) {
                     Some(true) => {
-                        c.st = 30;
+                        c.st = 29;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            32 => {
+            31 => {
                 c.until_start();
-                c.st = 31;
-            }
-            /// end of output
-            33 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
+                c.st = 30;
             }
             /// loop head
-            34 => {
+            32 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
                     match guard_0(t, c.pos, last) {
@@ -773,18 +753,50 @@ fn run(
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 41;
+                            c.st = 39;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 33;
+                c.st = 1;
             }
             /// loop round done
-            35 => {
+            33 => {
                 c.end_round(true, t, sink);
+                c.st = 32;
+            }
+            /// Content up to ["<|im_end|>"]
+            34 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 32;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            35 => {
+                c.until_start();
                 c.st = 34;
             }
             /// Content up to ["<|im_end|>"]
@@ -808,7 +820,7 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 34;
+                        c.st = 33;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
@@ -819,58 +831,26 @@ fn run(
                 c.until_start();
                 c.st = 36;
             }
-            /// Content up to ["<|im_end|>"]
-            38 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<|im_end|>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<|im_end|>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 35;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            39 => {
-                c.until_start();
-                c.st = 38;
-            }
             /// space
-            40 => {
+            38 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 39;
+                c.st = 37;
             }
             /// Commit
-            41 => {
+            39 => {
                 c.mark_commit(t, sink);
-                c.st = 40;
+                c.st = 38;
             }
             /// loop
-            42 => {
+            40 => {
                 c.enter_loop(0usize);
-                c.st = 34;
+                c.st = 32;
             }
             /// Content up to ["<|im_end|>"]
-            43 => {
+            41 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<|im_end|>"]);
                 let found = match hit {
@@ -890,91 +870,113 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 42;
+                        c.st = 40;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            44 => {
+            42 => {
                 c.until_start();
-                c.st = 43;
+                c.st = 41;
             }
             /// Prefilled(Content, "<think>\n")
-            45 => {
+            43 => {
                 c.prefilled(Kind::Content, "<think>\n", sink);
-                c.st = 44;
+                c.st = 42;
             }
-            /// end of output
+            /// Prefilled(Content, "<think>\n")
+            44 => {
+                c.prefilled(Kind::Content, "<think>\n", sink);
+                c.st = 27;
+            }
+            /// loop head
+            45 => {
+                if c.may_try(0usize, 0usize, None) {
+                    let start = c.pos;
+                    match guard_0(t, c.pos, last) {
+                        G::Match(p) => {
+                            if !c.start_round(0usize, 0usize, true, start, p) {
+                                fail!()
+                            }
+                            c.st = 52;
+                            continue;
+                        }
+                        G::More => need_more!(),
+                        G::No => {}
+                    }
+                }
+                c.st = 1;
+            }
+            /// loop round done
             46 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
+                c.end_round(true, t, sink);
+                c.st = 45;
             }
-            /// space
+            /// Content up to ["<|im_end|>"]
             47 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 45;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
                 }
-                c.st = 46;
             }
-            /// choice
+            /// text start
             48 => {
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 47;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 46;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
+                c.until_start();
+                c.st = 47;
             }
-            /// space
+            /// Content up to ["<|im_end|>"]
             49 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(rest, 60u8, &["<|im_end|>"]);
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &["<|im_end|>"]),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 46;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
                 }
-                c.st = 48;
             }
-            /// choice
+            /// text start
             50 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 49;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 48;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
+                c.until_start();
+                c.st = 49;
             }
             /// space
             51 => {
@@ -984,203 +986,18 @@ fn run(
                 }
                 c.st = 50;
             }
-            /// json
-            52 => {
-                match json_step(c, t, true, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 51;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            53 => {
-                c.json = JsonScanner::new(false, false);
-                c.st = 52;
-            }
-            /// space
-            54 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 53;
-            }
-            /// choice
-            55 => {
-                match guard_4(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 54;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 54;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            56 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 55;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 53;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            57 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 56;
-            }
-            /// Prefilled(Content, "<think>\n")
-            58 => {
-                c.prefilled(Kind::Content, "<think>\n", sink);
-                c.st = 57;
-            }
-            /// end of output
-            59 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
-            /// loop head
-            60 => {
-                if c.may_try(0usize, 0usize, None) {
-                    let start = c.pos;
-                    match guard_0(t, c.pos, last) {
-                        G::Match(p) => {
-                            if !c.start_round(0usize, 0usize, true, start, p) {
-                                fail!()
-                            }
-                            c.st = 67;
-                            continue;
-                        }
-                        G::More => need_more!(),
-                        G::No => {}
-                    }
-                }
-                c.st = 59;
-            }
-            /// loop round done
-            61 => {
-                c.end_round(true, t, sink);
-                c.st = 60;
-            }
-            /// Content up to ["<|im_end|>"]
-            62 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<|im_end|>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<|im_end|>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 60;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            63 => {
-                c.until_start();
-                c.st = 62;
-            }
-            /// Content up to ["<|im_end|>"]
-            64 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(rest, 60u8, &["<|im_end|>"]);
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &["<|im_end|>"]),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 61;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            65 => {
-                c.until_start();
-                c.st = 64;
-            }
-            /// space
-            66 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 65;
-            }
             /// Commit
-            67 => {
+            52 => {
                 c.mark_commit(t, sink);
-                c.st = 66;
+                c.st = 51;
             }
             /// loop
-            68 => {
+            53 => {
                 c.enter_loop(0usize);
-                c.st = 60;
+                c.st = 45;
             }
             /// Content up to ["<|im_end|>"]
-            69 => {
+            54 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(rest, 60u8, &["<|im_end|>"]);
                 let found = match hit {
@@ -1200,169 +1017,16 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 68;
+                        c.st = 53;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            70 => {
+            55 => {
                 c.until_start();
-                c.st = 69;
-            }
-            /// end of output
-            71 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
-            /// space
-            72 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 71;
-            }
-            /// choice
-            73 => {
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 72;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 71;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            74 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 73;
-            }
-            /// choice
-            75 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 74;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 73;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            76 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 75;
-            }
-            /// json
-            77 => {
-                match json_step(c, t, true, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 76;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            78 => {
-                c.json = JsonScanner::new(false, false);
-                c.st = 77;
-            }
-            /// space
-            79 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 78;
-            }
-            /// choice
-            80 => {
-                match guard_4(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 79;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 79;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            81 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 80;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 78;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            82 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 81;
+                c.st = 54;
             }
             _ => {
                 c.set_degraded();

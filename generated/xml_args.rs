@@ -341,21 +341,21 @@ impl<'t> Parser<'t> {
             };
         let entry = match combo {
             0 => 12,
-            1 => 93,
-            2 => 174,
-            3 => 186,
+            1 => 77,
+            2 => 142,
+            3 => 153,
             4 => 12,
-            5 => 93,
-            6 => 174,
-            7 => 186,
+            5 => 77,
+            6 => 142,
+            7 => 153,
             8 => 12,
-            9 => 93,
-            10 => 174,
-            11 => 186,
+            9 => 77,
+            10 => 142,
+            11 => 153,
             12 => 12,
-            13 => 93,
-            14 => 174,
-            15 => 186,
+            13 => 77,
+            14 => 142,
+            15 => 153,
             _ => 0,
         };
         Parser {
@@ -425,7 +425,7 @@ impl Machine<1usize, 1usize, 3usize> for Grammar {
             4 | 6 | 11 => {
                 c.fast_partial(Kind::Content, false, s, &["<|im_end|>"], max, sink)
             }
-            16 | 18 | 54 | 87 | 92 | 97 | 99 | 135 | 168 | 173 => {
+            15 | 17 | 76 | 80 | 82 | 141 => {
                 c.fast_partial(
                     Kind::Content,
                     false,
@@ -435,7 +435,7 @@ impl Machine<1usize, 1usize, 3usize> for Grammar {
                     sink,
                 )
             }
-            29 | 64 | 110 | 145 => {
+            28 | 55 | 93 | 120 => {
                 c.fast_partial(
                     Kind::ArgString,
                     true,
@@ -473,22 +473,22 @@ fn fast(
                 && !clear_of_stops(s.as_bytes(), &["<|im_end|>"]))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        16 | 18 | 54 | 87 | 92 | 97 | 99 | 135 | 168 | 173 => {
+        15 | 17 | 76 | 80 | 82 | 141 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(
                     s.as_bytes(),
                     &["<tool_call>", "<function=", "<|im_end|>"],
                 )) && c.fast_text(Kind::Content, false, s, w, sink)
         }
-        29 | 64 | 110 | 145 => {
+        28 | 55 | 93 | 120 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(
                     s.as_bytes(),
                     &["</parameter>", "</function>", "</tool_call>"],
                 )) && c.fast_text(Kind::ArgString, true, s, w, sink)
         }
-        34 | 69 | 115 | 150 => c.fast_json(false, "", s, w, sink),
-        181 => c.fast_json(true, "", s, w, sink),
+        31 | 58 | 96 | 123 => c.fast_json(false, "", s, w, sink),
+        148 => c.fast_json(true, "", s, w, sink),
         _ => false,
     }
 }
@@ -496,8 +496,8 @@ fn fast(
 fn resume(entry: u16, repeat: usize) -> Resume {
     match (entry, repeat) {
         (12, 0usize) => Resume { head: 2, recover: 5 },
-        (93, 0usize) => Resume { head: 14, recover: 17 },
-        (174, 0usize) => Resume { head: 95, recover: 98 },
+        (77, 0usize) => Resume { head: 13, recover: 16 },
+        (142, 0usize) => Resume { head: 78, recover: 81 },
         _ => Resume { head: 0, recover: NONE },
     }
 }
@@ -799,18 +799,8 @@ fn run(
                 c.until_start();
                 c.st = 11;
             }
-            /// end of output
-            13 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
             /// loop head
-            14 => {
+            13 => {
                 if c.may_try(0usize, 0usize, Some(1u8)) {
                     let start = c.pos;
                     match guard_7(t, c.pos, last) {
@@ -818,7 +808,7 @@ fn run(
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 53;
+                            c.st = 48;
                             continue;
                         }
                         G::More => need_more!(),
@@ -832,7 +822,7 @@ fn run(
                             if !c.start_round(0usize, 1usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 86;
+                            c.st = 73;
                             continue;
                         }
                         G::More => need_more!(),
@@ -846,22 +836,62 @@ fn run(
                             if !c.start_round(0usize, 2usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 90;
+                            c.st = 74;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 13;
+                c.st = 1;
             }
             /// loop round done
-            15 => {
+            14 => {
                 c.end_round(true, t, sink);
-                c.st = 14;
+                c.st = 13;
             }
             /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
+            15 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["<tool_call>", "<function=", "<|im_end|>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 13;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
             16 => {
+                c.until_start();
+                c.st = 15;
+            }
+            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
+            17 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(
                     rest,
@@ -896,88 +926,48 @@ fn run(
                 }
             }
             /// text start
-            17 => {
-                c.until_start();
-                c.st = 16;
-            }
-            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
             18 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(
-                    rest,
-                    60u8,
-                    &["<tool_call>", "<function=", "<|im_end|>"],
-                );
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(
-                                    rest,
-                                    &["<tool_call>", "<function=", "<|im_end|>"],
-                                ),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 15;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            19 => {
                 c.until_start();
-                c.st = 18;
+                c.st = 17;
             }
             /// space
-            20 => {
+            19 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 19;
+                c.st = 18;
             }
             /// ToolClose
-            21 => {
+            20 => {
                 c.tool_close(sink);
-                c.st = 20;
+                c.st = 19;
             }
             /// literal "</tool_call>"
-            22 => {
+            21 => {
                 match lit(t, c.pos, "</tool_call>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 21;
+                        c.st = 20;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            23 => {
+            22 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 22;
+                c.st = 21;
             }
             /// choice
-            24 => {
+            23 => {
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 23;
+                        c.st = 22;
                         continue;
                     }
                     G::More => need_more!(),
@@ -986,7 +976,7 @@ fn run(
                 match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 23;
+                        c.st = 22;
                         continue;
                     }
                     G::More => need_more!(),
@@ -995,37 +985,37 @@ fn run(
                 fail!()
             }
             /// ArgsClose
-            25 => {
+            24 => {
                 c.args_close(sink);
-                c.st = 24;
+                c.st = 23;
             }
             /// loop head
-            26 => {
+            25 => {
                 match guard_6(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 44;
+                        c.st = 39;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                c.st = 25;
+                c.st = 24;
             }
             /// space
-            27 => {
+            26 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 26;
+                c.st = 25;
             }
             /// choice
-            28 => {
+            27 => {
                 match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 27;
+                        c.st = 26;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1034,7 +1024,7 @@ fn run(
                 match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 27;
+                        c.st = 26;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1043,7 +1033,7 @@ fn run(
                 match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 27;
+                        c.st = 26;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1052,7 +1042,7 @@ fn run(
                 fail!()
             }
             /// ArgString up to ["</parameter>", "</function>", "</tool_call>"]
-            29 => {
+            28 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(
                     rest,
@@ -1080,55 +1070,39 @@ fn run(
                 };
                 match c.until_step(t, Kind::ArgString, true, found, sink) {
                     Some(true) => {
-                        c.st = 28;
+                        c.st = 27;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            30 => {
+            29 => {
                 c.until_start();
-                c.st = 29;
+                c.st = 28;
             }
             /// space
-            31 => {
+            30 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 26;
+                c.st = 27;
             }
-            /// choice
+            /// json
+            31 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 30;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
             32 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 31;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_4(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 31;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_5(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 31;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
+                c.json = JsonScanner::new(false, false);
+                c.st = 31;
             }
             /// space
             33 => {
@@ -1138,70 +1112,8 @@ fn run(
                 }
                 c.st = 32;
             }
-            /// json
-            34 => {
-                match json_step(c, t, false, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 33;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            35 => {
-                c.json = JsonScanner::new(false, false);
-                c.st = 34;
-            }
-            /// space
-            36 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 35;
-            }
-            /// space
-            37 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 26;
-            }
-            /// choice
-            38 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 37;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_4(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 37;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_5(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 37;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
             /// ArgAuto up to ["</parameter>", "</function>", "</tool_call>"]
-            39 => {
+            34 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(
                     rest,
@@ -1229,37 +1141,99 @@ fn run(
                 };
                 match c.until_step(t, Kind::ArgAuto, true, found, sink) {
                     Some(true) => {
-                        c.st = 38;
+                        c.st = 27;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            40 => {
+            35 => {
                 c.until_start();
-                c.st = 39;
+                c.st = 34;
             }
             /// value by argument type
-            41 => {
+            36 => {
                 c.st = match c.arg_type() {
-                    ArgType::String => 30,
-                    ArgType::Json => 36,
-                    ArgType::Auto | ArgType::StringOrNull => 40,
+                    ArgType::String => 29,
+                    ArgType::Json => 33,
+                    ArgType::Auto | ArgType::StringOrNull => 35,
                 };
             }
             /// literal ">"
-            42 => {
+            37 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 41;
+                        c.st = 36;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ArgName up to [">"]
+            38 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &[">"]) > room => fail!(),
+                    _ => {}
+                }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &[">"]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ArgName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 37;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            39 => {
+                c.until_start();
+                c.st = 38;
+            }
+            /// ArgsOpen
+            40 => {
+                c.args_open(sink);
+                c.st = 25;
+            }
+            /// literal ">"
+            41 => {
+                match lit(t, c.pos, ">", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 40;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            42 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 41;
+            }
+            /// ToolName up to [">"]
             43 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
@@ -1284,7 +1258,7 @@ fn run(
                 if found.done && over_hold(c, t, c.pos + found.take) {
                     fail!()
                 }
-                match c.until_step(t, Kind::ArgName, false, found, sink) {
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
                         c.st = 42;
                     }
@@ -1297,91 +1271,99 @@ fn run(
                 c.until_start();
                 c.st = 43;
             }
-            /// ArgsOpen
+            /// space
             45 => {
-                c.args_open(sink);
-                c.st = 26;
-            }
-            /// literal ">"
-            46 => {
-                match lit(t, c.pos, ">", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 45;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            47 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 46;
-            }
-            /// ToolName up to [">"]
-            48 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let room = c.name_room();
-                let cut = floor_boundary(&t[c.pos..], room + 1usize);
-                let rest = &rest[..cut];
-                let hit = find1(rest, 62u8, &[">"]);
-                match hit {
-                    Some(i) if i > room => fail!(),
-                    None if rest.len() - partial(rest, &[">"]) > room => fail!(),
-                    _ => {}
-                }
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => fail!(),
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &[">"]),
-                            done: false,
-                        }
-                    }
-                };
-                if found.done && over_hold(c, t, c.pos + found.take) {
-                    fail!()
-                }
-                match c.until_step(t, Kind::ToolName, false, found, sink) {
-                    Some(true) => {
-                        c.st = 47;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            49 => {
-                c.until_start();
-                c.st = 48;
-            }
-            /// space
-            50 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 49;
+                c.st = 44;
             }
             /// ToolOpen
-            51 => {
+            46 => {
                 c.tool_open(sink);
-                c.st = 50;
+                c.st = 45;
             }
             /// literal "<function="
-            52 => {
+            47 => {
                 match lit(t, c.pos, "<function=", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 51;
+                        c.st = 46;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
+            }
+            /// space
+            48 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 47;
+            }
+            /// choice
+            49 => {
+                match guard_8(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 20;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_9(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 20;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// choice
+            50 => {
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 49;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 49;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
+            }
+            /// ArgsClose
+            51 => {
+                c.args_close(sink);
+                c.st = 50;
+            }
+            /// loop head
+            52 => {
+                match guard_6(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 66;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                c.st = 51;
             }
             /// space
             53 => {
@@ -1391,135 +1373,12 @@ fn run(
                 }
                 c.st = 52;
             }
-            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
+            /// choice
             54 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(
-                    rest,
-                    60u8,
-                    &["<tool_call>", "<function=", "<|im_end|>"],
-                );
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(
-                                    rest,
-                                    &["<tool_call>", "<function=", "<|im_end|>"],
-                                ),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 15;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            55 => {
-                c.until_start();
-                c.st = 54;
-            }
-            /// space
-            56 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 55;
-            }
-            /// ToolClose
-            57 => {
-                c.tool_close(sink);
-                c.st = 56;
-            }
-            /// choice
-            58 => {
-                match guard_8(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 57;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_9(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 57;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            59 => {
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 58;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 58;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// ArgsClose
-            60 => {
-                c.args_close(sink);
-                c.st = 59;
-            }
-            /// loop head
-            61 => {
-                match guard_6(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 79;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                c.st = 60;
-            }
-            /// space
-            62 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 61;
-            }
-            /// choice
-            63 => {
                 match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 62;
+                        c.st = 53;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1528,7 +1387,7 @@ fn run(
                 match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 62;
+                        c.st = 53;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1537,7 +1396,7 @@ fn run(
                 match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 62;
+                        c.st = 53;
                         continue;
                     }
                     G::More => need_more!(),
@@ -1546,7 +1405,7 @@ fn run(
                 fail!()
             }
             /// ArgString up to ["</parameter>", "</function>", "</tool_call>"]
-            64 => {
+            55 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(
                     rest,
@@ -1574,128 +1433,50 @@ fn run(
                 };
                 match c.until_step(t, Kind::ArgString, true, found, sink) {
                     Some(true) => {
-                        c.st = 63;
+                        c.st = 54;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            65 => {
+            56 => {
                 c.until_start();
-                c.st = 64;
+                c.st = 55;
             }
             /// space
-            66 => {
+            57 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 61;
-            }
-            /// choice
-            67 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 66;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_4(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 66;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_5(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 66;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            68 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 67;
+                c.st = 54;
             }
             /// json
-            69 => {
+            58 => {
                 match json_step(c, t, false, "", last, sink) {
                     Scan::Done => {
-                        c.st = 68;
+                        c.st = 57;
                     }
                     Scan::NeedMore => need_more!(),
                     Scan::Invalid => fail!(),
                 }
             }
             /// json start
-            70 => {
+            59 => {
                 c.json = JsonScanner::new(false, false);
-                c.st = 69;
+                c.st = 58;
             }
             /// space
-            71 => {
+            60 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 70;
-            }
-            /// space
-            72 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 61;
-            }
-            /// choice
-            73 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 72;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_4(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 72;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_5(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 72;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
+                c.st = 59;
             }
             /// ArgAuto up to ["</parameter>", "</function>", "</tool_call>"]
-            74 => {
+            61 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(
                     rest,
@@ -1723,38 +1504,38 @@ fn run(
                 };
                 match c.until_step(t, Kind::ArgAuto, true, found, sink) {
                     Some(true) => {
-                        c.st = 73;
+                        c.st = 54;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            75 => {
+            62 => {
                 c.until_start();
-                c.st = 74;
+                c.st = 61;
             }
             /// value by argument type
-            76 => {
+            63 => {
                 c.st = match c.arg_type() {
-                    ArgType::String => 65,
-                    ArgType::Json => 71,
-                    ArgType::Auto | ArgType::StringOrNull => 75,
+                    ArgType::String => 56,
+                    ArgType::Json => 60,
+                    ArgType::Auto | ArgType::StringOrNull => 62,
                 };
             }
             /// literal ">"
-            77 => {
+            64 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 76;
+                        c.st = 63;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ArgName up to [">"]
-            78 => {
+            65 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1780,43 +1561,43 @@ fn run(
                 }
                 match c.until_step(t, Kind::ArgName, false, found, sink) {
                     Some(true) => {
-                        c.st = 77;
+                        c.st = 64;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            79 => {
+            66 => {
                 c.until_start();
-                c.st = 78;
+                c.st = 65;
             }
             /// ArgsOpen
-            80 => {
+            67 => {
                 c.args_open(sink);
-                c.st = 61;
+                c.st = 52;
             }
             /// literal ">"
-            81 => {
+            68 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 80;
+                        c.st = 67;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            82 => {
+            69 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 81;
+                c.st = 68;
             }
             /// ToolName up to [">"]
-            83 => {
+            70 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -1842,90 +1623,42 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 82;
+                        c.st = 69;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            84 => {
+            71 => {
                 c.until_start();
-                c.st = 83;
+                c.st = 70;
             }
             /// space
-            85 => {
+            72 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 84;
+                c.st = 71;
             }
             /// ToolOpen
-            86 => {
+            73 => {
                 c.tool_open(sink);
-                c.st = 85;
-            }
-            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
-            87 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(
-                    rest,
-                    60u8,
-                    &["<tool_call>", "<function=", "<|im_end|>"],
-                );
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(
-                                    rest,
-                                    &["<tool_call>", "<function=", "<|im_end|>"],
-                                ),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 15;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            88 => {
-                c.until_start();
-                c.st = 87;
-            }
-            /// space
-            89 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 88;
+                c.st = 72;
             }
             /// Commit
-            90 => {
+            74 => {
                 c.mark_commit(t, sink);
-                c.st = 89;
+                c.st = 19;
             }
             /// loop
-            91 => {
+            75 => {
                 c.enter_loop(0usize);
-                c.st = 14;
+                c.st = 13;
             }
             /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
-            92 => {
+            76 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(
                     rest,
@@ -1953,29 +1686,19 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 91;
+                        c.st = 75;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            93 => {
+            77 => {
                 c.until_start();
-                c.st = 92;
-            }
-            /// end of output
-            94 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
+                c.st = 76;
             }
             /// loop head
-            95 => {
+            78 => {
                 if c.may_try(0usize, 0usize, None) {
                     let start = c.pos;
                     match guard_7(t, c.pos, last) {
@@ -1983,7 +1706,7 @@ fn run(
                             if !c.start_round(0usize, 0usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 134;
+                            c.st = 113;
                             continue;
                         }
                         G::More => need_more!(),
@@ -1997,7 +1720,7 @@ fn run(
                             if !c.start_round(0usize, 1usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 167;
+                            c.st = 138;
                             continue;
                         }
                         G::More => need_more!(),
@@ -2011,22 +1734,22 @@ fn run(
                             if !c.start_round(0usize, 2usize, true, start, p) {
                                 fail!()
                             }
-                            c.st = 171;
+                            c.st = 139;
                             continue;
                         }
                         G::More => need_more!(),
                         G::No => {}
                     }
                 }
-                c.st = 94;
+                c.st = 1;
             }
             /// loop round done
-            96 => {
+            79 => {
                 c.end_round(true, t, sink);
-                c.st = 95;
+                c.st = 78;
             }
             /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
-            97 => {
+            80 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(
                     rest,
@@ -2054,19 +1777,19 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 95;
+                        c.st = 78;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            98 => {
+            81 => {
                 c.until_start();
-                c.st = 97;
+                c.st = 80;
             }
             /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
-            99 => {
+            82 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(
                     rest,
@@ -2094,55 +1817,55 @@ fn run(
                 };
                 match c.until_step(t, Kind::Content, false, found, sink) {
                     Some(true) => {
-                        c.st = 96;
+                        c.st = 79;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            100 => {
+            83 => {
                 c.until_start();
-                c.st = 99;
+                c.st = 82;
             }
             /// space
-            101 => {
+            84 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 100;
+                c.st = 83;
             }
             /// ToolClose
-            102 => {
+            85 => {
                 c.tool_close(sink);
-                c.st = 101;
+                c.st = 84;
             }
             /// literal "</tool_call>"
-            103 => {
+            86 => {
                 match lit(t, c.pos, "</tool_call>", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 102;
+                        c.st = 85;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            104 => {
+            87 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 103;
+                c.st = 86;
             }
             /// choice
-            105 => {
+            88 => {
                 match guard_1(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 104;
+                        c.st = 87;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2151,7 +1874,7 @@ fn run(
                 match guard_2(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 104;
+                        c.st = 87;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2160,37 +1883,37 @@ fn run(
                 fail!()
             }
             /// ArgsClose
-            106 => {
+            89 => {
                 c.args_close(sink);
-                c.st = 105;
+                c.st = 88;
             }
             /// loop head
-            107 => {
+            90 => {
                 match guard_6(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 125;
+                        c.st = 104;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                c.st = 106;
+                c.st = 89;
             }
             /// space
-            108 => {
+            91 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 107;
+                c.st = 90;
             }
             /// choice
-            109 => {
+            92 => {
                 match guard_3(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 108;
+                        c.st = 91;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2199,7 +1922,7 @@ fn run(
                 match guard_4(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 108;
+                        c.st = 91;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2208,7 +1931,7 @@ fn run(
                 match guard_5(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 108;
+                        c.st = 91;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2217,7 +1940,7 @@ fn run(
                 fail!()
             }
             /// ArgString up to ["</parameter>", "</function>", "</tool_call>"]
-            110 => {
+            93 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(
                     rest,
@@ -2245,49 +1968,254 @@ fn run(
                 };
                 match c.until_step(t, Kind::ArgString, true, found, sink) {
                     Some(true) => {
-                        c.st = 109;
+                        c.st = 92;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            111 => {
+            94 => {
                 c.until_start();
-                c.st = 110;
+                c.st = 93;
             }
             /// space
-            112 => {
+            95 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 107;
+                c.st = 92;
+            }
+            /// json
+            96 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 95;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            97 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 96;
+            }
+            /// space
+            98 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 97;
+            }
+            /// ArgAuto up to ["</parameter>", "</function>", "</tool_call>"]
+            99 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["</parameter>", "</function>", "</tool_call>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["</parameter>", "</function>", "</tool_call>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::ArgAuto, true, found, sink) {
+                    Some(true) => {
+                        c.st = 92;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            100 => {
+                c.until_start();
+                c.st = 99;
+            }
+            /// value by argument type
+            101 => {
+                c.st = match c.arg_type() {
+                    ArgType::String => 94,
+                    ArgType::Json => 98,
+                    ArgType::Auto | ArgType::StringOrNull => 100,
+                };
+            }
+            /// literal ">"
+            102 => {
+                match lit(t, c.pos, ">", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 101;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// ArgName up to [">"]
+            103 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &[">"]) > room => fail!(),
+                    _ => {}
+                }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &[">"]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ArgName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 102;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            104 => {
+                c.until_start();
+                c.st = 103;
+            }
+            /// ArgsOpen
+            105 => {
+                c.args_open(sink);
+                c.st = 90;
+            }
+            /// literal ">"
+            106 => {
+                match lit(t, c.pos, ">", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 105;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            107 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 106;
+            }
+            /// ToolName up to [">"]
+            108 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let room = c.name_room();
+                let cut = floor_boundary(&t[c.pos..], room + 1usize);
+                let rest = &rest[..cut];
+                let hit = find1(rest, 62u8, &[">"]);
+                match hit {
+                    Some(i) if i > room => fail!(),
+                    None if rest.len() - partial(rest, &[">"]) > room => fail!(),
+                    _ => {}
+                }
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => fail!(),
+                    None => {
+                        Found {
+                            take: rest.len() - partial(rest, &[">"]),
+                            done: false,
+                        }
+                    }
+                };
+                if found.done && over_hold(c, t, c.pos + found.take) {
+                    fail!()
+                }
+                match c.until_step(t, Kind::ToolName, false, found, sink) {
+                    Some(true) => {
+                        c.st = 107;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            109 => {
+                c.until_start();
+                c.st = 108;
+            }
+            /// space
+            110 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 109;
+            }
+            /// ToolOpen
+            111 => {
+                c.tool_open(sink);
+                c.st = 110;
+            }
+            /// literal "<function="
+            112 => {
+                match lit(t, c.pos, "<function=", last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 111;
+                    }
+                    G::More => need_more!(),
+                    G::No => fail!(),
+                }
+            }
+            /// space
+            113 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 112;
             }
             /// choice
-            113 => {
-                match guard_3(t, c.pos, last) {
+            114 => {
+                match guard_8(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 112;
+                        c.st = 85;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_4(t, c.pos, last) {
+                match guard_9(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 112;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_5(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 112;
+                        c.st = 85;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2295,34 +2223,43 @@ fn run(
                 }
                 fail!()
             }
-            /// space
-            114 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 113;
-            }
-            /// json
+            /// choice
             115 => {
-                match json_step(c, t, false, "", last, sink) {
-                    Scan::Done => {
+                match guard_1(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
                         c.st = 114;
+                        continue;
                     }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
+                    G::More => need_more!(),
+                    G::No => {}
                 }
+                match guard_2(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 114;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
-            /// json start
+            /// ArgsClose
             116 => {
-                c.json = JsonScanner::new(false, false);
+                c.args_close(sink);
                 c.st = 115;
             }
-            /// space
+            /// loop head
             117 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
+                match guard_6(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 131;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
                 }
                 c.st = 116;
             }
@@ -2332,7 +2269,7 @@ fn run(
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 107;
+                c.st = 117;
             }
             /// choice
             119 => {
@@ -2365,8 +2302,79 @@ fn run(
                 }
                 fail!()
             }
-            /// ArgAuto up to ["</parameter>", "</function>", "</tool_call>"]
+            /// ArgString up to ["</parameter>", "</function>", "</tool_call>"]
             120 => {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["</parameter>", "</function>", "</tool_call>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
+                    }
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["</parameter>", "</function>", "</tool_call>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::ArgString, true, found, sink) {
+                    Some(true) => {
+                        c.st = 119;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
+                }
+            }
+            /// text start
+            121 => {
+                c.until_start();
+                c.st = 120;
+            }
+            /// space
+            122 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 119;
+            }
+            /// json
+            123 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 122;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            124 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 123;
+            }
+            /// space
+            125 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 124;
+            }
+            /// ArgAuto up to ["</parameter>", "</function>", "</tool_call>"]
+            126 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let hit = find1(
                     rest,
@@ -2401,31 +2409,31 @@ fn run(
                 }
             }
             /// text start
-            121 => {
+            127 => {
                 c.until_start();
-                c.st = 120;
+                c.st = 126;
             }
             /// value by argument type
-            122 => {
+            128 => {
                 c.st = match c.arg_type() {
-                    ArgType::String => 111,
-                    ArgType::Json => 117,
-                    ArgType::Auto | ArgType::StringOrNull => 121,
+                    ArgType::String => 121,
+                    ArgType::Json => 125,
+                    ArgType::Auto | ArgType::StringOrNull => 127,
                 };
             }
             /// literal ">"
-            123 => {
+            129 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 122;
+                        c.st = 128;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// ArgName up to [">"]
-            124 => {
+            130 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -2451,43 +2459,43 @@ fn run(
                 }
                 match c.until_step(t, Kind::ArgName, false, found, sink) {
                     Some(true) => {
-                        c.st = 123;
+                        c.st = 129;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
                 }
             }
             /// text start
-            125 => {
+            131 => {
                 c.until_start();
-                c.st = 124;
+                c.st = 130;
             }
             /// ArgsOpen
-            126 => {
+            132 => {
                 c.args_open(sink);
-                c.st = 107;
+                c.st = 117;
             }
             /// literal ">"
-            127 => {
+            133 => {
                 match lit(t, c.pos, ">", last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 126;
+                        c.st = 132;
                     }
                     G::More => need_more!(),
                     G::No => fail!(),
                 }
             }
             /// space
-            128 => {
+            134 => {
                 c.pos = ws_end(t, c.pos);
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 127;
+                c.st = 133;
             }
             /// ToolName up to [">"]
-            129 => {
+            135 => {
                 let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
                 let room = c.name_room();
                 let cut = floor_boundary(&t[c.pos..], room + 1usize);
@@ -2513,79 +2521,7 @@ fn run(
                 }
                 match c.until_step(t, Kind::ToolName, false, found, sink) {
                     Some(true) => {
-                        c.st = 128;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            130 => {
-                c.until_start();
-                c.st = 129;
-            }
-            /// space
-            131 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 130;
-            }
-            /// ToolOpen
-            132 => {
-                c.tool_open(sink);
-                c.st = 131;
-            }
-            /// literal "<function="
-            133 => {
-                match lit(t, c.pos, "<function=", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 132;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            134 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 133;
-            }
-            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
-            135 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(
-                    rest,
-                    60u8,
-                    &["<tool_call>", "<function=", "<|im_end|>"],
-                );
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(
-                                    rest,
-                                    &["<tool_call>", "<function=", "<|im_end|>"],
-                                ),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 96;
+                        c.st = 134;
                     }
                     Some(false) => need_more!(),
                     None => fail!(),
@@ -2604,71 +2540,59 @@ fn run(
                 }
                 c.st = 136;
             }
-            /// ToolClose
+            /// ToolOpen
             138 => {
-                c.tool_close(sink);
+                c.tool_open(sink);
                 c.st = 137;
             }
-            /// choice
+            /// Commit
             139 => {
-                match guard_8(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 138;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_9(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 138;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
+                c.mark_commit(t, sink);
+                c.st = 84;
             }
-            /// choice
+            /// loop
             140 => {
-                match guard_1(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 139;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 139;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
+                c.enter_loop(0usize);
+                c.st = 78;
             }
-            /// ArgsClose
+            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
             141 => {
-                c.args_close(sink);
-                c.st = 140;
-            }
-            /// loop head
-            142 => {
-                match guard_6(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 160;
-                        continue;
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let hit = find1(
+                    rest,
+                    60u8,
+                    &["<tool_call>", "<function=", "<|im_end|>"],
+                );
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    None if last => {
+                        Found {
+                            take: rest.len(),
+                            done: true,
+                        }
                     }
-                    G::More => need_more!(),
-                    G::No => {}
+                    None => {
+                        Found {
+                            take: rest.len()
+                                - partial(
+                                    rest,
+                                    &["<tool_call>", "<function=", "<|im_end|>"],
+                                ),
+                            done: false,
+                        }
+                    }
+                };
+                match c.until_step(t, Kind::Content, false, found, sink) {
+                    Some(true) => {
+                        c.st = 140;
+                    }
+                    Some(false) => need_more!(),
+                    None => fail!(),
                 }
+            }
+            /// text start
+            142 => {
+                c.until_start();
                 c.st = 141;
             }
             /// space
@@ -2677,11 +2601,11 @@ fn run(
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 142;
+                c.st = 1;
             }
             /// choice
             144 => {
-                match guard_3(t, c.pos, last) {
+                match guard_0(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
                         c.st = 143;
@@ -2690,19 +2614,10 @@ fn run(
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_4(t, c.pos, last) {
+                match guard_9(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 143;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_5(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 143;
+                        c.st = 1;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2710,45 +2625,35 @@ fn run(
                 }
                 fail!()
             }
-            /// ArgString up to ["</parameter>", "</function>", "</tool_call>"]
+            /// space
             145 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(
-                    rest,
-                    60u8,
-                    &["</parameter>", "</function>", "</tool_call>"],
-                );
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(
-                                    rest,
-                                    &["</parameter>", "</function>", "</tool_call>"],
-                                ),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::ArgString, true, found, sink) {
-                    Some(true) => {
-                        c.st = 144;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
                 }
+                c.st = 144;
             }
-            /// text start
+            /// choice
             146 => {
-                c.until_start();
-                c.st = 145;
+                match guard_11(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 145;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                match guard_9(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 144;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
             /// space
             147 => {
@@ -2756,32 +2661,46 @@ fn run(
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 142;
+                c.st = 146;
+            }
+            /// json
+            148 => {
+                match json_step(c, t, true, "", last, sink) {
+                    Scan::Done => {
+                        c.st = 147;
+                    }
+                    Scan::NeedMore => need_more!(),
+                    Scan::Invalid => fail!(),
+                }
+            }
+            /// json start
+            149 => {
+                c.json = JsonScanner::new(false, false);
+                c.st = 148;
+            }
+            /// space
+            150 => {
+                c.pos = ws_end(t, c.pos);
+                if c.pos >= t.len() && !last {
+                    need_more!()
+                }
+                c.st = 149;
             }
             /// choice
-            148 => {
-                match guard_3(t, c.pos, last) {
+            151 => {
+                match guard_12(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 147;
+                        c.st = 150;
                         continue;
                     }
                     G::More => need_more!(),
                     G::No => {}
                 }
-                match guard_4(t, c.pos, last) {
+                match guard_9(t, c.pos, last) {
                     G::Match(p) => {
                         c.pos = p;
-                        c.st = 147;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_5(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 147;
+                        c.st = 150;
                         continue;
                     }
                     G::More => need_more!(),
@@ -2789,36 +2708,27 @@ fn run(
                 }
                 fail!()
             }
-            /// space
-            149 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 148;
-            }
-            /// json
-            150 => {
-                match json_step(c, t, false, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 149;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            151 => {
-                c.json = JsonScanner::new(false, false);
-                c.st = 150;
-            }
-            /// space
+            /// choice
             152 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
+                match guard_11(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 151;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
                 }
-                c.st = 151;
+                match guard_9(t, c.pos, last) {
+                    G::Match(p) => {
+                        c.pos = p;
+                        c.st = 149;
+                        continue;
+                    }
+                    G::More => need_more!(),
+                    G::No => {}
+                }
+                fail!()
             }
             /// space
             153 => {
@@ -2826,461 +2736,7 @@ fn run(
                 if c.pos >= t.len() && !last {
                     need_more!()
                 }
-                c.st = 142;
-            }
-            /// choice
-            154 => {
-                match guard_3(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 153;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_4(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 153;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_5(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 153;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// ArgAuto up to ["</parameter>", "</function>", "</tool_call>"]
-            155 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(
-                    rest,
-                    60u8,
-                    &["</parameter>", "</function>", "</tool_call>"],
-                );
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(
-                                    rest,
-                                    &["</parameter>", "</function>", "</tool_call>"],
-                                ),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::ArgAuto, true, found, sink) {
-                    Some(true) => {
-                        c.st = 154;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            156 => {
-                c.until_start();
-                c.st = 155;
-            }
-            /// value by argument type
-            157 => {
-                c.st = match c.arg_type() {
-                    ArgType::String => 146,
-                    ArgType::Json => 152,
-                    ArgType::Auto | ArgType::StringOrNull => 156,
-                };
-            }
-            /// literal ">"
-            158 => {
-                match lit(t, c.pos, ">", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 157;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// ArgName up to [">"]
-            159 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let room = c.name_room();
-                let cut = floor_boundary(&t[c.pos..], room + 1usize);
-                let rest = &rest[..cut];
-                let hit = find1(rest, 62u8, &[">"]);
-                match hit {
-                    Some(i) if i > room => fail!(),
-                    None if rest.len() - partial(rest, &[">"]) > room => fail!(),
-                    _ => {}
-                }
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => fail!(),
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &[">"]),
-                            done: false,
-                        }
-                    }
-                };
-                if found.done && over_hold(c, t, c.pos + found.take) {
-                    fail!()
-                }
-                match c.until_step(t, Kind::ArgName, false, found, sink) {
-                    Some(true) => {
-                        c.st = 158;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            160 => {
-                c.until_start();
-                c.st = 159;
-            }
-            /// ArgsOpen
-            161 => {
-                c.args_open(sink);
-                c.st = 142;
-            }
-            /// literal ">"
-            162 => {
-                match lit(t, c.pos, ">", last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 161;
-                    }
-                    G::More => need_more!(),
-                    G::No => fail!(),
-                }
-            }
-            /// space
-            163 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 162;
-            }
-            /// ToolName up to [">"]
-            164 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let room = c.name_room();
-                let cut = floor_boundary(&t[c.pos..], room + 1usize);
-                let rest = &rest[..cut];
-                let hit = find1(rest, 62u8, &[">"]);
-                match hit {
-                    Some(i) if i > room => fail!(),
-                    None if rest.len() - partial(rest, &[">"]) > room => fail!(),
-                    _ => {}
-                }
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => fail!(),
-                    None => {
-                        Found {
-                            take: rest.len() - partial(rest, &[">"]),
-                            done: false,
-                        }
-                    }
-                };
-                if found.done && over_hold(c, t, c.pos + found.take) {
-                    fail!()
-                }
-                match c.until_step(t, Kind::ToolName, false, found, sink) {
-                    Some(true) => {
-                        c.st = 163;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            165 => {
-                c.until_start();
-                c.st = 164;
-            }
-            /// space
-            166 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 165;
-            }
-            /// ToolOpen
-            167 => {
-                c.tool_open(sink);
-                c.st = 166;
-            }
-            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
-            168 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(
-                    rest,
-                    60u8,
-                    &["<tool_call>", "<function=", "<|im_end|>"],
-                );
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(
-                                    rest,
-                                    &["<tool_call>", "<function=", "<|im_end|>"],
-                                ),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 96;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            169 => {
-                c.until_start();
-                c.st = 168;
-            }
-            /// space
-            170 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 169;
-            }
-            /// Commit
-            171 => {
-                c.mark_commit(t, sink);
-                c.st = 170;
-            }
-            /// loop
-            172 => {
-                c.enter_loop(0usize);
-                c.st = 95;
-            }
-            /// Content up to ["<tool_call>", "<function=", "<|im_end|>"]
-            173 => {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let hit = find1(
-                    rest,
-                    60u8,
-                    &["<tool_call>", "<function=", "<|im_end|>"],
-                );
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    None if last => {
-                        Found {
-                            take: rest.len(),
-                            done: true,
-                        }
-                    }
-                    None => {
-                        Found {
-                            take: rest.len()
-                                - partial(
-                                    rest,
-                                    &["<tool_call>", "<function=", "<|im_end|>"],
-                                ),
-                            done: false,
-                        }
-                    }
-                };
-                match c.until_step(t, Kind::Content, false, found, sink) {
-                    Some(true) => {
-                        c.st = 172;
-                    }
-                    Some(false) => need_more!(),
-                    None => fail!(),
-                }
-            }
-            /// text start
-            174 => {
-                c.until_start();
-                c.st = 173;
-            }
-            /// end of output
-            175 => {
-                if c.pos < t.len() {
-                    fail!()
-                }
-                if !last {
-                    need_more!()
-                }
-                c.st = 0;
-            }
-            /// space
-            176 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 175;
-            }
-            /// choice
-            177 => {
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 176;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_9(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 175;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            178 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 177;
-            }
-            /// choice
-            179 => {
-                match guard_11(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 178;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_9(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 177;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            180 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 179;
-            }
-            /// json
-            181 => {
-                match json_step(c, t, true, "", last, sink) {
-                    Scan::Done => {
-                        c.st = 180;
-                    }
-                    Scan::NeedMore => need_more!(),
-                    Scan::Invalid => fail!(),
-                }
-            }
-            /// json start
-            182 => {
-                c.json = JsonScanner::new(false, false);
-                c.st = 181;
-            }
-            /// space
-            183 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 182;
-            }
-            /// choice
-            184 => {
-                match guard_12(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 183;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_9(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 183;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// choice
-            185 => {
-                match guard_11(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 184;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                match guard_9(t, c.pos, last) {
-                    G::Match(p) => {
-                        c.pos = p;
-                        c.st = 182;
-                        continue;
-                    }
-                    G::More => need_more!(),
-                    G::No => {}
-                }
-                fail!()
-            }
-            /// space
-            186 => {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last {
-                    need_more!()
-                }
-                c.st = 185;
+                c.st = 152;
             }
             _ => {
                 c.set_degraded();

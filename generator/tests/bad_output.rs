@@ -1444,6 +1444,19 @@ fn broken_json_arguments_end_the_call() {
                 continue;
             }
             let lead = format!("{}{LEAD}", fx.base);
+            // The same where the call's own end marker follows: the
+            // arguments' `}` is written for them, and the call is complete
+            // with exactly those arguments.
+            // Otherwise the call is broken, as below.
+            let closed = format!("{args}}}");
+            let repaired = serde_json::from_str::<serde_json::Value>(&closed).is_ok()
+                && m.tool_calls.len() == 1
+                && m.tool_calls[0].complete
+                && m.tool_calls[0].name == *name
+                && m.tool_calls[0].arguments == closed;
+            if repaired {
+                continue;
+            }
             let Some(c) = m.tool_calls.first().filter(|_| m.tool_calls.len() == 1) else {
                 f.add(R_BROKEN, &fx.label, text.as_bytes(), "whole (one feed)", format!("expected one call {name:?}, got {m:?}"));
                 continue;

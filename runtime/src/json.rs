@@ -365,6 +365,44 @@ impl JsonScanner {
         self.done()
     }
 
+    /// Whether the value can be completed by closing what is open: the
+    /// scanner stands after a complete value inside an object or array (a
+    /// following `,` or closer was expected). Meaningful after
+    /// [`Scan::Invalid`] too: the byte it stopped at then is what a model
+    /// wrote in place of the closers (the call's end marker).
+    #[inline]
+    pub fn can_close(&self) -> bool {
+        self.token == Token::None && self.expect == Expect::CommaOrClose && self.depth > 0
+    }
+
+    /// Completes the value where [`JsonScanner::can_close`] holds: writes
+    /// the closer of every open container, innermost first, to `out`, and
+    /// the value is done. Returns false (and writes nothing) elsewhere.
+    ///
+    /// # Example
+    /// ```
+    /// use chat_parser_runtime::json::{JsonScanner, Scan};
+    /// let mut scanner = JsonScanner::new(false, true);
+    /// let mut json = String::new();
+    /// let text = "{\"a\": [1, 2<|tool_call_end|>";
+    /// let (n, scan) = scanner.scan(text, false, &mut |p: &str| json.push_str(p));
+    /// assert_eq!((&text[n..], scan), ("<|tool_call_end|>", Scan::Invalid));
+    /// assert!(scanner.close_open(&mut |p: &str| json.push_str(p)));
+    /// assert_eq!(json, "{\"a\": [1, 2]}");
+    /// assert!(scanner.is_done());
+    /// ```
+    pub fn close_open(&mut self, out: &mut impl FnMut(&str)) -> bool {
+        if !self.can_close() {
+            return false;
+        }
+        while let Some(object) = self.top_is_object() {
+            out(if object { "}" } else { "]" });
+            self.depth -= 1;
+        }
+        self.expect = Expect::Done;
+        true
+    }
+
     /// Consumes as much of `text` as belongs to the value, writing its JSON
     /// text to `out`. Returns the number of bytes consumed and where the
     /// value stands. `last` says no more text will come (a number at the end

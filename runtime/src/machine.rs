@@ -1133,6 +1133,12 @@ pub fn json_step<const R: usize, const P: usize, const A: usize>(
     scan
 }
 
+/// Completes a JSON value left open before the call's end marker
+/// ([`JsonScanner::close_open`]), reporting the closers as the value's text.
+pub fn json_close<const R: usize, const P: usize, const A: usize>(core: &mut Core<'_, R, P, A>, content: bool, sink: &mut impl Sink) {
+    core.json.close_open(&mut |piece: &str| sink.event(if content { Event::Content(piece) } else { Event::ToolArgs(piece) }));
+}
+
 /// The first position in `hay` where one of `stops` begins, looking only at
 /// positions holding `first` (the stops' first byte).
 #[inline]

@@ -26,6 +26,8 @@ pub struct States {
     /// Each guard function's body (as text), so an identical guard is
     /// written once and shared.
     guard_bodies: Vec<String>,
+    /// Compiled nodes without loops, by their text and successor.
+    compiled: std::collections::HashMap<(String, u16), u16>,
     /// Fast-path arms: states where a whole chunk without markup can be
     /// reported without running the machine.
     pub fast: Vec<(u16, TokenStream)>,
@@ -107,7 +109,26 @@ impl States {
         quote! { #(#tries)* }
     }
 
+    /// The states of `node` followed by `next`. A node is compiled once per
+    /// successor: the same markup in two alternatives (a field read under
+    /// the template's key and under its synonyms) shares its states. Loops
+    /// are compiled each time (each has its own counters).
     fn compile(&mut self, node: &Node, next: u16, v: &mut Variant) -> u16 {
+        let mut has_loop = false;
+        walk(node, &mut |n| has_loop |= matches!(n, Node::Repeat { .. }));
+        if has_loop {
+            return self.compile_node(node, next, v);
+        }
+        let key = (format!("{node:?}"), next);
+        if let Some(&id) = self.compiled.get(&key) {
+            return id;
+        }
+        let id = self.compile_node(node, next, v);
+        self.compiled.insert(key, id);
+        id
+    }
+
+    fn compile_node(&mut self, node: &Node, next: u16, v: &mut Variant) -> u16 {
         let nx = state(next);
         match node {
             Node::Empty => next,
@@ -210,14 +231,28 @@ impl States {
                 let s = state(scan);
                 self.push("text start", quote! { c.until_start(); c.st = #s; })
             }
-            Node::Json { kind, python, marker, .. } => {
+            Node::Json { kind, python, marker, ends, .. } => {
                 let content = *kind == JsonKind::Content;
                 let object_only = *kind == JsonKind::ToolArgs;
+                // A value left open before one of `ends`: the first end
+                // marker that follows closes it.
+                let invalid = if ends.is_empty() {
+                    quote! { fail!() }
+                } else {
+                    let close = self.push("json close", quote! { json_close(c, #content, sink); c.st = #nx; });
+                    let alts: Vec<Alt> = ends
+                        .iter()
+                        .map(|m| Alt { guard: Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit(m.clone())]))), body: Node::Empty })
+                        .collect();
+                    let tries = self.guarded(&alts, close, v);
+                    let end = state(self.push("json end marker", quote! { #tries fail!() }));
+                    quote! { if c.json.can_close() { c.st = #end; } else { fail!() } }
+                };
                 let scan = self.push_json(content, marker, quote! {
                     match json_step(c, t, #content, #marker, last, sink) {
                         Scan::Done => { c.st = #nx; }
                         Scan::NeedMore => need_more!(),
-                        Scan::Invalid => fail!(),
+                        Scan::Invalid => #invalid,
                     }
                 });
                 let s = state(scan);

@@ -95,7 +95,10 @@ enum Frame<'g> {
     Space,
     OptionalNewline,
     Until { stops: &'g [String], kind: TextKind, trim_newlines: bool, state: UntilText, acc: String, held_newline: bool, as_string: bool, reported: bool },
-    Json { kind: JsonKind, scanner: JsonScanner, marker: &'g str },
+    Json { kind: JsonKind, scanner: JsonScanner, marker: &'g str, ends: &'g [String] },
+    /// A JSON value stopped before one of `ends` may follow, with
+    /// containers left open (see [`Node::Json`]).
+    JsonEnd { kind: JsonKind, scanner: JsonScanner, ends: &'g [String] },
     JsonString { kind: TextKind, escaped: bool },
     Mark(&'g Mark),
     ArgKey(&'g str),
@@ -747,7 +750,7 @@ impl<'g> StreamParser<'g> {
             Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string, reported } => {
                 self.step_until(stops, kind, trim_newlines, state, acc, held_newline, as_string, reported, last)
             }
-            Frame::Json { kind, mut scanner, marker } => {
+            Frame::Json { kind, mut scanner, marker, ends } => {
                 let rest = &self.text[self.pos..];
                 let mut piece = std::mem::take(&mut self.scratch);
                 piece.clear();
@@ -760,8 +763,39 @@ impl<'g> StreamParser<'g> {
                 self.scratch = piece;
                 match result {
                     Scan::Done => (Step::Done, None),
-                    Scan::NeedMore => (Step::NeedMore, Some(Frame::Json { kind, scanner, marker })),
+                    Scan::NeedMore => (Step::NeedMore, Some(Frame::Json { kind, scanner, marker, ends })),
+                    Scan::Invalid if !ends.is_empty() && scanner.can_close() => (Step::Push(Frame::JsonEnd { kind, scanner, ends }), None),
                     Scan::Invalid => (Step::Fail, None),
+                }
+            }
+            Frame::JsonEnd { kind, mut scanner, ends } => {
+                // The first end marker that follows (after whitespace), as
+                // a generated parser's guards try them.
+                let rest = &self.text[self.pos..];
+                let after_ws = rest.trim_start_matches([' ', '\t', '\n', '\r']);
+                let mut found = None;
+                for m in ends {
+                    if after_ws.starts_with(m.as_str()) {
+                        found = Some(true);
+                    } else if !last && m.starts_with(after_ws) {
+                        found = Some(false);
+                    }
+                    if found.is_some() {
+                        break;
+                    }
+                }
+                match found {
+                    Some(true) => {
+                        let mut closers = String::new();
+                        scanner.close_open(&mut |p: &str| closers.push_str(p));
+                        match kind {
+                            JsonKind::ToolArgs | JsonKind::ArgValue => self.emit_args(&closers),
+                            JsonKind::Content => self.emit_text(TextKind::Content, &closers),
+                        }
+                        (Step::Done, None)
+                    }
+                    Some(false) => (Step::NeedMore, Some(Frame::JsonEnd { kind, scanner, ends })),
+                    None => (Step::Fail, None),
                 }
             }
             Frame::JsonString { kind, mut escaped } => {
@@ -993,8 +1027,8 @@ fn frame_for(node: &Node) -> Frame<'_> {
             as_string: false,
             reported: false,
         },
-        Node::Json { kind, python, marker, .. } => {
-            Frame::Json { kind: *kind, scanner: JsonScanner::new(*python, *kind == JsonKind::ToolArgs), marker }
+        Node::Json { kind, python, marker, ends, .. } => {
+            Frame::Json { kind: *kind, scanner: JsonScanner::new(*python, *kind == JsonKind::ToolArgs), marker, ends }
         }
         Node::JsonStringContent(kind) => Frame::JsonString { kind: *kind, escaped: false },
         Node::ArgKey(k) => Frame::ArgKey(k.as_str()),

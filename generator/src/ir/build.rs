@@ -196,6 +196,18 @@ fn call_closers(spec: &FormatSpec, with_function_close: bool) -> Vec<String> {
     out
 }
 
+/// `first` (the arguments' own end marker), then the call's closers: what
+/// may follow arguments whose last closers are missing.
+fn closers_from(first: &str, spec: &FormatSpec) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in std::iter::once(first.trim().to_string()).chain(call_closers(spec, true)) {
+        if !m.is_empty() && !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    out
+}
+
 /// Builds the output grammar for a spec and request.
 pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     let extract = options.reasoning_format != ReasoningFormat::None && spec.reasoning.mode != ReasoningMode::None;
@@ -270,7 +282,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         let fence = "```";
         items.push(Node::Space);
         items.push(Node::optional(Node::lit(fence), Node::seq(vec![Node::optional(Node::lit("json"), Node::Empty), Node::Space])));
-        items.push(Node::Json { kind: JsonKind::Content, schema: Some(schema.clone()), python: false, marker: String::new() });
+        items.push(Node::Json { kind: JsonKind::Content, schema: Some(schema.clone()), python: false, marker: String::new(), ends: Vec::new() });
         items.push(Node::Space);
         items.push(Node::optional(Node::lit(fence), Node::Space));
         if !end_of_turn.is_empty() {
@@ -407,7 +419,7 @@ fn addressed_blocks(spec: &FormatSpec, tools_active: bool) -> Node {
             Node::Until { stops: vec![after_recipient.clone()], kind: TextKind::ToolName, trim_newlines: false },
             Node::lit(after_recipient.clone()),
             Node::Space,
-            Node::Json { kind: JsonKind::ToolArgs, schema: None, python: f.python_dict_arguments, marker: String::new() },
+            Node::Json { kind: JsonKind::ToolArgs, schema: None, python: f.python_dict_arguments, marker: String::new(), ends: Vec::new() },
         ]);
         kinds.push(Alt { guard: Node::Empty, body: Node::seq(vec![closed(spec, call), content.clone()]) });
     }
@@ -695,7 +707,9 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
     let python = f.python_dict_arguments;
     let q = if python { "'" } else { "\"" };
     let open = if brace_consumed { Node::Empty } else { Node::lit("{") };
-    let args = || Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: String::new() };
+    // The arguments' closers may be missing before the call's.
+    let ends = call_closers(spec, false);
+    let args = || Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: String::new(), ends: ends.clone() };
     if f.fun_name_is_key {
         let after = || {
             Node::seq(vec![Node::lit(q), Node::Space, Node::lit(":"), Node::Space, args(), Node::Space, Node::lit("}")])
@@ -720,7 +734,8 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
     // A field's key as the template writes it; for the name and the
     // arguments, the OpenAI names too, which models write whatever the
     // template says (`"arguments"` where it writes `"parameters"`).
-    let key_node = move |name: &str| -> Node {
+    // Each key is an alternative whose body is `then`.
+    let key_alts = move |name: &str, then: Node| -> Vec<Alt> {
         let own = key(name);
         let synonyms: &[&str] = if name == f.args_field {
             &["arguments", "parameters"]
@@ -730,10 +745,14 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
             &[]
         };
         let quoted = |k: &str| Node::lit(format!("{q}{k}{q}"));
-        let mut alts = vec![Alt { guard: quoted(&own), body: Node::Empty }];
-        alts.extend(synonyms.iter().filter(|k| **k != own).map(|k| Alt::lenient(quoted(k), Node::Empty)));
+        let mut alts = vec![Alt { guard: quoted(&own), body: then.clone() }];
+        alts.extend(synonyms.iter().filter(|k| **k != own).map(|k| Alt::lenient(quoted(k), then.clone())));
+        alts
+    };
+    let key_node = move |name: &str| -> Node {
+        let mut alts = key_alts(name, Node::Empty);
         if alts.len() == 1 {
-            quoted(&own)
+            alts.remove(0).guard
         } else {
             Node::Choice(alts)
         }
@@ -752,7 +771,7 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
         } else if name == f.id_field || name == f.gen_id_field {
             Node::seq(vec![Node::lit(q), Node::JsonStringContent(TextKind::ToolId), Node::lit(q)])
         } else {
-            Node::Json { kind: JsonKind::Content, schema: None, python, marker: String::new() }
+            Node::Json { kind: JsonKind::Content, schema: None, python, marker: String::new(), ends: Vec::new() }
         }
     };
     // Without a name field the analysis found no call object to read: the
@@ -773,9 +792,19 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
             required_before += 1;
         }
     }
-    before_name.extend(field(required_before, &order[name_pos]));
-    before_name.push(Node::lit(q));
     let rest_fields: Vec<String> = order[name_pos + 1..].to_vec();
+    // Models also write the arguments first (`{"arguments": {...}, "name":
+    // "f"}`): read where the object holds just the name and the arguments.
+    let ids_after: Vec<String> = rest_fields.iter().filter(|p| is_id(p)).cloned().collect();
+    let args_first = !nested
+        && required_before == 0
+        && order[name_pos] == f.name_field
+        && rest_fields.first() == Some(&f.args_field)
+        && rest_fields.len() == 1 + ids_after.len();
+    if !args_first {
+        before_name.extend(field(required_before, &order[name_pos]));
+        before_name.push(Node::lit(q));
+    }
     let close_nested = nested;
     let optional_after: Vec<bool> = rest_fields.iter().map(|p| is_id(p)).collect();
     // The object's `}` may be missing before the call's or section's closer.
@@ -798,11 +827,29 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
         Node::seq(v)
     };
     // The name's stop is its closing quote.
-    let prefix = Node::seq(before_name);
-    match named(Node::Empty, &[q.to_string()], &after) {
-        Node::Choice(alts) => Node::seq(vec![prefix, Node::Choice(alts)]),
-        other => Node::seq(vec![prefix, other]),
+    let name_value = named(Node::Empty, &[q.to_string()], &after);
+    if !args_first {
+        return Node::seq(vec![Node::seq(before_name), name_value]);
     }
+    let colon = || [Node::Space, Node::lit(":"), Node::Space];
+    let name_then = Node::seq(colon().into_iter().chain([Node::lit(q), name_value]).collect());
+    let mut alts = key_alts(&f.name_field, name_then);
+    // The arguments key commits the call: the arguments are reported before
+    // the name is known (holding them back would need memory without
+    // bound), so a name the tools do not declare breaks the call there.
+    let mut args_then = vec![Node::Mark(Mark::Commit)];
+    args_then.extend(colon());
+    args_then.extend([args(), Node::Space, Node::lit(","), Node::Space, key_node(&f.name_field)]);
+    args_then.extend(colon());
+    args_then.extend([Node::lit(q), Node::Until { stops: vec![q.to_string()], kind: TextKind::ToolName, trim_newlines: false }, Node::lit(q)]);
+    for p in &ids_after {
+        let guard = Node::seq(vec![Node::Space, Node::lit(","), Node::Space, quoted(p)]);
+        args_then.push(Node::optional(guard, Node::seq(vec![Node::Space, Node::lit(":"), Node::Space, value_of(p)])));
+    }
+    args_then.push(closer("}", &call_closers(spec, false)));
+    alts.extend(key_alts(&f.args_field, Node::seq(args_then)).into_iter().map(|a| if a.is_lenient() { a } else { Alt::lenient(a.guard, a.body) }));
+    before_name.extend([Node::Space, Node::Choice(alts)]);
+    Node::seq(before_name)
 }
 
 /// One element of a Python call list: a call `name(k=v, …)`, or a JSON call
@@ -810,8 +857,15 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
 fn python_list_item(spec: &FormatSpec) -> Node {
     Node::Choice(vec![
         Alt { guard: Node::Peek(Box::new(Node::lit("{"))), body: json_call(spec, false) },
-        Alt { guard: Node::Empty, body: python_call() },
+        Alt { guard: Node::Empty, body: python_call(&list_closers(spec)) },
     ])
+}
+
+/// What follows a Python call in its list: `]`, then the section's end.
+fn list_closers(spec: &FormatSpec) -> Vec<String> {
+    let mut out = vec!["]".to_string()];
+    out.extend(call_closers(spec, false).into_iter().filter(|c| c != "]"));
+    out
 }
 
 /// One Python call, `name(k=v, …)`: keyword arguments, reported as a JSON
@@ -820,15 +874,23 @@ fn python_list_item(spec: &FormatSpec) -> Node {
 /// `'it's'` an apostrophe, so the value ends at a quote that a `,` or the
 /// call's `)` follows); any other value is a Python literal or JSON
 /// (`True`, `None`, `3.5`, `[1, {'a': 2}]`).
-fn python_call() -> Node {
+///
+/// `outer` are the closers after the call (the list's `]`, the section's
+/// end): a model that leaves out the call's `)` ends it at one of them, and
+/// a quoted value then ends at its quote before one.
+fn python_call(outer: &[String]) -> Node {
     let raw = |q: &str| Alt {
         guard: Node::lit(q),
         body: Node::seq(vec![
-            Node::Until { stops: vec![format!("{q},"), format!("{q})")], kind: TextKind::ArgString, trim_newlines: false },
+            Node::Until {
+                stops: [",", ")"].iter().map(|s| s.to_string()).chain(outer.iter().cloned()).map(|s| format!("{q}{s}")).collect(),
+                kind: TextKind::ArgString,
+                trim_newlines: false,
+            },
             Node::lit(q),
         ]),
     };
-    let literal = || Node::Json { kind: JsonKind::ArgValue, schema: None, python: true, marker: String::new() };
+    let literal = || Node::Json { kind: JsonKind::ArgValue, schema: None, python: true, marker: String::new(), ends: Vec::new() };
     let any = || Node::seq(vec![Node::Space, Node::Choice(vec![raw("'"), raw("\""), Alt { guard: Node::Empty, body: literal() }])]);
     let arg = || {
         Node::seq(vec![
@@ -851,7 +913,7 @@ fn python_call() -> Node {
             Node::Space,
             Node::Choice(vec![
                 Alt { guard: Node::lit(")"), body: Node::Empty },
-                Alt { guard: Node::Empty, body: Node::seq(vec![arg(), more, Node::lit(")")]) },
+                Alt { guard: Node::Empty, body: Node::seq(vec![arg(), more, closer_after(Node::Empty, ")", outer)]) },
             ]),
             Node::Mark(Mark::ArgsClose),
         ])
@@ -920,7 +982,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
             Node::Until { stops: vec![after_id.clone()], kind: TextKind::ToolIdName, trim_newlines: false },
             Node::lit(after_id),
             Node::Space,
-            Node::Json { kind: JsonKind::ToolArgs, schema: None, python: t.format.python_dict_arguments, marker: String::new() },
+            Node::Json { kind: JsonKind::ToolArgs, schema: None, python: t.format.python_dict_arguments, marker: String::new(), ends: call_closers(spec, true) },
             marker(&t.function.close),
         ]);
     }
@@ -954,7 +1016,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
             _ => Node::seq(vec![
                 marker(&t.arguments.start),
                 Node::Space,
-                Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: String::new() },
+                Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: String::new(), ends: closers_from(&t.arguments.end, spec) },
                 closer(&t.arguments.end, &call_closers(spec, true)),
             ]),
         };
@@ -977,7 +1039,7 @@ fn object_arguments(spec: &FormatSpec) -> Node {
     let a = &spec.tools.arguments;
     // The template may print scalars with Python's `str` (`None`).
     let python = spec.tools.format.python_dict_arguments || spec.tools.format.python_scalar_arguments;
-    Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: a.string_quote.trim().to_string() }
+    Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: a.string_quote.trim().to_string(), ends: call_closers(spec, true) }
 }
 
 /// `<name-prefix>NAME<name-suffix>[<value-prefix>]VALUE<value-suffix>` per argument.
@@ -1022,7 +1084,7 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         let v = match kind {
             ValueKind::String => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgString, trim_newlines: layout },
             ValueKind::Auto | ValueKind::StringOrNull => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout },
-            ValueKind::Json => Node::seq(vec![Node::Space, Node::Json { kind: JsonKind::ArgValue, schema: None, python, marker: String::new() }, Node::Space]),
+            ValueKind::Json => Node::seq(vec![Node::Space, Node::Json { kind: JsonKind::ArgValue, schema: None, python, marker: String::new(), ends: Vec::new() }, Node::Space]),
         };
         Node::seq(vec![marker(&value_prefix), v, closer_after(Node::Empty, &value_suffix, &outer), Node::Space])
     };

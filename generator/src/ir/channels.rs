@@ -68,7 +68,7 @@ fn call_after_namespace(c: &ChannelSpec) -> Node {
         Node::Until { stops: name_stops, kind: TextKind::ToolName, trim_newlines: false },
         header_rest(c),
         Node::Space,
-        Node::Json { kind: JsonKind::ToolArgs, schema: None, python: false, marker: String::new() },
+        Node::Json { kind: JsonKind::ToolArgs, schema: None, python: false, marker: String::new(), ends: Vec::new() },
         Node::Space,
         Node::optional(one_of(&c.message_ends), Node::Empty),
         Node::Mark(Mark::ToolClose),

@@ -177,7 +177,14 @@ pub enum Node {
     /// literals): strings may also be raw text between two markers, and
     /// object keys may be bare words (see
     /// [`chat_parser_runtime::json::JsonScanner::scan_marked`]).
-    Json { kind: JsonKind, schema: Option<Value>, python: bool, marker: String },
+    ///
+    /// `ends` are markers a model writes in place of the value's last
+    /// closers (the call's end marker where the arguments' `}` is missing):
+    /// when the scanner stands after a complete value inside open
+    /// containers and one of them follows (after whitespace), the parsers
+    /// close the containers (reporting `}` and `]`) and the value is done.
+    /// Never inside a string. Grammars write complete values only.
+    Json { kind: JsonKind, schema: Option<Value>, python: bool, marker: String, ends: Vec<String> },
     /// A JSON string's content (between quotes), reported as this kind.
     JsonStringContent(TextKind),
     /// An argument name given in the IR (tagged formats with a known schema).
