@@ -2,7 +2,19 @@
 //!
 //! ```text
 //! chat-parser-bench TEMPLATE.jinja REQUEST.json [--chunk-bytes K]
+//! chat-parser-bench TEMPLATE.jinja --shape SHAPE [--chunk-bytes K]
 //! ```
+//!
+//! With `--once`, nothing is timed: one one-shot parse and one parse in
+//! K-byte chunks run once each, in the functions `parse_one_shot` and
+//! `parse_streamed`, for an instruction count of each
+//! (`valgrind --tool=callgrind --toggle-collect='*parse_one_shot*'`, or
+//! both and `callgrind_annotate --inclusive=yes`).
+//!
+//! With `--shape`, the text is the benchmark output of that shape for the
+//! template (`shapes`: `a-text`, `b-long-call`, `c-3-calls`,
+//! `d-long-call-escaped`, `e-3-calls-escaped`; the benchmarked templates
+//! only) and the request is the benchmark's (`save_snippet`, parallel calls).
 //!
 //! `TEMPLATE.jinja` is a path or a file name; the generated parser is picked
 //! by file name among those built in (`parsers::TEMPLATES`). `REQUEST.json`
@@ -34,10 +46,11 @@ use std::time::{Duration, Instant};
 
 use chat_parser_bench::parsers::{AnyParser, TEMPLATES};
 use chat_parser_bench::request::{Request, RuntimeTools};
-use chat_parser_bench::{run_parser, Tally};
+use chat_parser_bench::{run_parser, shapes, Tally};
+use chat_parser_runtime::Options;
 use serde_json::json;
 
-const USAGE: &str = "usage: chat-parser-bench TEMPLATE.jinja REQUEST.json [--chunk-bytes K]";
+const USAGE: &str = "usage: chat-parser-bench TEMPLATE.jinja (REQUEST.json | --shape SHAPE) [--chunk-bytes K] [--once]";
 
 /// `System`, counting the calls that hand out memory.
 struct CountingAlloc;
@@ -85,17 +98,31 @@ fn main() -> ExitCode {
 
 struct Args {
     template: String,
-    request: String,
+    /// A request file, or `None` with `shape`.
+    request: Option<String>,
+    shape: Option<String>,
     chunk: usize,
+    /// Parse once each way, untimed (for instruction counts).
+    once: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
     let mut paths = Vec::new();
     let mut chunk = 4;
+    let mut shape = None;
+    let mut once = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let value = match arg.as_str() {
             "-h" | "--help" => return Err(USAGE.into()),
+            "--once" => {
+                once = true;
+                None
+            }
+            "--shape" => {
+                shape = Some(it.next().ok_or("--shape needs a shape label (a-text, b-long-call, ...)")?.clone());
+                None
+            }
             "--chunk-bytes" => Some(it.next().ok_or("--chunk-bytes needs a size in bytes (K >= 1)")?.as_str()),
             flag if flag.starts_with("--chunk-bytes=") => Some(&flag["--chunk-bytes=".len()..]),
             flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`; {USAGE}")),
@@ -111,9 +138,10 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             };
         }
     }
-    match <[String; 2]>::try_from(paths) {
-        Ok([template, request]) => Ok(Args { template, request, chunk }),
-        Err(_) => Err(USAGE.into()),
+    match (paths.as_slice(), &shape) {
+        ([template, request], None) => Ok(Args { template: template.clone(), request: Some(request.clone()), shape, chunk, once }),
+        ([template], Some(_)) => Ok(Args { template: template.clone(), request: None, shape, chunk, once }),
+        _ => Err(USAGE.into()),
     }
 }
 
@@ -127,46 +155,79 @@ fn run(args: &[String]) -> Result<String, String> {
             chat_parser_bench::template_dirs().iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
         ));
     };
-    let body = std::fs::read(&args.request).map_err(|e| format!("cannot read {}: {e}", args.request))?;
-    let body: serde_json::Value = serde_json::from_slice(&body).map_err(|e| format!("{} is not valid JSON: {e}", args.request))?;
-    let request = Request::from_json(&body).map_err(|e| format!("{}: {e}", args.request))?;
+    let (Some(path), None) = (&args.request, &args.shape) else {
+        let label = args.shape.as_deref().unwrap_or("");
+        let family = shapes::FAMILIES.iter().find(|f| f.file == file).ok_or_else(|| {
+            format!("`{file}` is not a benchmarked template ({})", shapes::FAMILIES.iter().map(|f| f.file).collect::<Vec<_>>().join(", "))
+        })?;
+        let shape = shapes::SHAPES.iter().find(|s| s.label() == label).ok_or_else(|| {
+            format!("unknown shape `{label}` ({})", shapes::SHAPES.iter().map(|s| s.label()).collect::<Vec<_>>().join(", "))
+        })?;
+        let case = shapes::case(family, *shape);
+        return Ok(measure(file, case.text.as_bytes(), false, args.chunk, args.once, shapes::options()));
+    };
+    let body = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let body: serde_json::Value = serde_json::from_slice(&body).map_err(|e| format!("{path} is not valid JSON: {e}"))?;
+    let request = Request::from_json(&body).map_err(|e| format!("{path}: {e}"))?;
     let tools = RuntimeTools::new(&request.options);
-    let text = request.text.as_bytes();
-    let (partial, chunk) = (request.is_partial, args.chunk);
+    tools.with_options(&request.options, |options| Ok(measure(file, request.text.as_bytes(), request.is_partial, args.chunk, args.once, options)))
+}
 
-    tools.with_options(&request.options, |options| {
-        let new = || AnyParser::new(file, options).expect("a name in TEMPLATES has a parser");
-        let state_bytes = new().state_bytes();
+/// The JSON line for `text` parsed by `file`'s generated parser.
+fn measure(file: &'static str, text: &[u8], partial: bool, chunk: usize, once: bool, options: Options<'_>) -> String {
+    let new = || AnyParser::new(file, options).expect("a name in TEMPLATES has a parser");
+    let state_bytes = new().state_bytes();
+    if once {
+        parse_one_shot(&mut new(), text, partial);
+        parse_streamed(&mut new(), text, chunk, partial);
+        return json!({"template": file, "bytes": text.len(), "once": true}).to_string();
+    }
 
-        // Allocations inside feed/finish of one streamed run.
-        let mut parser = new();
+    // Allocations inside feed/finish of one streamed run.
+    let mut parser = new();
+    let mut tally = Tally::default();
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    run_parser(&mut parser, text, chunk, partial, &mut tally);
+    let heap_allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    black_box(tally);
+
+    let one_shot = median_time(|| {
         let mut tally = Tally::default();
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
-        run_parser(&mut parser, text, chunk, partial, &mut tally);
-        let heap_allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        run_parser(&mut new(), black_box(text), usize::MAX, partial, &mut tally);
         black_box(tally);
+    });
+    let streamed = median_time(|| {
+        let mut tally = Tally::default();
+        run_parser(&mut new(), black_box(text), chunk, partial, &mut tally);
+        black_box(tally);
+    });
+    let line = json!({
+        "template": file,
+        "bytes": text.len(),
+        "oneshot_ns_per_byte": one_shot.as_nanos() as f64 / text.len().max(1) as f64,
+        "stream_chunk_bytes": chunk,
+        "stream_total_us": streamed.as_nanos() as f64 / 1000.0,
+        "heap_allocations": heap_allocations,
+        "state_bytes": state_bytes,
+    });
+    line.to_string()
+}
 
-        let one_shot = median_time(|| {
-            let mut tally = Tally::default();
-            run_parser(&mut new(), black_box(text), usize::MAX, partial, &mut tally);
-            black_box(tally);
-        });
-        let streamed = median_time(|| {
-            let mut tally = Tally::default();
-            run_parser(&mut new(), black_box(text), chunk, partial, &mut tally);
-            black_box(tally);
-        });
-        let line = json!({
-            "template": file,
-            "bytes": text.len(),
-            "oneshot_ns_per_byte": one_shot.as_nanos() as f64 / text.len().max(1) as f64,
-            "stream_chunk_bytes": chunk,
-            "stream_total_us": streamed.as_nanos() as f64 / 1000.0,
-            "heap_allocations": heap_allocations,
-            "state_bytes": state_bytes,
-        });
-        Ok(line.to_string())
-    })
+/// One parse of `text` at once (a function of its own for callgrind).
+#[inline(never)]
+fn parse_one_shot(parser: &mut AnyParser, text: &[u8], partial: bool) {
+    let mut tally = Tally::default();
+    run_parser(parser, black_box(text), usize::MAX, partial, &mut tally);
+    black_box(tally);
+}
+
+/// One parse of `text` in `chunk`-byte pieces (a function of its own for
+/// callgrind).
+#[inline(never)]
+fn parse_streamed(parser: &mut AnyParser, text: &[u8], chunk: usize, partial: bool) {
+    let mut tally = Tally::default();
+    run_parser(parser, black_box(text), chunk, partial, &mut tally);
+    black_box(tally);
 }
 
 /// The median duration of `f`, over at least 200 ms (and 21 runs) after a

@@ -1,5 +1,5 @@
-//! The benchmark outputs: four corpus templates of different output
-//! formats, three 16 KB outputs each, written in the template's own markup
+//! The benchmark outputs: six corpus templates of different output
+//! formats, five 16 KB outputs each, written in the template's own markup
 //! (from right after the generation prompt), with the message each must
 //! parse into. The `parsers` benchmark, the `no_alloc` test and the binary's
 //! test share them.
@@ -20,7 +20,11 @@
 //! - `b-long-call`: 8 KiB reasoning (8 KiB content without reasoning) + one
 //!   call whose string argument is about 8.5 KiB;
 //! - `c-3-calls`: 4 KiB content + three parallel calls of about 4 KiB each
-//!   (a template whose prompt opens `<think>` first closes it after one line).
+//!   (a template whose prompt opens `<think>` first closes it after one line);
+//! - `d-long-call-escaped`, `e-3-calls-escaped`: `b` and `c` with Python
+//!   source dense in what JSON escapes (Windows paths, regular expressions,
+//!   quotes in f-strings: one byte in eight of it is escaped), as JSON
+//!   arguments (escaped) or raw values (Qwen3-Coder, Gemma 4: as written).
 //!
 //! The request ([`options`], [`parse_options`]) declares one tool,
 //! `save_snippet(code: string, line: integer)`, with `parallel_tool_calls`
@@ -124,7 +128,7 @@ pub const FAMILIES: [Family; 6] = [
     Family { file: "google-gemma-4-31B-it.jinja", label: "gemma-4", calls: CallStyle::Gemma, reasons: true },
 ];
 
-/// One of the three outputs.
+/// One of the five outputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
     /// 8 KiB reasoning + 8 KiB content.
@@ -133,9 +137,13 @@ pub enum Shape {
     LongCall,
     /// 4 KiB content + three parallel calls.
     ThreeCalls,
+    /// [`Shape::LongCall`] with Python source dense in what JSON escapes.
+    LongCallEscaped,
+    /// [`Shape::ThreeCalls`] with Python source dense in what JSON escapes.
+    ThreeCallsEscaped,
 }
 
-pub const SHAPES: [Shape; 3] = [Shape::Text, Shape::LongCall, Shape::ThreeCalls];
+pub const SHAPES: [Shape; 5] = [Shape::Text, Shape::LongCall, Shape::ThreeCalls, Shape::LongCallEscaped, Shape::ThreeCallsEscaped];
 
 impl Shape {
     pub fn label(self) -> &'static str {
@@ -143,6 +151,16 @@ impl Shape {
             Shape::Text => "a-text",
             Shape::LongCall => "b-long-call",
             Shape::ThreeCalls => "c-3-calls",
+            Shape::LongCallEscaped => "d-long-call-escaped",
+            Shape::ThreeCallsEscaped => "e-3-calls-escaped",
+        }
+    }
+
+    /// The argument's source: Rust with few escapes, or escape-dense Python.
+    fn code(self, len: usize) -> String {
+        match self {
+            Shape::LongCallEscaped | Shape::ThreeCallsEscaped => escaped_code(len),
+            _ => code(len),
         }
     }
 
@@ -246,18 +264,18 @@ pub fn case(family: &'static Family, shape: Shape) -> Case {
     let (reasoning, content, calls) = match shape {
         Shape::Text if reasons => (reasoning(half), content(half), Vec::new()),
         Shape::Text => (String::new(), content(2 * half), Vec::new()),
-        Shape::LongCall => {
-            let call = Call { id: IDS[0], code: code(8 * KIB + 300), line: 120 };
+        Shape::LongCall | Shape::LongCallEscaped => {
+            let call = Call { id: IDS[0], code: shape.code(8 * KIB + 300), line: 120 };
             if reasons {
                 (reasoning(half), String::new(), vec![call])
             } else {
                 (String::new(), content(half), vec![call])
             }
         }
-        Shape::ThreeCalls => (
+        Shape::ThreeCalls | Shape::ThreeCallsEscaped => (
             if reasons { "I'll save the three snippets in one go.".to_string() } else { String::new() },
             content(4 * KIB),
-            IDS.iter().enumerate().map(|(i, &id)| Call { id, code: code(4000), line: 10 + 40 * i as u32 }).collect(),
+            IDS.iter().enumerate().map(|(i, &id)| Call { id, code: shape.code(4000), line: 10 + 40 * i as u32 }).collect(),
         ),
     };
     let mut text = render(family, &reasoning, &content, &calls);
@@ -457,6 +475,31 @@ fn content(len: usize) -> String {
          - step 1: read the chunk;\n- step 2: emit what is certain → the sink.\n\n",
         len,
     )
+}
+
+/// Python source of about `len` bytes, whole lines, dense in what a JSON
+/// string escapes: Windows paths, regular expressions, quotes inside
+/// f-strings, `\t` and `\n` escapes, newlines. As a JSON string, about one
+/// byte in seven is a backslash (one in eight of the raw text is escaped).
+fn escaped_code(len: usize) -> String {
+    const BLOCK: &str = r#"def load_N(name, root="C:\\Users\\dev\\data"):
+    # Rows look like: 12, "Ada Lovelace" -- keep the id of each.
+    path = f"{root}\\{name}_N.csv"
+    row = re.compile(r"^(\d+)\s*,\s*\"([^\"]*)\"$")
+    print(f'loading "{path}"\tok\n', end="")
+    return [m.group(1) for m in map(row.match, open(path)) if m]
+
+"#;
+    let mut s = String::new();
+    let mut i = 0;
+    while s.len() < len {
+        s += &BLOCK.replace('N', &i.to_string());
+        i += 1;
+    }
+    let cut = s[..len].rfind('\n').unwrap_or(len);
+    s.truncate(cut);
+    s.truncate(s.trim_end().len());
+    s
 }
 
 /// Rust source of about `len` bytes (quotes, `<`, braces, newlines), whole lines.

@@ -35,9 +35,13 @@ pub(crate) fn escape_of(b: u8) -> Option<&'static str> {
 /// characters and U+007F, is passed through unchanged.
 ///
 /// Guarantees: never allocates and never panics. `out` receives non-empty
-/// pieces only; each is either a slice of `text` (runs needing no escape are
-/// passed through whole) or a static escape string. The concatenated pieces,
-/// put between double quotes, are a JSON string that decodes to `text`.
+/// pieces only: the text and its escapes are gathered a word at a time in a
+/// small buffer on the stack and written in pieces of about 256 bytes
+/// (source code with an escape every few bytes is a few pieces, not two per
+/// escape); a text that starts with a run of [`LONG_RUN`] bytes or more
+/// needing no escape passes that run as a slice of `text`. The concatenated
+/// pieces, put between double quotes, are a JSON string that decodes to
+/// `text`.
 ///
 /// # Example
 /// ```
@@ -48,20 +52,139 @@ pub(crate) fn escape_of(b: u8) -> Option<&'static str> {
 /// ```
 pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
     let bytes = text.as_bytes();
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if let Some(escape) = escape_of(b) {
-            // Escaped bytes are ASCII, so `start` and `i` are char boundaries.
-            if start < i {
-                out(&text[start..i]);
-            }
-            out(escape);
-            start = i + 1;
+    // Runs are copied a word at a time: the buffer has room for the words
+    // and escapes written after it passes FLUSH_AT, until a character ends.
+    let mut buf = [0u8; ESCAPE_BUF];
+    let mut n = 0;
+    let mut i = 0;
+    // A text that starts with a long run needing no escape: passed whole.
+    let plain = next_to_escape(bytes, 0);
+    if plain >= LONG_RUN {
+        if let Some(run) = text.get(..plain) {
+            out(run);
+            i = plain;
         }
     }
-    if start < bytes.len() {
-        out(&text[start..]);
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let Ok(word) = <[u8; 8]>::try_from(chunk) else { break };
+        let w = u64::from_le_bytes(word);
+        let mut lanes = crate::word::json_escape_lanes(w);
+        // The word's bytes up to each one to escape, and its escape; then
+        // the rest of the word.
+        let mut done = 0;
+        while lanes != 0 {
+            let lane = (lanes.trailing_zeros() / 8) as usize;
+            put8(&mut buf, n, w >> (8 * done));
+            n += lane - done;
+            let (escape, len) = ESCAPE_WORDS[usize::from(word[lane] & 0x7f)];
+            put8(&mut buf, n, escape);
+            n += usize::from(len);
+            done = lane + 1;
+            lanes &= lanes - 1;
+        }
+        put8(&mut buf, n, w.checked_shr(8 * done as u32).unwrap_or(0));
+        n += 8 - done;
+        i += 8;
+        if n >= FLUSH_AT {
+            // Written out up to where the last whole character ends: the
+            // words may have cut one, whose first bytes (the last `cut`
+            // of the buffer, copied unchanged) start the next piece.
+            let mut end = i;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let cut = i - end;
+            flush(&buf[..n - cut], out);
+            buf.copy_within(n - cut..n, 0);
+            n = cut;
+        }
     }
+    for &b in bytes.get(i..).unwrap_or(&[]) {
+        match escape_of(b) {
+            Some(e) => {
+                put8(&mut buf, n, ESCAPE_WORDS[usize::from(b & 0x7f)].0);
+                n += e.len();
+            }
+            None => {
+                if let Some(d) = buf.get_mut(n) {
+                    *d = b;
+                }
+                n += 1;
+            }
+        }
+    }
+    flush(&buf[..n.min(ESCAPE_BUF)], out);
+}
+
+/// A text that starts with a run this long needing no escape passes it
+/// as a slice of the text, not copied.
+pub const LONG_RUN: usize = 64;
+/// [`json_escape`] writes its buffer out once it holds this many bytes.
+const FLUSH_AT: usize = 256;
+/// [`json_escape`]'s buffer: [`FLUSH_AT`], plus one word (eight bytes that
+/// may all be control characters, `\u001f` each) and its 8-byte stores.
+const ESCAPE_BUF: usize = FLUSH_AT + 64;
+
+/// Stores `w` (little-endian) at `buf[at..at + 8]` when it fits.
+#[inline(always)]
+fn put8(buf: &mut [u8; ESCAPE_BUF], at: usize, w: u64) {
+    if let Some(d) = buf.get_mut(at..at + 8) {
+        d.copy_from_slice(&w.to_le_bytes());
+    }
+}
+
+/// Each ASCII byte's escape as a little-endian word and its length
+/// (`escape_of`; length 0 for a byte that needs none).
+const ESCAPE_WORDS: [(u64, u8); 128] = {
+    let mut table = [(0u64, 0u8); 128];
+    let mut b = 0;
+    while b < 128 {
+        let e: &[u8] = match b as u8 {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0..=0x1f => CONTROL[b].as_bytes(),
+            _ => b"",
+        };
+        let mut w = 0u64;
+        let mut k = 0;
+        while k < e.len() {
+            w |= (e[k] as u64) << (8 * k);
+            k += 1;
+        }
+        table[b] = (w, e.len() as u8);
+        b += 1;
+    }
+    table
+};
+
+/// Writes the gathered `buf` as one piece (nothing when empty).
+#[inline]
+fn flush(buf: &[u8], out: &mut impl FnMut(&str)) {
+    if !buf.is_empty() {
+        // SAFETY: the buffer holds bytes of a `&str` from one character
+        // boundary to another (found before every flush; the text's end)
+        // with ASCII escapes in place of single ASCII bytes, so it is whole
+        // characters.
+        out(unsafe { core::str::from_utf8_unchecked(buf) });
+    }
+}
+
+/// The first position from `i` holding a byte JSON escapes, or the end.
+/// Eight bytes at a time.
+#[inline]
+fn next_to_escape(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let Ok(word) = <[u8; 8]>::try_from(chunk) else { break };
+        let lanes = crate::word::json_escape_lanes(u64::from_le_bytes(word));
+        if lanes != 0 {
+            return i + (lanes.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && escape_of(bytes[i]).is_none() {
+        i += 1;
+    }
+    i
 }
 
 /// The longest text [`json_escape_short`] takes.
@@ -109,11 +232,14 @@ mod tests {
     use super::*;
     use std::string::String;
     use std::vec::Vec;
+    use std::string::ToString;
 
     fn escaped(text: &str) -> (String, Vec<String>) {
         let mut all = String::new();
         let mut pieces = Vec::new();
         json_escape(text, &mut |p: &str| {
+            // Pieces made with `from_utf8_unchecked` must be valid UTF-8.
+            assert!(core::str::from_utf8(p.as_bytes()).is_ok(), "{:?}", p.as_bytes());
             all.push_str(p);
             pieces.push(p.into());
         });
@@ -162,11 +288,53 @@ mod tests {
     }
 
     #[test]
-    fn plain_runs_are_passed_whole() {
+    fn short_runs_and_escapes_are_one_piece_a_long_first_run_is_a_slice() {
         let (_, pieces) = escaped("hello wörld\nnext line");
-        assert_eq!(pieces, ["hello wörld", "\\n", "next line"]);
+        assert_eq!(pieces, ["hello wörld\\nnext line"]);
         let (_, pieces) = escaped("\"\"");
-        assert_eq!(pieces, ["\\\"", "\\\""]);
+        assert_eq!(pieces, ["\\\"\\\""]);
+        let long = "x".repeat(LONG_RUN);
+        let (_, pieces) = escaped(&std::format!("{long}\tb"));
+        assert_eq!(pieces, [long.as_str(), "\\tb"]);
+        let (all, pieces) = escaped(&std::format!("a\n{long}\tb"));
+        assert_eq!(all, std::format!("a\\n{long}\\tb"));
+        assert_eq!(pieces.len(), 1);
+    }
+
+    #[test]
+    fn pieces_are_whole_characters_however_the_words_cut_them() {
+        // A few ASCII bytes, a newline (so the text is gathered, not passed
+        // whole), then 4-, 2- and 3-byte characters: 8-byte steps end
+        // inside them, so each piece must end before the cut character.
+        for lead in ["", "a", "ab", "abc", "\"", "a\n"] {
+            let text = std::format!("{lead}\n{}", "🙂é日".repeat(300));
+            let (all, pieces) = escaped(&text);
+            let want: String = text.chars().map(|c| match c {
+                '"' => "\\\"".into(),
+                '\n' => "\\n".into(),
+                c => c.to_string(),
+            }).collect();
+            assert_eq!(all, want, "{lead:?}");
+            assert!(pieces.len() > 5, "{lead:?}");
+        }
+    }
+
+    #[test]
+    fn escape_dense_text_of_any_length_equals_the_byte_rule() {
+        // Every length around the buffer's size, with escapes of every
+        // width (\u0001 is six bytes) and multi-byte characters.
+        let unit = "a\\\"é\u{1}\n🙂bc";
+        for len in 0..3 * ESCAPE_BUF {
+            let text: String = unit.chars().cycle().take(len).collect();
+            let (got, pieces) = escaped(&text);
+            // Byte-wise rule, compared on bytes (non-ASCII passes through).
+            let want_bytes: Vec<u8> = text.bytes().flat_map(|b| escape_of(b).map(|e| e.as_bytes().to_vec()).unwrap_or_else(|| std::vec![b])).collect();
+            assert_eq!(got.as_bytes(), want_bytes.as_slice(), "{len}");
+            assert!(pieces.iter().all(|p| !p.is_empty() && p.len() <= ESCAPE_BUF), "{len}");
+            // The widest escapes only: six bytes out for each byte in.
+            let controls = "\u{1f}".repeat(len);
+            assert_eq!(escaped(&controls).0, "\\u001f".repeat(len), "{len}");
+        }
     }
 }
 

@@ -56,6 +56,78 @@ fn needs_escape(b: u8) -> bool {
     b == b'"' || b == b'\\' || b < 0x20
 }
 
+/// The end of the run of a JSON (double-quoted) string's content from
+/// `i` that is copied unchanged: characters a JSON string holds raw, and
+/// complete escapes (`\n`, `\"`, `\\`, `\u00e9` …). Stops at the closing
+/// quote, a control character, a backslash whose escape the text cuts off
+/// or that JSON does not have, or the end of `bytes`; the scanner's byte
+/// loop takes it from there. Reads eight bytes at a time, so a long
+/// argument with an escape every few bytes (source code, Windows paths)
+/// is one run, not one scanner step per escape.
+///
+/// ```text
+/// "C:\\dev\\a.py", "line": 3}   →  the run ends before the quote after `py`
+/// ```
+#[inline]
+fn plain_run(bytes: &[u8], mut i: usize) -> usize {
+    'words: loop {
+        while let Some(chunk) = bytes.get(i..i + 8) {
+            let Ok(word) = <[u8; 8]>::try_from(chunk) else { break };
+            // Each special byte of the word in turn: an escape whose
+            // second byte is in the word is stepped over without reloading.
+            let mut lanes = crate::word::json_escape_lanes(u64::from_le_bytes(word));
+            while lanes != 0 {
+                let lane = (lanes.trailing_zeros() / 8) as usize;
+                let at = i + lane;
+                match escape_len(bytes, at) {
+                    Some(n) if lane + n <= 8 => lanes &= u64::MAX.checked_shl(8 * (lane + n) as u32).unwrap_or(0),
+                    Some(n) => {
+                        i = at + n;
+                        continue 'words;
+                    }
+                    None => return at,
+                }
+            }
+            i += 8;
+        }
+        // The last few bytes, one at a time.
+        while i < bytes.len() && !needs_escape(bytes[i]) {
+            i += 1;
+        }
+        match escape_len(bytes, i) {
+            Some(n) => i += n,
+            None => return i,
+        }
+    }
+}
+
+/// The length of the complete JSON escape at `at` (`\n`: 2, `\u00e9`: 6);
+/// `None` when `at` holds no backslash, or one whose escape is cut off or
+/// not JSON.
+#[inline(always)]
+fn escape_len(bytes: &[u8], at: usize) -> Option<usize> {
+    if bytes.get(at) != Some(&b'\\') {
+        return None;
+    }
+    match bytes.get(at + 1)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(2),
+        b'u' if bytes.get(at + 2..at + 6)?.iter().all(u8::is_ascii_hexdigit) => Some(6),
+        _ => None,
+    }
+}
+
+/// Where the raw text of a marked string from `i` ends: the first
+/// `marker` in `bytes[i..]`, else the start of the longest end of `bytes`
+/// that may begin one (held until the next chunk decides).
+#[inline]
+fn marked_run_end(bytes: &[u8], i: usize, marker: &[u8]) -> usize {
+    let rest = &bytes[i..];
+    match memchr::memmem::find(rest, marker) {
+        Some(k) => i + k,
+        None => bytes.len() - crate::holdback::partial_suffix_len(rest, &[marker]),
+    }
+}
+
 /// How many bytes `a` and `b` share at their start.
 #[inline]
 fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
@@ -529,9 +601,20 @@ impl JsonScanner {
                         escape::json_escape(marker.get(..k).unwrap_or(""), w.out);
                         s.held = 0;
                     }
-                    // Raw text, copied in runs up to the marker's first
-                    // byte or a byte JSON escapes.
+                    // Raw text up to the closing marker (or what may start
+                    // it at the text's end) is escaped at once, so neither
+                    // the escapes in source code nor its `<`s break it into
+                    // pieces; the byte loop takes the marker from there.
                     let first = mark.first().copied().unwrap_or(b'"');
+                    let end = if first.is_ascii() { marked_run_end(bytes, i, mark) } else { i };
+                    if end > i {
+                        if let Some(run) = w.text.get(i..end) {
+                            w.flush(i);
+                            escape::json_escape(run, w.out);
+                            w.start = end;
+                            i = end;
+                        }
+                    }
                     while i < bytes.len() && bytes[i] != first && !needs_escape(bytes[i]) {
                         i += 1;
                     }
@@ -618,7 +701,11 @@ impl JsonScanner {
                         s.escape = false;
                     } else {
                         // Copy the run of ordinary characters (non-ASCII
-                        // bytes included) at once.
+                        // bytes included) at once; in a JSON string, with
+                        // its complete escapes (copied unchanged too).
+                        if s.quote == b'"' {
+                            i = plain_run(bytes, i);
+                        }
                         while i < bytes.len() && !s.is_special(bytes[i]) {
                             i += 1;
                         }
@@ -1026,6 +1113,67 @@ mod tests {
         assert_eq!((out.as_str(), r, n), ("[\"a\\", Scan::Invalid, 4));
         let (out, r, n) = scan_all("[\"a\\x\"]", 1000, false);
         assert_eq!((out.as_str(), r, n), ("[\"a\\", Scan::Invalid, 4));
+    }
+
+    #[test]
+    fn escape_dense_strings_are_one_run_in_any_chunking() {
+        // Escapes every few bytes, \u escapes, multi-byte characters; then
+        // the same with a bad escape or a raw control character placed at
+        // every offset, which must stop the scan at the same byte whatever
+        // the chunking (the word-at-a-time run and the byte loop agree).
+        let body = r#"C:\\Users\\dev \"q\" \u00e9\t\n é 🙂 \/ x"#;
+        let text = std::format!("{{\"code\": \"{}\", \"n\": 1}}", body.repeat(9));
+        for_chunkings(&text, false, |out, r, n| assert_eq!((out, r, n), (text.as_str(), Scan::Done, text.len())));
+        let (out, _, _) = scan_all(&text, 1000, false);
+        assert_eq!(out, text);
+        let (mut pieces, mut s) = (0, JsonScanner::new(false, false));
+        s.scan(&text, true, &mut |_: &str| pieces += 1);
+        assert_eq!(pieces, 1, "one run, one piece");
+        for at in (10..text.len() - 12).filter(|&i| text.is_char_boundary(i)) {
+            for bad in ["\\q", "\u{1}", "\\u12g4"] {
+                let broken = std::format!("{}{bad}{}", &text[..at], &text[at..]);
+                let whole = scan_all(&broken, 1000, false);
+                for chunk in [1, 3, 8] {
+                    assert_eq!(scan_all(&broken, chunk, false), whole, "{at} {bad:?} in {chunk}-byte chunks");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn special_lanes_are_exact_in_every_lane() {
+        let alphabet = [0u8, 1, 0x1f, 0x20, 0x21, b'"', b'#', b'\\', b']', b'[', b'a', 0x7f, 0x80, 0xa2, 0xdc, 0xff];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let bytes: [u8; 8] = core::array::from_fn(|k| alphabet[(state >> (4 * k)) as usize % alphabet.len()]);
+            let lanes = crate::word::json_escape_lanes(u64::from_le_bytes(bytes));
+            for (k, &b) in bytes.iter().enumerate() {
+                assert_eq!(lanes >> (8 * k + 7) & 1 == 1, needs_escape(b), "{bytes:?} lane {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn open_containers_close_after_a_complete_value_only() {
+        for (text, closed) in [("{\"a\": [1, {\"b\": true", Some("{\"a\": [1, {\"b\": true}]}")), ("{\"a\": 1", Some("{\"a\": 1}")), ("{\"a\": ", None), ("{\"a\"", None), ("{\"a\": \"x", None), ("{\"a\": 1,", None), ("{", None)] {
+            let mut s = JsonScanner::new(false, true);
+            let mut out = String::new();
+            let input = std::format!("{text}<end>");
+            let (n, r) = s.scan(&input, false, &mut |p: &str| out.push_str(p));
+            if closed.is_none() && r != Scan::Invalid {
+                // Still inside a string or waiting for a value: nothing to close.
+                assert!(!s.can_close(), "{text}");
+                continue;
+            }
+            assert_eq!((r, &input[n..]), (Scan::Invalid, "<end>"), "{text}");
+            assert_eq!(s.close_open(&mut |p: &str| out.push_str(p)), closed.is_some(), "{text}");
+            if let Some(c) = closed {
+                assert_eq!((out.as_str(), s.is_done()), (c, true));
+            }
+        }
     }
 
     /// Scans `text` in the marked dialect in chunks of `chunk` bytes.

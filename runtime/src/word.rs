@@ -104,6 +104,27 @@ pub fn needs_json_escape(w: Word) -> bool {
 
 /// Whether chunk `s`, with its word `w` (or [`Word::NONE`]), holds any of
 /// `bytes`.
+/// The lanes (the high bit of each byte) of the 8 bytes `w` holding a
+/// byte a JSON string cannot hold raw: `"`, `\\`, a control character.
+/// Exact in every lane, unlike the tests above (no borrow crosses lanes:
+/// each lane's low seven bits are added to a constant that cannot carry
+/// out of it), so a caller may walk them all.
+///
+/// ```
+/// use chat_parser_runtime::__private::json_escape_lanes;
+/// let lanes = json_escape_lanes(u64::from_le_bytes(*b"a\"#\\]\n x"));
+/// assert_eq!(lanes, 0x0000_8000_8000_8000);
+/// ```
+#[inline(always)]
+pub fn json_escape_lanes(w: u64) -> u64 {
+    // A lane is zero exactly when neither its low seven bits plus 0x7f nor
+    // its high bit sets the high bit.
+    let zero = |x: u64| !(((x & !HIGH) + !HIGH) | x) & HIGH;
+    // Below 0x20: the low seven bits plus 0x60 stay below 0x80, high bit clear.
+    let control = !((w & !HIGH) + LOW * 0x60) & !w & HIGH;
+    control | zero(w ^ (LOW * u64::from(b'"'))) | zero(w ^ (LOW * u64::from(b'\\')))
+}
+
 #[inline(always)]
 pub fn holds_any<const N: usize>(s: &[u8], w: Word, bytes: [u8; N]) -> bool {
     if w.len <= 8 {

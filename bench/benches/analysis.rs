@@ -1,7 +1,8 @@
 //! Time to analyse one template (compile + every probe render + diffs).
 //!
 //! Runs over the project's templates and, when present, the shared corpus
-//! (`../shared/templates` or `$CHAT_PARSER_SHARED/templates`).
+//! (`../shared/templates` or `$CHAT_PARSER_SHARED/templates`). Run with
+//! `cargo bench -p chat-parser-bench --bench analysis`.
 
 use std::path::PathBuf;
 
@@ -12,7 +13,8 @@ fn main() {
 }
 
 fn template_paths() -> Vec<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // The repository root: this crate is `bench/`.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let shared = std::env::var_os("CHAT_PARSER_SHARED").map(PathBuf::from).unwrap_or_else(|| root.join("../shared"));
     let mut paths = Vec::new();
     for dir in [root.join("templates"), shared.join("templates")] {
