@@ -46,6 +46,20 @@ pub enum G {
     More,
 }
 
+/// What a state of a generated machine asks its driver to do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Run the (new) current state.
+    Go,
+    /// The text ends before this state can decide: wait for more, or, at
+    /// the end of the output, fail.
+    More,
+    /// The markup is broken here: fall back to the last region.
+    Fail,
+    /// The grammar is done (what follows is content).
+    Stop,
+}
+
 /// What the text between two markers is reported as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

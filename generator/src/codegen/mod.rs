@@ -167,7 +167,7 @@ fn overlaps(a: &str, b: &str) -> bool {
 
 /// `match` arms for per-state code, one arm per distinct body (`7 | 9 => …`):
 /// the variants of a template share most of their text states.
-fn match_arms(per_state: &[(u16, TokenStream)]) -> Vec<TokenStream> {
+fn match_arms(states: &States, per_state: &[(u16, TokenStream)]) -> Vec<TokenStream> {
     let mut groups: Vec<(String, Vec<u16>, &TokenStream)> = Vec::new();
     for (id, body) in per_state {
         let key = body.to_string();
@@ -179,7 +179,7 @@ fn match_arms(per_state: &[(u16, TokenStream)]) -> Vec<TokenStream> {
     groups
         .into_iter()
         .map(|(_, ids, body)| {
-            let ids = ids.into_iter().map(Literal::u16_unsuffixed);
+            let ids = ids.into_iter().map(|n| states.state(n));
             quote! { #(#ids)|* => #body, }
         })
         .collect()
@@ -282,6 +282,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     } else {
         quote! { to - c.keep() > HOLD_LIMIT && packed_len(t.as_bytes().get(c.keep()..to).unwrap_or(&[]), PACK) > HOLD_LIMIT }
     };
+    let hold_t = if pack.is_empty() { quote!(_t) } else { quote!(t) };
     let regions = states.max_regions.max(1);
     let loops = states.max_loops.max(1);
     let alts = states.max_alts.max(1);
@@ -290,36 +291,40 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         return Err(CodegenError(format!("{}: a loop has {alts} alternatives (at most 128)", spec.template)));
     }
 
-    let arms = states.arms.iter().zip(&states.names).enumerate().map(|(i, (code, name))| {
+    let arms = states.arms.iter().enumerate().map(|(i, code)| {
+        let st = states.state(i as u16);
+        quote! { #st => { #code } }
+    });
+    let state_consts = states.arms.iter().enumerate().map(|(i, _)| {
+        let id = states.ident(i as u16);
         let n = Literal::u16_unsuffixed(i as u16);
-        let doc = format!(" {name}");
-        quote! {
-            #[doc = #doc]
-            #n => { #code }
-        }
+        quote! { const #id: u16 = #n; }
     });
     let guards = &states.guards;
-    let fast = match_arms(&states.fast);
-    let fast_partial = match_arms(&states.fast_partial);
+    let fast = match_arms(&states, &states.fast);
+    let fast_partial = match_arms(&states, &states.fast_partial);
     let entry_arms = index.iter().enumerate().map(|(combo, &g)| {
         let combo = Literal::usize_unsuffixed(combo);
-        let e = Literal::u16_unsuffixed(entries[g]);
+        let e = states.state(entries[g]);
         quote! { #combo => #e, }
     });
-    let resume_arms = states.resumes.iter().enumerate().flat_map(|(v, loops)| {
-        let entry = Literal::u16_unsuffixed(entries[v]);
-        loops.iter().enumerate().map(move |(i, (head, rec))| {
-            let head = Literal::u16_unsuffixed(*head);
-            let rec = match rec {
-                Some(r) => {
-                    let r = Literal::u16_unsuffixed(*r);
-                    quote!(#r)
-                }
-                None => quote!(NONE),
-            };
-            quote! { (#entry, #i) => Resume { head: #head, recover: #rec }, }
+    let resume_arms: Vec<TokenStream> = states
+        .resumes
+        .iter()
+        .enumerate()
+        .flat_map(|(v, loops)| {
+            let entry = states.state(entries[v]);
+            let states = &states;
+            loops.iter().enumerate().map(move |(i, (head, rec))| {
+                let head = states.state(*head);
+                let rec = match rec {
+                    Some(r) => states.state(*r),
+                    None => quote!(NONE),
+                };
+                quote! { (#entry, #i) => Resume { head: #head, recover: #rec }, }
+            })
         })
-    });
+        .collect();
 
     let text = |s: &str| Literal::string(s);
     let gp = &spec.generation_prompt;
@@ -354,10 +359,30 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         quote! { ThinkingSwitch { variable: #variable, value: #value, thinking: #thinking } }
     });
 
+    // Only the imports the module reads (no lint allowances needed).
+    let switches_value = if spec.generation_prompt.switches.is_empty() {
+        quote!(&[])
+    } else {
+        quote!({
+            use chat_parser_runtime::kwargs::{SwitchValue, ThinkingSwitch};
+            &[#(#switches),*]
+        })
+    };
+    let envelope_uses = ["Envelope", "Op", "TextRole", "TriggerKind"]
+        .into_iter()
+        .filter(|n| states::uses_ident(&envelope_tokens, n))
+        .map(|n| proc_macro2::Ident::new(n, proc_macro2::Span::call_site()));
+    let arms: Vec<TokenStream> = arms.collect();
+    let machine_code = quote! { #(#arms)* #(#fast)* #(#fast_partial)* #(#guards)* };
+    let runtime_uses = ["ArgType", "Sink", "Tool"]
+        .into_iter()
+        .filter(|n| *n == "Sink" || states::uses_ident(&machine_code, n))
+        .map(|n| proc_macro2::Ident::new(n, proc_macro2::Span::call_site()));
+
     Ok(quote! {
-        #![allow(clippy::all, unused_labels, unused_variables, unused_imports, unreachable_code, unused_mut)]
+
         use chat_parser_runtime::__private::*;
-        use chat_parser_runtime::{ArgType, Sink, Tool};
+        use chat_parser_runtime::{#(#runtime_uses),*};
         pub use chat_parser_runtime::{Options, ReasoningFormat};
 
         /// The template this parser was generated from.
@@ -368,10 +393,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         pub const GENERATION_PROMPT_NO_THINKING: &str = #prompt_off;
         /// The `chat_template_kwargs` variables this template switches
         /// thinking with, and how (`Options::chat_template_kwargs`).
-        pub const THINKING_SWITCHES: &[chat_parser_runtime::kwargs::ThinkingSwitch] = {
-            use chat_parser_runtime::kwargs::{SwitchValue, ThinkingSwitch};
-            &[#(#switches),*]
-        };
+        pub const THINKING_SWITCHES: &[chat_parser_runtime::kwargs::ThinkingSwitch] = #switches_value;
         /// The reasoning block's markers (empty when the template has none).
         pub const REASONING_START: &str = #rstart;
         pub const REASONING_END: &str = #rend;
@@ -393,7 +415,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         pub const LARK: &str = #lark;
         /// How this format writes tool calls, for grammars built at run time.
         pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
-            use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
+            use chat_parser_runtime::envelope::{#(#envelope_uses),*};
             #envelope_tokens
         };
 
@@ -512,42 +534,42 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         /// whole commits in the same step, so it is checked there too, and
         /// whole and streamed output break the same markup.
         #[inline]
-        fn over_hold(c: &Core<'_, #regions, #loops, #alts>, t: &str, to: usize) -> bool {
+        fn over_hold(c: &Core<'_, #regions, #loops, #alts>, #hold_t: &str, to: usize) -> bool {
             #hold_check
         }
 
         /// Runs the state machine over `t` from the current position.
-        #[allow(unused_doc_comments)]
         fn run(c: &mut Core<'_, #regions, #loops, #alts>, entry: u16, t: &str, last: bool, sink: &mut impl Sink) {
-            macro_rules! fail {
-                () => {{
-                    c.fail(t, sink, |r| resume(entry, r));
-                    continue;
-                }};
-            }
-            macro_rules! need_more {
-                () => {{
-                    if last {
-                        fail!()
-                    }
-                    return;
-                }};
-            }
             loop {
                 if c.degraded() {
                     c.degrade(t, sink);
                     return;
                 }
-                if over_hold(c, t, c.pos) {
-                    fail!()
-                }
-                match c.st {
-                    #(#arms)*
-                    _ => {
-                        c.set_degraded();
-                    }
+                let flow = if over_hold(c, t, c.pos) { Flow::Fail } else { step(c, t, last, sink) };
+                match flow {
+                    Flow::Go => {}
+                    Flow::More if !last => return,
+                    Flow::Stop => return,
+                    Flow::More | Flow::Fail => c.fail(t, sink, |r| resume(entry, r)),
                 }
             }
+        }
+
+        /// The machine's states, named for what they read.
+        struct St;
+
+        impl St {
+            #(#state_consts)*
+        }
+
+        /// Runs the current state.
+        #[inline(always)]
+        fn step(c: &mut Core<'_, #regions, #loops, #alts>, t: &str, last: bool, sink: &mut impl Sink) -> Flow {
+            match c.st {
+                #(#arms)*
+                _ => c.set_degraded(),
+            }
+            Flow::Go
         }
     })
 }

@@ -3,7 +3,7 @@
 //! The IR is a tree without recursion, so where a node goes when it is done
 //! is known when the code is generated: a sequence's item goes on to the next
 //! item, a choice's body to what follows the choice, a loop's body back to
-//! the loop's head. Every node therefore compiles to one or two numbered
+//! the loop's head. Every node therefore compiles to one or two named
 //! states whose successors are constants, and the reference parser's frame
 //! stack disappears. What stays dynamic is small and fixed: loop counters,
 //! the regions a broken call rewinds to, the text reader's flags and the JSON
@@ -21,6 +21,10 @@ pub struct States {
     pub arms: Vec<TokenStream>,
     /// A comment naming what each state does.
     pub names: Vec<String>,
+    /// Each state's constant name (from its name, numbered after the first
+    /// of a kind), and how many states share each base name.
+    pub idents: Vec<String>,
+    name_counts: std::collections::HashMap<String, usize>,
     /// Guard functions.
     pub guards: Vec<TokenStream>,
     /// Each guard function's body (as text), so an identical guard is
@@ -54,9 +58,9 @@ impl States {
         s.push("done", quote! {
             if c.pos < t.len() {
                 c.set_degraded();
-                continue;
+                return Flow::Go;
             }
-            return;
+            return Flow::Stop;
         });
         s
     }
@@ -70,7 +74,24 @@ impl States {
     fn push(&mut self, name: &str, code: TokenStream) -> u16 {
         self.arms.push(code);
         self.names.push(name.to_string());
+        // A name of its own: the first state of a kind has the plain name,
+        // the next ones a number after it.
+        let base = const_name(name);
+        let count = self.name_counts.entry(base.clone()).or_insert(0);
+        *count += 1;
+        self.idents.push(if *count == 1 { base } else { format!("{base}_{count}") });
         (self.arms.len() - 1) as u16
+    }
+
+    /// The constant that names state `n` (`St::LOOP_HEAD`).
+    pub fn state(&self, n: u16) -> TokenStream {
+        let id = self.ident(n);
+        quote!(St::#id)
+    }
+
+    /// State `n`'s constant name.
+    pub fn ident(&self, n: u16) -> proc_macro2::Ident {
+        format_ident!("{}", self.idents.get(n as usize).map_or("DONE", String::as_str))
     }
 
     /// Reserves a state whose code is set later (a loop head, which its
@@ -96,12 +117,13 @@ impl States {
     fn guarded(&mut self, alts: &[Alt], then: u16, v: &mut Variant) -> TokenStream {
         let mut tries = Vec::new();
         for alt in alts {
-            let b = state(self.compile(&alt.body, then, v));
+            let b = self.compile(&alt.body, then, v);
+                let b = self.state(b);
             let g = self.guard(&alt.guard);
             tries.push(quote! {
                 match #g(t, c.pos, last) {
-                    G::Match(p) => { c.pos = p; c.st = #b; continue; }
-                    G::More => need_more!(),
+                    G::Match(p) => { c.pos = p; c.st = #b; return Flow::Go; }
+                    G::More => return Flow::More,
                     G::No => {}
                 }
             });
@@ -129,7 +151,7 @@ impl States {
     }
 
     fn compile_node(&mut self, node: &Node, next: u16, v: &mut Variant) -> u16 {
-        let nx = state(next);
+        let nx = self.state(next);
         match node {
             Node::Empty => next,
             Node::Literal(s) => {
@@ -137,24 +159,24 @@ impl States {
                 self.push(&format!("literal {s:?}"), quote! {
                     match lit(t, c.pos, #lit, last) {
                         G::Match(p) => { c.pos = p; c.st = #nx; }
-                        G::More => need_more!(),
-                        G::No => fail!(),
+                        G::More => return Flow::More,
+                        G::No => return Flow::Fail,
                     }
                 })
             }
             Node::Space => self.push("space", quote! {
                 c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last { need_more!() }
+                if c.pos >= t.len() && !last { return Flow::More }
                 c.st = #nx;
             }),
             Node::OptionalNewline => self.push("optional newline", quote! {
-                if c.pos >= t.len() && !last { need_more!() }
+                if c.pos >= t.len() && !last { return Flow::More }
                 if t.as_bytes().get(c.pos) == Some(&b'\n') { c.pos += 1; }
                 c.st = #nx;
             }),
             Node::End => self.push("end of output", quote! {
-                if c.pos < t.len() { fail!() }
-                if !last { need_more!() }
+                if c.pos < t.len() { return Flow::Fail }
+                if !last { return Flow::More }
                 c.st = #nx;
             }),
             Node::Seq(items) => {
@@ -166,7 +188,7 @@ impl States {
             }
             Node::Choice(alts) => {
                 let tries = self.guarded(alts, next, v);
-                self.push("choice", quote! { #tries fail!() })
+                self.push("choice", quote! { #tries return Flow::Fail })
             }
             Node::Repeat { alts, limits, recover } if !counted(limits, recover) => {
                 // A plain loop keeps no counters: it takes a round whenever
@@ -188,7 +210,7 @@ impl States {
                 for (k, alt) in alts.iter().enumerate() {
                     let body = self.compile(&alt.body, after, v);
                     let g = self.guard(&alt.guard);
-                    let b = state(body);
+                    let b = self.state(body);
                     let limit = match limits.get(k).copied().flatten() {
                         Some(n) => {
                             let n = n.min(255) as u8;
@@ -201,18 +223,18 @@ impl States {
                             let start = c.pos;
                             match #g(t, c.pos, last) {
                                 G::Match(p) => {
-                                    if !c.start_round(#index, #k, #has_recover, start, p) { fail!() }
+                                    if !c.start_round(#index, #k, #has_recover, start, p) { return Flow::Fail }
                                     c.st = #b;
-                                    continue;
+                                    return Flow::Go;
                                 }
-                                G::More => need_more!(),
+                                G::More => return Flow::More,
                                 G::No => {}
                             }
                         }
                     });
                 }
                 self.arms[head as usize] = quote! { #(#tries)* c.st = #nx; };
-                let h = state(head);
+                let h = self.state(head);
                 self.arms[after as usize] = quote! { c.end_round(#has_recover, t, sink); c.st = #h; };
                 self.push("loop", quote! { c.enter_loop(#index); c.st = #h; })
             }
@@ -221,15 +243,15 @@ impl States {
                 self.push("lookahead", quote! {
                     match #g(t, c.pos, last) {
                         G::Match(_) => { c.st = #nx; }
-                        G::More => need_more!(),
-                        G::No => fail!(),
+                        G::More => return Flow::More,
+                        G::No => return Flow::Fail,
                     }
                 })
             }
             Node::Until { stops, kind, trim_newlines } => {
                 let scan = self.until(stops, *kind, *trim_newlines, next);
-                let s = state(scan);
-                self.push("text start", quote! { c.until_start(); c.st = #s; })
+                let s = self.state(scan);
+                self.push(&format!("{kind:?} start"), quote! { c.until_start(); c.st = #s; })
             }
             Node::Json { kind, python, marker, ends, .. } => {
                 let content = *kind == JsonKind::Content;
@@ -237,7 +259,7 @@ impl States {
                 // A value left open before one of `ends`: the first end
                 // marker that follows closes it.
                 let invalid = if ends.is_empty() {
-                    quote! { fail!() }
+                    quote! { return Flow::Fail }
                 } else {
                     let close = self.push("json close", quote! { json_close(c, #content, sink); c.st = #nx; });
                     let alts: Vec<Alt> = ends
@@ -245,17 +267,18 @@ impl States {
                         .map(|m| Alt { guard: Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit(m.clone())]))), body: Node::Empty })
                         .collect();
                     let tries = self.guarded(&alts, close, v);
-                    let end = state(self.push("json end marker", quote! { #tries fail!() }));
-                    quote! { if c.json.can_close() { c.st = #end; } else { fail!() } }
+                    let end = self.push("json end marker", quote! { #tries return Flow::Fail });
+                    let end = self.state(end);
+                    quote! { if c.json.can_close() { c.st = #end; } else { return Flow::Fail } }
                 };
                 let scan = self.push_json(content, marker, quote! {
                     match json_step(c, t, #content, #marker, last, sink) {
                         Scan::Done => { c.st = #nx; }
-                        Scan::NeedMore => need_more!(),
+                        Scan::NeedMore => return Flow::More,
                         Scan::Invalid => #invalid,
                     }
                 });
-                let s = state(scan);
+                let s = self.state(scan);
                 self.push("json start", quote! { c.json = JsonScanner::new(#python, #object_only); c.st = #s; })
             }
             Node::JsonStringContent(kind) => {
@@ -263,8 +286,8 @@ impl States {
                 self.push("json string", quote! {
                     match c.json_string_step(t, #k, last, sink) {
                         Some(true) => { c.st = #nx; }
-                        Some(false) => need_more!(),
-                        None => fail!(),
+                        Some(false) => return Flow::More,
+                        None => return Flow::Fail,
                     }
                 })
             }
@@ -273,9 +296,12 @@ impl States {
                 self.push("argument key", quote! { c.open_key(#key, sink); c.st = #nx; })
             }
             Node::ByArgType { string, json, auto } => {
-                let s = state(self.compile(string, next, v));
-                let j = state(self.compile(json, next, v));
-                let a = state(self.compile(auto, next, v));
+                let s = self.compile(string, next, v);
+                let s = self.state(s);
+                let j = self.compile(json, next, v);
+                let j = self.state(j);
+                let a = self.compile(auto, next, v);
+                let a = self.state(a);
                 self.push("value by argument type", quote! {
                     c.st = match c.arg_type() { ArgType::String => #s, ArgType::Json => #j, ArgType::Auto | ArgType::StringOrNull => #a };
                 })
@@ -307,7 +333,7 @@ impl States {
 
     /// The state reading text up to a stop.
     fn until(&mut self, stops: &[String], kind: TextKind, trim: bool, next: u16) -> u16 {
-        let nx = state(next);
+        let nx = self.state(next);
         let k = kind_tokens(kind);
         let stop_lits: Vec<Literal> = stops.iter().map(|s| Literal::string(s)).collect();
         let stops_const = quote! { &[#(#stop_lits),*] };
@@ -338,8 +364,8 @@ impl States {
                 },
                 quote! {
                     match hit {
-                        Some(i) if i > room => fail!(),
-                        None if rest.len() - partial(rest, #stops_const) > room => fail!(),
+                        Some(i) if i > room => return Flow::Fail,
+                        None if rest.len() - partial(rest, #stops_const) > room => return Flow::Fail,
                         _ => {}
                     }
                 },
@@ -352,14 +378,14 @@ impl States {
         let name_end_check = if is_name {
             quote! {
                 if found.done && over_hold(c, t, c.pos + found.take) {
-                    fail!()
+                    return Flow::Fail
                 }
             }
         } else {
             quote! {}
         };
         let at_end = if is_name {
-            quote! { None if last => fail!(), }
+            quote! { None if last => return Flow::Fail, }
         } else {
             quote! { None if last => Found { take: rest.len(), done: true }, }
         };
@@ -381,21 +407,32 @@ impl States {
                 self.fast_partial.push((n, quote! { c.fast_partial(#k, #trim, s, #stops_const, max, sink) }));
             }
         }
+        // Without stops the text runs to the end of the output.
+        let found = if stops.is_empty() && !is_name {
+            quote! {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                let found = Found { take: rest.len(), done: last };
+            }
+        } else {
+            quote! {
+                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
+                #cut
+                let hit = #find_rest;
+                #check
+                let found = match hit {
+                    Some(i) => Found { take: i, done: true },
+                    #at_end
+                    None => Found { take: rest.len() - #partial_len, done: false },
+                };
+            }
+        };
         self.push(&format!("{kind:?} up to {stops:?}"), quote! {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            #cut
-            let hit = #find_rest;
-            #check
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                #at_end
-                None => Found { take: rest.len() - #partial_len, done: false },
-            };
+            #found
             #name_end_check
             match c.until_step(t, #k, #trim, found, sink) {
                 Some(true) => { c.st = #nx; }
-                Some(false) => need_more!(),
-                None => fail!(),
+                Some(false) => return Flow::More,
+                None => return Flow::Fail,
             }
         })
     }
@@ -409,9 +446,13 @@ impl States {
         }
         let name = format_ident!("guard_{}", self.guards.len());
         self.guard_bodies.push(key);
+        // Parameters the body does not read are named `_x`, so the module
+        // needs no lint allowance for them.
+        let param = |x: &str| if uses_ident(&body, x) { format_ident!("{x}") } else { format_ident!("_{x}") };
+        let (t, p, last) = (param("t"), param("p"), param("last"));
         self.guards.push(quote! {
             #[inline]
-            fn #name(t: &str, p: usize, last: bool) -> G {
+            fn #name(#t: &str, #p: usize, #last: bool) -> G {
                 #body
             }
         });
@@ -419,13 +460,81 @@ impl States {
     }
 }
 
+/// Whether `tokens` hold the identifier `name` anywhere.
+pub fn uses_ident(tokens: &TokenStream, name: &str) -> bool {
+    tokens.clone().into_iter().any(|tree| match tree {
+        proc_macro2::TokenTree::Ident(i) => i == name,
+        proc_macro2::TokenTree::Group(g) => uses_ident(&g.stream(), name),
+        _ => false,
+    })
+}
+
 struct Variant {
     loops: Vec<(u16, Option<u16>)>,
 }
 
-fn state(n: u16) -> TokenStream {
-    let lit = Literal::u16_unsuffixed(n);
-    quote!(#lit)
+/// A state's constant name, from what it does: `literal "</tool_call>"`
+/// → `LIT_CLOSE_TOOL_CALL`, `Content up to [...]` → `CONTENT_TEXT`,
+/// `ToolName up to [...]` → `TOOL_NAME`, `loop head` → `LOOP_HEAD`.
+fn const_name(name: &str) -> String {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).map(|w| w.to_ascii_uppercase()).collect()
+    };
+    // `ToolName` → `TOOL_NAME`.
+    let snake = |camel: &str| -> String {
+        let mut out = String::new();
+        for (i, c) in camel.chars().enumerate() {
+            if c.is_ascii_uppercase() && i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_uppercase());
+        }
+        out
+    };
+    let base = if let Some((kind, _)) = name.split_once(" up to ") {
+        match kind {
+            "ToolName" | "ToolIdName" | "ToolId" | "ArgName" => snake(kind),
+            _ => format!("{}_TEXT", snake(kind)),
+        }
+    } else if let Some(lit) = name.strip_prefix("literal ") {
+        let lit = lit.trim_matches('"');
+        let w = words(lit);
+        if w.is_empty() {
+            let symbols: Vec<&str> = lit
+                .chars()
+                .filter_map(|c| match c {
+                    ':' => Some("COLON"),
+                    ',' => Some("COMMA"),
+                    '"' | '\'' => Some("QUOTE"),
+                    '{' => Some("OPEN_BRACE"),
+                    '}' => Some("CLOSE_BRACE"),
+                    '[' => Some("OPEN_BRACKET"),
+                    ']' => Some("CLOSE_BRACKET"),
+                    '(' => Some("OPEN_PAREN"),
+                    ')' => Some("CLOSE_PAREN"),
+                    '=' => Some("EQUALS"),
+                    '\n' => Some("NEWLINE"),
+                    _ => None,
+                })
+                .collect();
+            format!("LIT_{}", if symbols.is_empty() { "MARK".to_string() } else { symbols.join("_") })
+        } else {
+            let close = lit.starts_with("</") || lit.starts_with("[/");
+            format!("LIT_{}{}", if close { "CLOSE_" } else { "" }, w.join("_"))
+        }
+    } else if name.starts_with(|c: char| c.is_ascii_uppercase()) {
+        // A mark: `ToolOpen`, `Prefilled(Content, "<think>")`.
+        let head: String = name.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+        snake(&head)
+    } else {
+        words(name).join("_")
+    };
+    let mut base: String = base.chars().take(40).collect();
+    base = base.trim_end_matches('_').to_string();
+    if base.is_empty() || base.starts_with(|c: char| c.is_ascii_digit()) {
+        base.insert_str(0, "S_");
+    }
+    base
 }
 
 fn kind_tokens(kind: TextKind) -> TokenStream {
