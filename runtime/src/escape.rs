@@ -52,13 +52,27 @@ pub(crate) fn escape_of(b: u8) -> Option<&'static str> {
 /// ```
 pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
     let bytes = text.as_bytes();
+    // A text that needs no escape is passed whole, and a streamed chunk of
+    // a few bytes is escaped in a small buffer: neither pays for the large
+    // one.
+    let plain = next_to_escape(bytes, 0);
+    if plain == bytes.len() {
+        if !text.is_empty() {
+            out(text);
+        }
+        return;
+    }
+    let mut small = [0u8; 64];
+    if let Some(escaped) = json_escape_short("", text, &mut small) {
+        out(escaped);
+        return;
+    }
     // Runs are copied a word at a time: the buffer has room for the words
     // and escapes written after it passes FLUSH_AT, until a character ends.
     let mut buf = [0u8; ESCAPE_BUF];
     let mut n = 0;
     let mut i = 0;
     // A text that starts with a long run needing no escape: passed whole.
-    let plain = next_to_escape(bytes, 0);
     if plain >= LONG_RUN {
         if let Some(run) = text.get(..plain) {
             out(run);
