@@ -117,16 +117,39 @@ fn escape_len(bytes: &[u8], at: usize) -> Option<usize> {
 }
 
 /// Where the raw text of a marked string from `i` ends: the first
-/// `marker` in `bytes[i..]`, else the start of the longest end of `bytes`
-/// that may begin one (held until the next chunk decides).
+/// `marker` in `bytes[i..]`, or the start of an end of `bytes` that may
+/// begin one (held until the next chunk decides), whichever comes first.
+///
+/// A short text (a streamed chunk) searches the marker's first byte and
+/// tests the marker where it stands, paying no searcher setup; a long one
+/// searches the marker itself, not stopping at each first byte (the `<`s
+/// of source code).
 #[inline]
 fn marked_run_end(bytes: &[u8], i: usize, marker: &[u8]) -> usize {
-    let rest = &bytes[i..];
-    match memchr::memmem::find(rest, marker) {
-        Some(k) => i + k,
-        None => bytes.len() - crate::holdback::partial_suffix_len(rest, &[marker]),
+    let Some(&first) = marker.first() else { return i };
+    if bytes.len() - i >= LONG_MARKED {
+        // A long text (one-shot): one substring search.
+        let rest = &bytes[i..];
+        return match memchr::memmem::find(rest, marker) {
+            Some(k) => i + k,
+            None => bytes.len() - crate::holdback::partial_suffix_len(rest, &[marker]),
+        };
     }
+    let mut at = i;
+    while let Some(k) = bytes.get(at..).and_then(|rest| memchr::memchr(first, rest)) {
+        let start = at + k;
+        let here = &bytes[start..];
+        // The marker, or its start cut off by the text's end.
+        if here.starts_with(marker) || marker.starts_with(here) {
+            return start;
+        }
+        at = start + 1;
+    }
+    bytes.len()
 }
+
+/// From this many bytes on, [`marked_run_end`] runs a substring search.
+const LONG_MARKED: usize = 256;
 
 /// How many bytes `a` and `b` share at their start.
 #[inline]

@@ -102,10 +102,8 @@ pub fn needs_json_escape(w: Word) -> bool {
     control | quote | backslash != 0
 }
 
-/// Whether chunk `s`, with its word `w` (or [`Word::NONE`]), holds any of
-/// `bytes`.
 /// The lanes (the high bit of each byte) of the 8 bytes `w` holding a
-/// byte a JSON string cannot hold raw: `"`, `\\`, a control character.
+/// byte a JSON string cannot hold raw: `"`, `\`, a control character.
 /// Exact in every lane, unlike the tests above (no borrow crosses lanes:
 /// each lane's low seven bits are added to a constant that cannot carry
 /// out of it), so a caller may walk them all.
@@ -125,6 +123,8 @@ pub fn json_escape_lanes(w: u64) -> u64 {
     control | zero(w ^ (LOW * u64::from(b'"'))) | zero(w ^ (LOW * u64::from(b'\\')))
 }
 
+/// Whether chunk `s`, with its word `w` (or [`Word::NONE`]), holds any of
+/// `bytes`.
 #[inline(always)]
 pub fn holds_any<const N: usize>(s: &[u8], w: Word, bytes: [u8; N]) -> bool {
     if w.len <= 8 {

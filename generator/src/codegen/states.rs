@@ -25,6 +25,7 @@ pub struct States {
     /// of a kind), and how many states share each base name.
     pub idents: Vec<String>,
     name_counts: std::collections::HashMap<String, usize>,
+    taken: std::collections::HashSet<String>,
     /// Guard functions.
     pub guards: Vec<TokenStream>,
     /// Each guard function's body (as text), so an identical guard is
@@ -78,8 +79,16 @@ impl States {
         // the next ones a number after it.
         let base = const_name(name);
         let count = self.name_counts.entry(base.clone()).or_insert(0);
-        *count += 1;
-        self.idents.push(if *count == 1 { base } else { format!("{base}_{count}") });
+        // `LIT_A_2` may also be another literal's own name: the next free one.
+        let ident = loop {
+            *count += 1;
+            let candidate = if *count == 1 { base.clone() } else { format!("{base}_{count}") };
+            if !self.taken.contains(&candidate) {
+                break candidate;
+            }
+        };
+        self.taken.insert(ident.clone());
+        self.idents.push(ident);
         (self.arms.len() - 1) as u16
     }
 

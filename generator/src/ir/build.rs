@@ -861,6 +861,19 @@ fn python_list_item(spec: &FormatSpec) -> Node {
     ])
 }
 
+/// Where a quoted raw value of a Python call ends: its quote before `,` or
+/// `)`, or, where the call's `)` is missing, before the section's end
+/// (after the list's `]` or not). Not before a bare `]`: `d['k']` inside a
+/// value would end it.
+fn raw_value_stops(q: &str, outer: &[String]) -> Vec<String> {
+    let mut stops = vec![format!("{q},"), format!("{q})")];
+    for o in outer.iter().filter(|o| o.as_str() != "]") {
+        stops.push(format!("{q}{o}"));
+        stops.push(format!("{q}]{o}"));
+    }
+    stops
+}
+
 /// What follows a Python call in its list: `]`, then the section's end.
 fn list_closers(spec: &FormatSpec) -> Vec<String> {
     let mut out = vec!["]".to_string()];
@@ -877,13 +890,14 @@ fn list_closers(spec: &FormatSpec) -> Vec<String> {
 ///
 /// `outer` are the closers after the call (the list's `]`, the section's
 /// end): a model that leaves out the call's `)` ends it at one of them, and
-/// a quoted value then ends at its quote before one.
+/// a quoted value then ends at its quote before the section's end
+/// ([`raw_value_stops`]).
 fn python_call(outer: &[String]) -> Node {
     let raw = |q: &str| Alt {
         guard: Node::lit(q),
         body: Node::seq(vec![
             Node::Until {
-                stops: [",", ")"].iter().map(|s| s.to_string()).chain(outer.iter().cloned()).map(|s| format!("{q}{s}")).collect(),
+                stops: raw_value_stops(q, outer),
                 kind: TextKind::ArgString,
                 trim_newlines: false,
             },
