@@ -191,16 +191,8 @@ fn measure(file: &'static str, text: &[u8], partial: bool, chunk: usize, once: b
     let heap_allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
     black_box(tally);
 
-    let one_shot = median_time(|| {
-        let mut tally = Tally::default();
-        run_parser(&mut new(), black_box(text), usize::MAX, partial, &mut tally);
-        black_box(tally);
-    });
-    let streamed = median_time(|| {
-        let mut tally = Tally::default();
-        run_parser(&mut new(), black_box(text), chunk, partial, &mut tally);
-        black_box(tally);
-    });
+    let one_shot = median_time(|| parse_one_shot(&mut new(), text, partial));
+    let streamed = median_time(|| parse_streamed(&mut new(), text, chunk, partial));
     let line = json!({
         "template": file,
         "bytes": text.len(),

@@ -1137,7 +1137,7 @@ pub fn json_step<const R: usize, const P: usize, const A: usize>(
     let (n, scan) = core.json.scan_marked(rest, last, marker, &mut |piece: &str| {
         if !piece.is_empty() {
             any = true;
-            sink.event(if content { Event::Content(piece) } else { Event::ToolArgs(piece) });
+            sink.event(json_event(content, piece));
         }
     });
     core.pos += n;
@@ -1150,7 +1150,18 @@ pub fn json_step<const R: usize, const P: usize, const A: usize>(
 /// Completes a JSON value left open before the call's end marker
 /// ([`JsonScanner::close_open`]), reporting the closers as the value's text.
 pub fn json_close<const R: usize, const P: usize, const A: usize>(core: &mut Core<'_, R, P, A>, content: bool, sink: &mut impl Sink) {
-    core.json.close_open(&mut |piece: &str| sink.event(if content { Event::Content(piece) } else { Event::ToolArgs(piece) }));
+    core.json.close_open(&mut |piece: &str| sink.event(json_event(content, piece)));
+}
+
+/// A piece of a JSON value's text: the reply itself (structured output) or
+/// a call's arguments.
+#[inline(always)]
+fn json_event(content: bool, piece: &str) -> Event<'_> {
+    if content {
+        Event::Content(piece)
+    } else {
+        Event::ToolArgs(piece)
+    }
 }
 
 /// The first position in `hay` where one of `stops` begins, looking only at

@@ -756,10 +756,7 @@ impl<'g> StreamParser<'g> {
                 piece.clear();
                 let (consumed, result) = scanner.scan_marked(rest, last, marker, &mut |s: &str| piece.push_str(s));
                 self.pos += consumed;
-                match kind {
-                    JsonKind::ToolArgs | JsonKind::ArgValue => self.emit_args(&piece),
-                    JsonKind::Content => self.emit_text(TextKind::Content, &piece),
-                }
+                self.emit_json(kind, &piece);
                 self.scratch = piece;
                 match result {
                     Scan::Done => (Step::Done, None),
@@ -788,10 +785,7 @@ impl<'g> StreamParser<'g> {
                     Some(true) => {
                         let mut closers = String::new();
                         scanner.close_open(&mut |p: &str| closers.push_str(p));
-                        match kind {
-                            JsonKind::ToolArgs | JsonKind::ArgValue => self.emit_args(&closers),
-                            JsonKind::Content => self.emit_text(TextKind::Content, &closers),
-                        }
+                        self.emit_json(kind, &closers);
                         (Step::Done, None)
                     }
                     Some(false) => (Step::NeedMore, Some(Frame::JsonEnd { kind, scanner, ends })),
@@ -932,6 +926,14 @@ impl<'g> StreamParser<'g> {
             (Step::Done, None)
         } else {
             (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string, reported }))
+        }
+    }
+
+    /// JSON text of a value of this kind: arguments, or the reply itself.
+    fn emit_json(&mut self, kind: JsonKind, text: &str) {
+        match kind {
+            JsonKind::ToolArgs | JsonKind::ArgValue => self.emit_args(text),
+            JsonKind::Content => self.emit_text(TextKind::Content, text),
         }
     }
 

@@ -780,6 +780,11 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
     // Id fields may be missing (the model may leave ids to the server).
     let is_id = |name: &str| name == f.id_field || name == f.gen_id_field;
     let quoted = |name: &str| Node::lit(format!("{q}{}{q}", key(name)));
+    // An id field after the others, which the model may leave out.
+    let later_id = move |name: &str| {
+        let guard = Node::seq(vec![Node::Space, Node::lit(","), Node::Space, quoted(name)]);
+        Node::optional(guard, Node::seq(vec![Node::Space, Node::lit(":"), Node::Space, value_of(name)]))
+    };
     // Fields before the name (ids) are parsed before the name choice.
     let mut required_before = 0;
     for p in &order[..name_pos] {
@@ -813,8 +818,7 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
         let mut v = vec![Node::lit(q)];
         for (j, p) in rest_fields.iter().enumerate() {
             if optional_after[j] {
-                let guard = Node::seq(vec![Node::Space, Node::lit(","), Node::Space, Node::lit(format!("{q}{}{q}", key(p)))]);
-                v.push(Node::optional(guard, Node::seq(vec![Node::Space, Node::lit(":"), Node::Space, value_of(p)])));
+                v.push(later_id(p));
                 continue;
             }
             v.extend(field(1, p));
@@ -842,10 +846,7 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
     args_then.extend([args(), Node::Space, Node::lit(","), Node::Space, key_node(&f.name_field)]);
     args_then.extend(colon());
     args_then.extend([Node::lit(q), Node::Until { stops: vec![q.to_string()], kind: TextKind::ToolName, trim_newlines: false }, Node::lit(q)]);
-    for p in &ids_after {
-        let guard = Node::seq(vec![Node::Space, Node::lit(","), Node::Space, quoted(p)]);
-        args_then.push(Node::optional(guard, Node::seq(vec![Node::Space, Node::lit(":"), Node::Space, value_of(p)])));
-    }
+    args_then.extend(ids_after.iter().map(|p| later_id(p)));
     args_then.push(closer("}", &call_closers(spec, false)));
     alts.extend(key_alts(&f.args_field, Node::seq(args_then)).into_iter().map(|a| if a.is_lenient() { a } else { Alt::lenient(a.guard, a.body) }));
     before_name.extend([Node::Space, Node::Choice(alts)]);
