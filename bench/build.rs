@@ -1,8 +1,9 @@
 //! Generates a parser for every template in the directories named by
 //! `CHAT_PARSER_TEMPLATES` (separated by `:`; default: the project's
 //! `templates/` and, when present, the corpus templates: `$CHAT_PARSER_SHARED/templates`,
-//! else `../shared/templates` beside the checkout). Templates that cannot be
-//! analysed are left out with a warning.
+//! else `../shared/templates` beside the checkout), with the special tokens
+//! of `tests/data/special_tokens.json`. Templates that cannot be analysed
+//! are left out with a warning.
 
 use std::path::PathBuf;
 
@@ -27,7 +28,11 @@ fn main() {
         eprintln!("CHAT_PARSER_TEMPLATES names no directory");
         std::process::exit(1);
     };
-    let builder = builder.skip_failures(true);
+    // The corpus templates' tokenizer tokens (the Mistral family ends a turn
+    // with `{{ eos_token }}`); the tests read the same file.
+    let special = root.join("tests/data/special_tokens.json");
+    println!("cargo:rustc-env=CHAT_PARSER_BENCH_SPECIAL_TOKENS={}", special.display());
+    let builder = builder.skip_failures(true).special_tokens(special);
     if let Err(e) = builder.write_parser_modules(out.join("parsers.rs")) {
         eprintln!("{e}");
         std::process::exit(1);

@@ -8,6 +8,8 @@ chat_parser_macros::chat_parser!("templates/think.jinja");
 chat_parser_macros::chat_parser!("templates/xml_args.jinja");
 chat_parser_macros::chat_parser!("templates/xml_args.jinja", module = qwen_coder);
 chat_parser_macros::chat_parser!("templates/xml_args.jinja", module = qwen_weather, tools = "tests/data/weather_tools.json");
+chat_parser_macros::chat_parser!("templates/mistral_tool_calls.jinja", module = mistral_eos, bos_token = "<s>", eos_token = "</s>");
+chat_parser_macros::chat_parser!("tests/data/mistral_tokenizer_config.json", module = mistral_config);
 
 #[test]
 fn macro_and_build_script_agree() {
@@ -160,4 +162,46 @@ fn builder_declares_tools() {
     let _ = std::fs::remove_file(&out);
     assert!(code.matches("pub mod tools").count() >= 5, "a tools module per template with tool calls");
     assert!(code.contains("get_weather"));
+}
+
+/// Content of `text` parsed whole by `parser`.
+fn content_of(mut feed: impl FnMut(&[u8], &mut MessageBuilder), text: &str) -> String {
+    let mut message = MessageBuilder::new();
+    feed(text.as_bytes(), &mut message);
+    message.into_message().content
+}
+
+/// A template that ends a turn with `{{ eos_token }}` knows its end marker
+/// only from the tokenizer's token: given `</s>` (as a macro option, or in
+/// a tokenizer config), a `</s>` the server left in the output ends the
+/// reply; without it, it is text.
+#[test]
+fn special_tokens_give_the_end_of_turn() {
+    let text = "Hello</s>";
+    let given = content_of(|b, m| { let mut p = mistral_eos::Parser::new(Options::default()); p.feed(b, m); p.finish(m) }, text);
+    let config = content_of(|b, m| { let mut p = mistral_config::Parser::new(Options::default()); p.feed(b, m); p.finish(m) }, text);
+    let without = content_of(|b, m| { let mut p = chat_parser::parsers::mistral_tool_calls::Parser::new(Options::default()); p.feed(b, m); p.finish(m) }, text);
+    assert_eq!((given.as_str(), config.as_str(), without.as_str()), ("Hello", "Hello", "Hello</s>"));
+    assert_eq!(mistral_eos::SPEC_JSON, mistral_config::SPEC_JSON.replace("tests/data/mistral_tokenizer_config.json", "templates/mistral_tool_calls.jinja"));
+}
+
+/// The build.rs API takes the special tokens of a directory's templates from a file.
+#[test]
+fn builder_takes_special_tokens() {
+    let dir = std::env::temp_dir().join(format!("chat-parser-builder-tokens-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let tokens = dir.join("special_tokens.json");
+    std::fs::write(&tokens, r#"{"mistral_tool_calls.jinja": {"bos_token": "<s>", "eos_token": "</s>"}}"#).expect("written");
+    let out = dir.join("templates.rs");
+    chat_parser_generator::build::Builder::new(concat!(env!("CARGO_MANIFEST_DIR"), "/templates"))
+        .cargo_directives(false)
+        .special_tokens(&tokens)
+        .write_info_module(&out)
+        .expect("info module");
+    let code = std::fs::read_to_string(&out).expect("written");
+    let _ = std::fs::remove_dir_all(&dir);
+    let mistral = code.lines().find(|l| l.contains("MISTRAL_TOOL_CALLS")).expect("the Mistral template");
+    assert!(mistral.contains(r#"\"end_of_turn\":[\"</s>\"]"#), "{mistral}");
+    let think = code.lines().find(|l| l.contains("pub const THINK")).expect("think");
+    assert!(!think.contains("</s>"), "templates not named get no tokens");
 }

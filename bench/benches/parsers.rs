@@ -125,9 +125,7 @@ fn cases() -> &'static [Case] {
         let mut cases = Vec::new();
         for case in shapes::cases() {
             let file = case.family.file;
-            let path = template_path(file).expect("checked above");
-            let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let spec = chat_parser_generator::spec_from_source(file, &source).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let spec = chat_parser_bench::spec(file).unwrap_or_else(|e| panic!("{file}: {e}"));
             let case = Case {
                 grammar: build(&spec, &options),
                 tools: tool_signatures(&options),

@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 
+use chat_parser_generator::{template_file::TemplateFile, FormatSpec};
 use chat_parser_runtime::{Event, Parse, Sink, VisitParser};
 
 pub mod request;
@@ -85,4 +86,20 @@ pub fn template_dirs() -> Vec<PathBuf> {
 /// still in one of [`template_dirs`].
 pub fn template_path(file: &str) -> Option<PathBuf> {
     template_dirs().into_iter().map(|d| d.join(file)).find(|p| p.is_file())
+}
+
+/// The template `file` with the special tokens the build script gave it,
+/// named `file` (as the parsers were made), if it is still where it was.
+pub fn template_file(file: &str) -> Option<TemplateFile> {
+    let template = TemplateFile::read(&template_path(file)?).ok()?;
+    let tokens = option_env!("CHAT_PARSER_BENCH_SPECIAL_TOKENS")
+        .and_then(|path| chat_parser_generator::template_file::read_special_tokens(path.as_ref()).ok())
+        .and_then(|mut map| map.remove(file))
+        .unwrap_or_default();
+    Some(TemplateFile { name: file.to_string(), ..template }.with_tokens(&tokens))
+}
+
+/// The format spec of `file`, analysed as the build script analysed it.
+pub fn spec(file: &str) -> Result<FormatSpec, String> {
+    chat_parser_generator::spec_from_file(&template_file(file).ok_or_else(|| format!("{file}: not found"))?)
 }

@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use chat_parser_bench::parsers::{AnyParser, TEMPLATES};
 use chat_parser_generator::ir::build::ParseOptions;
-use chat_parser_generator::{analyze, jinja::ChatTemplate, FormatSpec};
+use chat_parser_generator::{analyze, FormatSpec};
 use equivalence::*;
 use proptest::prelude::*;
 
@@ -52,13 +52,12 @@ fn cases() -> &'static [Case] {
     CASES.get_or_init(|| {
         let Some(shared) = common::shared_dir("equivalence") else { return Vec::new() };
         let mut specs = std::collections::BTreeMap::new();
-        for (name, path) in common::corpus_templates(&shared) {
+        for (name, _) in common::corpus_templates(&shared) {
             let file = format!("{name}.jinja");
             if !TEMPLATES.contains(&file.as_str()) {
                 continue;
             }
-            let source = std::fs::read_to_string(&path).expect("template");
-            let Ok(template) = ChatTemplate::new(&file, &source) else { continue };
+            let Some(Ok(template)) = chat_parser_bench::template_file(&file).map(|t| t.compile()) else { continue };
             let Ok(analysis) = analyze(&template) else { continue };
             specs.insert(file, (template, analysis.spec));
         }

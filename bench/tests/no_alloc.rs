@@ -14,7 +14,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use chat_parser_bench::parsers::{AnyParser, TEMPLATES};
-use chat_parser_bench::{run_parser, shapes, template_path, Tally};
+use chat_parser_bench::{run_parser, shapes, Tally};
 
 struct CountingAlloc;
 
@@ -98,9 +98,7 @@ fn every_template_allocates_nothing_on_mixed_output() {
     let mut failures = Vec::new();
     let mut checked = 0;
     for &file in TEMPLATES {
-        let Some(path) = template_path(file) else { continue };
-        let source = std::fs::read_to_string(&path).expect("template readable");
-        let Ok(spec) = chat_parser_generator::spec_from_source(file, &source) else { continue };
+        let Ok(spec) = chat_parser_bench::spec(file) else { continue };
         let text = shapes::mixed_text(&spec);
         for options in [shapes::options(), chat_parser_runtime::Options::default()] {
             for chunk in [usize::MAX, 4, 1] {

@@ -48,13 +48,12 @@ fn specs() -> &'static BTreeMap<String, (ChatTemplate, FormatSpec)> {
     SPECS.get_or_init(|| {
         let mut specs = BTreeMap::new();
         let Some(shared) = common::shared_dir("real_outputs") else { return specs };
-        for (name, path) in common::corpus_templates(&shared) {
+        for (name, _) in common::corpus_templates(&shared) {
             let file = format!("{name}.jinja");
             if !TEMPLATES.contains(&file.as_str()) {
                 continue;
             }
-            let source = std::fs::read_to_string(&path).expect("template");
-            let Ok(template) = ChatTemplate::new(&file, &source) else { continue };
+            let Some(Ok(template)) = chat_parser_bench::template_file(&file).map(|t| t.compile()) else { continue };
             let Ok(analysis) = analyze(&template) else { continue };
             specs.insert(file, (template, analysis.spec));
         }

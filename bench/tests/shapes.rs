@@ -45,8 +45,7 @@ fn reference_parser_reads_the_intended_messages() {
     }
     let options = shapes::parse_options();
     for case in shapes::cases() {
-        let path = template_path(case.family.file).unwrap();
-        let spec = chat_parser_generator::spec_from_source(case.family.file, &std::fs::read_to_string(path).unwrap()).unwrap();
+        let spec = chat_parser_bench::spec(case.family.file).unwrap();
         let grammar = build(&spec, &options);
         for chunk in [usize::MAX, 4] {
             let mut parser = StreamParser::new(&grammar)

@@ -34,6 +34,7 @@ pub mod ir;
 pub mod jinja;
 pub mod reference;
 pub mod spec;
+pub mod template_file;
 
 pub use analysis::{analyze, Analysis, AnalysisError};
 pub use spec::FormatSpec;
@@ -45,8 +46,14 @@ pub use spec::FormatSpec;
 /// Errors are one-line diagnostics naming the file and, for Jinja problems,
 /// the line.
 pub fn spec_from_source(name: &str, source: &str) -> Result<FormatSpec, String> {
-    let template = jinja::ChatTemplate::new(name, source).map_err(|e| e.to_string())?;
-    analyze(&template).map(|a| a.spec).map_err(|e| e.to_string())
+    let file = template_file::TemplateFile { name: name.to_string(), source: source.to_string(), special: Default::default() };
+    spec_from_file(&file)
+}
+
+/// [`spec_from_source`] for a template with its tokenizer's special tokens
+/// (a tokenizer config, or a Jinja file given its tokens).
+pub fn spec_from_file(file: &template_file::TemplateFile) -> Result<FormatSpec, String> {
+    analyze(&file.compile()?).map(|a| a.spec).map_err(|e| e.to_string())
 }
 
 /// The spec as compact JSON (the form embedded in generated code).

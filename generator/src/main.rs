@@ -7,6 +7,10 @@
 //! chat-parser grammar TEMPLATE.jinja [--json] < REQUEST.json
 //! ```
 //!
+//! `TEMPLATE` may also be a HF `tokenizer_config.json`; every command takes
+//! `--bos-token T` and `--eos-token T`, the special tokens the template
+//! writes through variables (see [`TemplateFile`]).
+//!
 //! `grammar` reads the same request as `parse` (`text` may be left out) and
 //! prints the GBNF grammar that constrains the reply (empty when nothing
 //! does); `--json` prints `{grammar, lazy, triggers, preserved_tokens, lark}`.
@@ -32,7 +36,9 @@ use std::process::ExitCode;
 use chat_parser_generator::{
     interp::StreamParser,
     ir::build::{build, ParseOptions, ReasoningFormat, ToolChoice},
+    jinja::SpecialTokens,
     reference::reference_view,
+    template_file::TemplateFile,
     FormatSpec,
 };
 use chat_parser_runtime::message::CutOffCalls;
@@ -83,6 +89,10 @@ commands:
             trigger on, unless tool_choice is required), or the reply schema; empty when nothing
             constrains the reply. Schema features it cannot express are warned about on stderr.
             --json: print {\"grammar\", \"lazy\", \"triggers\": [{\"type\", \"value\"}], \"preserved_tokens\", \"lark\"}
+TEMPLATE is a Jinja file, or a HF tokenizer_config.json (its chat_template, bos_token and eos_token).
+every command takes --bos-token T and --eos-token T: the tokenizer's special tokens, which a template
+writes through {{ bos_token }} / {{ eos_token }} (the Mistral family ends a turn with `{{ eos_token }}`,
+so only with --eos-token '</s>' is a `</s>` in the output known to end the reply)
 errors print one line `error: ...` on stderr and exit with status 2";
 
 fn main() -> ExitCode {
@@ -100,14 +110,16 @@ fn main() -> ExitCode {
 
 fn run(args: &[String], out: &mut impl Write) -> Result<(), String> {
     let Some((command, rest)) = args.split_first() else { return Err(USAGE.into()) };
+    let (rest, tokens) = special_token_options(rest)?;
+    let rest = rest.as_slice();
     match command.as_str() {
         "analyze" => {
-            let text = analyze_command(rest)?;
+            let text = analyze_command(rest, &tokens)?;
             write_line(out, &text)
         }
-        "parse" => parse_command(rest, out),
-        "generate" => generate_command(rest, out),
-        "grammar" => grammar_command(rest, out),
+        "parse" => parse_command(rest, &tokens, out),
+        "generate" => generate_command(rest, &tokens, out),
+        "grammar" => grammar_command(rest, &tokens, out),
         "-h" | "--help" | "help" => write_line(out, &format!("{USAGE}\n\n{HELP}")),
         other => Err(format!("unknown command `{other}`\n{USAGE}")),
     }
@@ -124,13 +136,43 @@ fn one_line(message: impl std::fmt::Display) -> String {
     text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join(" ")
 }
 
-/// Reads, compiles and analyses a template.
-fn load_spec(path: &str) -> Result<FormatSpec, String> {
-    let source = std::fs::read_to_string(path).map_err(|e| one_line(format!("cannot read {path}: {e}")))?;
-    chat_parser_generator::spec_from_source(path, &source).map_err(one_line)
+/// Takes the options every command shares out of `args`: `--bos-token T`
+/// and `--eos-token T`, the tokenizer's special tokens the template writes
+/// through `{{ bos_token }}` / `{{ eos_token }}` (they override a tokenizer
+/// config's own).
+fn special_token_options(args: &[String]) -> Result<(Vec<String>, SpecialTokens), String> {
+    let mut rest = Vec::new();
+    let mut tokens = SpecialTokens::default();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let slot = match flag {
+            "--bos-token" => &mut tokens.bos_token,
+            "--eos-token" => &mut tokens.eos_token,
+            _ => {
+                rest.push(arg.clone());
+                continue;
+            }
+        };
+        *slot = match inline {
+            Some(value) => value,
+            None => it.next().cloned().ok_or_else(|| format!("{flag} needs the token's text, e.g. {flag} '</s>'"))?,
+        };
+    }
+    Ok((rest, tokens))
 }
 
-fn analyze_command(args: &[String]) -> Result<String, String> {
+/// Reads, compiles and analyses a template: a Jinja file, or a HF
+/// `tokenizer_config.json` (its `chat_template` and special tokens).
+fn load_spec(path: &str, tokens: &SpecialTokens) -> Result<FormatSpec, String> {
+    let file = TemplateFile::read(std::path::Path::new(path)).map_err(one_line)?.with_tokens(tokens);
+    chat_parser_generator::spec_from_file(&file).map_err(one_line)
+}
+
+fn analyze_command(args: &[String], tokens: &SpecialTokens) -> Result<String, String> {
     let mut path = None;
     let mut format = "spec".to_string();
     let mut it = args.iter();
@@ -147,7 +189,7 @@ fn analyze_command(args: &[String]) -> Result<String, String> {
     if !matches!(format.as_str(), "spec" | "reference") {
         return Err(format!("unknown format `{format}` (spec or reference)"));
     }
-    let spec = load_spec(&path)?;
+    let spec = load_spec(&path, tokens)?;
     let value = match format.as_str() {
         "reference" => reference_view(&spec),
         _ => serde_json::to_value(&spec).map_err(|e| e.to_string())?,
@@ -155,7 +197,7 @@ fn analyze_command(args: &[String]) -> Result<String, String> {
     serde_json::to_string_pretty(&value).map_err(|e| e.to_string())
 }
 
-fn generate_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
+fn generate_command(args: &[String], tokens: &SpecialTokens, out: &mut impl Write) -> Result<(), String> {
     let mut path = None;
     let mut target = None;
     let mut it = args.iter();
@@ -172,17 +214,23 @@ fn generate_command(args: &[String], out: &mut impl Write) -> Result<(), String>
     if target.as_deref() == Some("") {
         return Err("--out needs a file name".into());
     }
-    let spec = load_spec(&path)?;
+    let spec = load_spec(&path, tokens)?;
     // The header names the command as given, so running it again (from the
     // same directory) regenerates the same file.
-    let code = chat_parser_generator::codegen::module(&spec, &format!("chat-parser generate {path}")).map_err(one_line)?;
+    let mut command = format!("chat-parser generate {path}");
+    for (flag, token) in [("--bos-token", &tokens.bos_token), ("--eos-token", &tokens.eos_token)] {
+        if !token.is_empty() {
+            command.push_str(&format!(" {flag} {token:?}"));
+        }
+    }
+    let code = chat_parser_generator::codegen::module(&spec, &command).map_err(one_line)?;
     match target {
         Some(file) => chat_parser_generator::build::write_if_changed(std::path::Path::new(&file), &code).map_err(|e| one_line(format!("cannot write {e}"))),
         None => out.write_all(code.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("cannot write output: {e}")),
     }
 }
 
-fn parse_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
+fn parse_command(args: &[String], tokens: &SpecialTokens, out: &mut impl Write) -> Result<(), String> {
     let mut path = None;
     let mut stream = None;
     let mut hold_calls = false;
@@ -201,7 +249,7 @@ fn parse_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
         }
     }
     let path = path.ok_or(PARSE_USAGE)?;
-    let spec = load_spec(&path)?;
+    let spec = load_spec(&path, tokens)?;
 
     let mut input = Vec::new();
     std::io::stdin().read_to_end(&mut input).map_err(|e| format!("cannot read the request on stdin: {e}"))?;
@@ -307,7 +355,7 @@ impl Chunking {
     }
 }
 
-fn grammar_command(args: &[String], out: &mut impl Write) -> Result<(), String> {
+fn grammar_command(args: &[String], tokens: &SpecialTokens, out: &mut impl Write) -> Result<(), String> {
     let mut path = None;
     let mut as_json = false;
     for arg in args {
@@ -319,7 +367,7 @@ fn grammar_command(args: &[String], out: &mut impl Write) -> Result<(), String> 
         }
     }
     let path = path.ok_or(GRAMMAR_USAGE)?;
-    let spec = load_spec(&path)?;
+    let spec = load_spec(&path, tokens)?;
     let mut input = Vec::new();
     std::io::stdin().read_to_end(&mut input).map_err(|e| format!("cannot read the request on stdin: {e}"))?;
     let body: Value =

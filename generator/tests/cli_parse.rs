@@ -403,3 +403,30 @@ fn cut_off_calls() {
     assert_eq!(code, 0);
     assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["finish_reason"], "stop");
 }
+
+/// A template that ends a turn with `{{ eos_token }}` learns its end marker
+/// from `--eos-token`, or from a tokenizer config given as the template; an
+/// `--eos-token` without its text is a one-line error.
+#[test]
+fn special_tokens_end_the_reply() {
+    let request = json!({"text": "Hello</s>"}).to_string();
+    let content = |args: &[&str]| {
+        let (code, out, err) = run(args, &request);
+        assert_eq!(code, 0, "stderr: {err}");
+        serde_json::from_str::<Value>(&out).expect("JSON message")["content"].clone()
+    };
+    let template = own("mistral_tool_calls.jinja");
+    let config = format!("{}/../tests/data/mistral_tokenizer_config.json", env!("CARGO_MANIFEST_DIR"));
+    assert_eq!(content(&["parse", &template]), json!("Hello</s>"));
+    assert_eq!(content(&["parse", &template, "--eos-token", "</s>"]), json!("Hello"));
+    assert_eq!(content(&["parse", "--eos-token=</s>", &template]), json!("Hello"));
+    assert_eq!(content(&["parse", &config]), json!("Hello"));
+    // The flag overrides the config's own token.
+    assert_eq!(content(&["parse", &config, "--eos-token", "<|end|>"]), json!("Hello</s>"));
+    let (code, _, err) = run(&["analyze", &template, "--eos-token"], "");
+    assert_eq!(code, 2);
+    assert!(err.starts_with("error: --eos-token needs the token's text") && err.lines().count() == 1, "{err}");
+    let (code, out, _) = run(&["generate", &template, "--eos-token", "</s>"], "");
+    assert_eq!(code, 0);
+    assert!(out.contains(r#"--eos-token "</s>""#), "the header's command regenerates the same module");
+}

@@ -14,9 +14,15 @@
 //! `alloc` feature for `MessageBuilder`).
 //!
 //! The path is relative to the crate's `CARGO_MANIFEST_DIR`. The template is
-//! tracked with `include_bytes!`, so editing it rebuilds the crate. Options
-//! follow the path: `module = name` names the module (default: the file
-//! name, as `chat_parser_generator::build::module_name` makes it). Template
+//! tracked with `include_bytes!`, so editing it rebuilds the crate; it may
+//! also be a HF `tokenizer_config.json` (its `chat_template` and special
+//! tokens). Options follow the path: `module = name` names the module
+//! (default: the file name, as `chat_parser_generator::build::module_name`
+//! makes it); `tools = "tools.json"` adds grammars for those tools;
+//! `bos_token = "<s>"` and `eos_token = "</s>"` give the tokenizer's special
+//! tokens, which the template writes through variables (a Mistral template
+//! ends a turn with `{{ eos_token }}`: given `"</s>"`, a `</s>` in the
+//! output ends the reply). Template
 //! problems become a `compile_error!` at the path that names the template
 //! file and line; a stub module with the same constants and a `Parser` of
 //! the same API is still emitted, so one mistake does not cascade into
@@ -37,6 +43,7 @@
 //! (Exercised by the root crate's `tests/macro_and_build.rs` and this crate's
 //! trybuild UI tests: a doctest here would resolve paths against this crate.)
 
+use chat_parser_generator::{jinja::SpecialTokens, template_file::TemplateFile};
 use proc_macro2::{Group, Ident, Literal, Punct, Spacing, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned};
 
@@ -52,6 +59,7 @@ struct Generated {
     /// The parser module's items (from `codegen::module_tokens`).
     items: TokenStream,
     spec_json: String,
+    spec: chat_parser_generator::FormatSpec,
 }
 
 #[proc_macro]
@@ -73,6 +81,7 @@ fn expand(input: TokenStream) -> TokenStream {
     let file = path.rsplit('/').next().unwrap_or(&path);
     let mut module = Ident::new(&chat_parser_generator::build::module_name(file), Span::call_site());
     let mut tools: Option<(String, Span)> = None;
+    let mut special = SpecialTokens::default();
     let mut errors = Vec::new();
     // Options: `, key = value` pairs.
     while let Some(tt) = tokens.next() {
@@ -96,18 +105,29 @@ fn expand(input: TokenStream) -> TokenStream {
                     None => errors.push(Error { span: v.span(), message: "chat_parser!: `tools` takes a string path to a JSON array of tools".to_string() }),
                 }
             }
-            (TokenTree::Ident(k), _, _) if k != "module" && k != "tools" => {
+            (TokenTree::Ident(k), Some(TokenTree::Punct(p)), Some(TokenTree::Literal(v)))
+                if (k == "bos_token" || k == "eos_token") && p.as_char() == '=' =>
+            {
+                match unquote(&v.to_string()) {
+                    Some(token) if k == "bos_token" => special.bos_token = token,
+                    Some(token) => special.eos_token = token,
+                    None => errors.push(Error { span: v.span(), message: format!("chat_parser!: `{k}` takes the token as a string, e.g. {k} = \"</s>\"") }),
+                }
+            }
+            (TokenTree::Ident(k), _, _) if !["module", "tools", "bos_token", "eos_token"].iter().any(|known| k == known) => {
                 errors.push(Error {
                     span: k.span(),
-                    message: format!("chat_parser!: unknown option `{k}` (known options: `module = name`, `tools = \"tools.json\"`)"),
+                    message: format!(
+                        "chat_parser!: unknown option `{k}` (known options: `module = name`, `tools = \"tools.json\"`, `bos_token = \"<s>\"`, `eos_token = \"</s>\"`)"
+                    ),
                 });
             }
             _ => errors.push(Error { span: key.span(), message: "chat_parser!: expected `module = name`".to_string() }),
         }
     }
-    let mut generated = generate(&path).map_err(|message| errors.push(Error { span: path_span, message })).ok();
+    let mut generated = generate(&path, &special).map_err(|message| errors.push(Error { span: path_span, message })).ok();
     if let (Some(g), Some((file, span))) = (&mut generated, &tools) {
-        match tool_grammars(&path, file) {
+        match tool_grammars(&g.spec, file) {
             Ok(items) => g.items.extend(items),
             Err(message) => errors.push(Error { span: *span, message }),
         }
@@ -120,12 +140,14 @@ fn expand(input: TokenStream) -> TokenStream {
     out
 }
 
-/// Reads, analyses and generates the parser for the template at `path`.
-fn generate(path: &str) -> Result<Generated, String> {
+/// Reads, analyses and generates the parser for the template at `path`
+/// (Jinja, or a tokenizer config), with the special tokens given.
+fn generate(path: &str, tokens: &SpecialTokens) -> Result<Generated, String> {
     let root = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| "chat_parser!: CARGO_MANIFEST_DIR is not set")?;
     let full = std::path::Path::new(&root).join(path);
-    let source = std::fs::read_to_string(&full).map_err(|e| format!("{path}: cannot read template: {e}"))?;
-    let spec = chat_parser_generator::spec_from_source(path, &source)?;
+    let text = std::fs::read_to_string(&full).map_err(|e| format!("{path}: cannot read template: {e}"))?;
+    let file = TemplateFile::from_text(path, &text)?.with_tokens(tokens);
+    let spec = chat_parser_generator::spec_from_file(&file)?;
     let items = chat_parser_generator::codegen::module_tokens(&spec).map_err(|e| {
         let e = e.to_string();
         if e.starts_with(path) {
@@ -134,12 +156,13 @@ fn generate(path: &str) -> Result<Generated, String> {
             format!("{path}: {e}")
         }
     })?;
-    Ok(Generated { full_path: full.display().to_string(), items: absolute_runtime_paths(items), spec_json: chat_parser_generator::spec_to_json(&spec)? })
+    let spec_json = chat_parser_generator::spec_to_json(&spec)?;
+    Ok(Generated { full_path: full.display().to_string(), items: absolute_runtime_paths(items), spec_json, spec })
 }
 
 /// Grammars for the tools in `file` (a JSON array of OpenAI tool objects,
 /// relative to `CARGO_MANIFEST_DIR`), for the template at `path`.
-fn tool_grammars(path: &str, file: &str) -> Result<TokenStream, String> {
+fn tool_grammars(spec: &chat_parser_generator::FormatSpec, file: &str) -> Result<TokenStream, String> {
     let root = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| "chat_parser!: CARGO_MANIFEST_DIR is not set")?;
     let full = std::path::Path::new(&root).join(file);
     let text = std::fs::read_to_string(&full).map_err(|e| format!("{file}: cannot read tools: {e}"))?;
@@ -148,9 +171,7 @@ fn tool_grammars(path: &str, file: &str) -> Result<TokenStream, String> {
         Ok(_) => return Err(format!("{file}: expected a JSON array of tool objects")),
         Err(e) => return Err(format!("{file}:{}:{}: {e}", e.line(), e.column())),
     };
-    let source = std::fs::read_to_string(std::path::Path::new(&root).join(path)).map_err(|e| format!("{path}: {e}"))?;
-    let spec = chat_parser_generator::spec_from_source(path, &source)?;
-    let grammars = absolute_runtime_paths(chat_parser_generator::codegen::tool_grammar_tokens(&spec, &tools));
+    let grammars = absolute_runtime_paths(chat_parser_generator::codegen::tool_grammar_tokens(spec, &tools));
     let full = full.display().to_string();
     Ok(quote! {
         #grammars
@@ -160,7 +181,7 @@ fn tool_grammars(path: &str, file: &str) -> Result<TokenStream, String> {
 }
 
 fn parser_module(module: &Ident, path: &str, g: Generated) -> TokenStream {
-    let Generated { full_path, items, spec_json } = g;
+    let Generated { full_path, items, spec_json, .. } = g;
     let doc = format!(" Parser for `{path}` (generated by `chat_parser!`).");
     quote! {
         #[doc = #doc]

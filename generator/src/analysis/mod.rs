@@ -161,9 +161,24 @@ fn generation_prompt(r: &mut Renderer<'_>) -> Result<GenerationPrompt, TemplateE
 }
 
 /// What `add_generation_prompt: true` added: the render with it (`with`)
-/// past what it shares with the render without it.
+/// past what it shares with the render without it, never starting inside a
+/// marker. (Phi-3.5 writes `{{ eos_token }}` where the prompt would go: with
+/// `<|endoftext|>` against `<|assistant|>`, the shared `<|` belongs to the
+/// prompt.)
 pub(crate) fn prompt_suffix<'a>(with: &'a str, without: &str) -> &'a str {
-    &with[crate::diff::common_prefix_len(without, with)..]
+    let mut at = crate::diff::common_prefix_len(without, with);
+    if at < without.len() {
+        let mut start = 0;
+        for segment in crate::diff::segments(with) {
+            let end = start + segment.text.len();
+            if start < at && at < end && segment.kind == crate::diff::SegmentKind::Marker {
+                at = start;
+                break;
+            }
+            start = end;
+        }
+    }
+    &with[at..]
 }
 
 /// What a generation prompt leaves open for the model.

@@ -40,8 +40,6 @@ impl Scenario {
             "messages": self.messages,
             "add_generation_prompt": self.add_generation_prompt,
             "enable_thinking": self.enable_thinking,
-            "bos_token": "",
-            "eos_token": "",
         });
         if let (Some(tools), Some(map)) = (&self.tools, ctx.as_object_mut()) {
             map.insert("tools".into(), tools.clone());
@@ -85,6 +83,11 @@ impl<'t> Renderer<'t> {
     pub fn context(&self, scenario: &Scenario) -> Value {
         let mut ctx = scenario.context();
         if let Some(map) = ctx.as_object_mut() {
+            // The tokenizer's tokens, as a server passes them (empty when
+            // not given: the template alone does not show them).
+            let special = self.template.special_tokens();
+            map.insert("bos_token".into(), json!(special.bos_token));
+            map.insert("eos_token".into(), json!(special.eos_token));
             map.insert("datetime".into(), json!("Jan 01 2026"));
             map.insert("date_string".into(), json!("01 Jan 2026"));
             if self.string_arguments {

@@ -57,6 +57,20 @@ use minijinja::Environment;
 
 pub use error::{TemplateError, TemplateErrorKind};
 
+/// The tokenizer's special tokens a template writes through variables
+/// (`{{ bos_token }}`, `{{ eos_token }}`).
+///
+/// They belong to the model's tokenizer (HF's `tokenizer_config.json`), not
+/// to the template, so a template alone does not show them: empty when
+/// unknown. The Mistral family ends an assistant turn with `{{ eos_token }}`
+/// only, so without the token the analysis cannot know that `</s>` ends a
+/// reply.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpecialTokens {
+    pub bos_token: String,
+    pub eos_token: String,
+}
+
 /// A compiled chat template, ready to be rendered many times.
 ///
 /// It owns its environment, so it is `Send + Sync` and can be shared between threads.
@@ -65,6 +79,7 @@ pub struct ChatTemplate {
     env: Environment<'static>,
     name: String,
     source: String,
+    special: SpecialTokens,
 }
 
 impl ChatTemplate {
@@ -79,7 +94,21 @@ impl ChatTemplate {
             env,
             name: name.to_owned(),
             source: source.to_owned(),
+            special: SpecialTokens::default(),
         })
+    }
+
+    /// The template with its tokenizer's special tokens, which the analysis
+    /// renders as `bos_token` and `eos_token`.
+    pub fn with_special_tokens(mut self, special: SpecialTokens) -> ChatTemplate {
+        self.special = special;
+        self
+    }
+
+    /// The special tokens given to [`ChatTemplate::with_special_tokens`]
+    /// (empty by default).
+    pub fn special_tokens(&self) -> &SpecialTokens {
+        &self.special
     }
 
     /// Renders with `ctx`, a JSON object whose keys become the template's variables

@@ -119,8 +119,8 @@ pub fn render(t: &ChatTemplate, messages: Value, tools: &[Value], add_generation
         "date_string": "01 Jan 2026",
         "add_generation_prompt": add_generation_prompt,
         "enable_thinking": true,
-        "bos_token": "",
-        "eos_token": "",
+        "bos_token": t.special_tokens().bos_token,
+        "eos_token": t.special_tokens().eos_token,
     });
     t.render(&ctx).map_err(|e| e.to_string())
 }
