@@ -182,7 +182,7 @@ fn special_tokens_give_the_end_of_turn() {
     let config = content_of(|b, m| { let mut p = mistral_config::Parser::new(Options::default()); p.feed(b, m); p.finish(m) }, text);
     let without = content_of(|b, m| { let mut p = chat_parser::parsers::mistral_tool_calls::Parser::new(Options::default()); p.feed(b, m); p.finish(m) }, text);
     assert_eq!((given.as_str(), config.as_str(), without.as_str()), ("Hello", "Hello", "Hello</s>"));
-    assert_eq!(mistral_eos::SPEC_JSON, mistral_config::SPEC_JSON.replace("tests/data/mistral_tokenizer_config.json", "templates/mistral_tool_calls.jinja"));
+    assert_eq!(mistral_eos::SPEC_JSON, mistral_config::SPEC_JSON.replace("tests/data/mistral_tokenizer_config.json#chat_template", "templates/mistral_tool_calls.jinja"));
 }
 
 /// The build.rs API takes the special tokens of a directory's templates from a file.

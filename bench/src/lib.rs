@@ -89,7 +89,8 @@ pub fn template_path(file: &str) -> Option<PathBuf> {
 }
 
 /// The template `file` with the special tokens the build script gave it,
-/// named `file` (as the parsers were made), if it is still where it was.
+/// named `file` (as the parsers were made), if it is still where it was
+/// and can be read.
 pub fn template_file(file: &str) -> Option<TemplateFile> {
     let template = TemplateFile::read(&template_path(file)?).ok()?;
     let tokens = option_env!("CHAT_PARSER_BENCH_SPECIAL_TOKENS")
@@ -101,5 +102,5 @@ pub fn template_file(file: &str) -> Option<TemplateFile> {
 
 /// The format spec of `file`, analysed as the build script analysed it.
 pub fn spec(file: &str) -> Result<FormatSpec, String> {
-    chat_parser_generator::spec_from_file(&template_file(file).ok_or_else(|| format!("{file}: not found"))?)
+    chat_parser_generator::spec_from_file(&template_file(file).ok_or_else(|| format!("{file}: not found or not readable in {:?}", template_dirs()))?)
 }

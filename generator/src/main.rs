@@ -157,10 +157,13 @@ fn special_token_options(args: &[String]) -> Result<(Vec<String>, SpecialTokens)
                 continue;
             }
         };
-        *slot = match inline {
-            Some(value) => value,
-            None => it.next().cloned().ok_or_else(|| format!("{flag} needs the token's text, e.g. {flag} '</s>'"))?,
+        // A token starting with `--` is only taken as `--eos-token=--x`:
+        // `--eos-token --json` is a missing value, not the token `--json`.
+        let value = match inline {
+            Some(value) => Some(value),
+            None => it.next().filter(|v| !v.starts_with("--")).cloned(),
         };
+        *slot = value.filter(|v| !v.is_empty()).ok_or_else(|| format!("{flag} needs the token's text, e.g. {flag} '</s>'"))?;
     }
     Ok((rest, tokens))
 }
@@ -220,7 +223,8 @@ fn generate_command(args: &[String], tokens: &SpecialTokens, out: &mut impl Writ
     let mut command = format!("chat-parser generate {path}");
     for (flag, token) in [("--bos-token", &tokens.bos_token), ("--eos-token", &tokens.eos_token)] {
         if !token.is_empty() {
-            command.push_str(&format!(" {flag} {token:?}"));
+            // Quoted for a POSIX shell, so the command runs as written.
+            command.push_str(&format!(" {flag} '{}'", token.replace('\'', "'\\''")));
         }
     }
     let code = chat_parser_generator::codegen::module(&spec, &command).map_err(one_line)?;

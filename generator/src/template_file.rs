@@ -49,9 +49,10 @@ impl TemplateFile {
             return Ok(TemplateFile { name: name.to_string(), source: text.to_string(), special: SpecialTokens::default() });
         }
         let config: Value = serde_json::from_str(text).map_err(|e| format!("{name}:{}:{}: {e}", e.line(), e.column()))?;
-        let source = chat_template(&config).ok_or_else(|| format!("{name}: no `chat_template` (a string, or a list of {{name, template}} with a `default`)"))?;
+        let source = chat_template(&config).ok_or_else(|| format!("{name}: no `chat_template` (a string, or a list of {{name, template}} with one named `default`)"))?;
         let special = SpecialTokens { bos_token: token(&config, "bos_token"), eos_token: token(&config, "eos_token") };
-        Ok(TemplateFile { name: name.to_string(), source, special })
+        // Diagnostics count lines inside the template, not the JSON file.
+        Ok(TemplateFile { name: format!("{name}#chat_template"), source, special })
     }
 
     /// Overrides the tokens that `special` gives (a non-empty field wins).
@@ -73,18 +74,15 @@ impl TemplateFile {
 
 /// The template of a tokenizer config: `chat_template` as a string, or
 /// (newer configs) a list of named templates, of which the one named
-/// `default` is the chat template (else the first).
+/// `default` is the chat template (as transformers picks it; without one
+/// there is none).
 fn chat_template(config: &Value) -> Option<String> {
     match config.get("chat_template")? {
         Value::String(s) => Some(s.clone()),
-        Value::Array(named) => {
-            let template = |t: &Value| t.get("template").and_then(Value::as_str).map(str::to_string);
-            named
-                .iter()
-                .find(|t| t.get("name").and_then(Value::as_str) == Some("default"))
-                .or_else(|| named.first())
-                .and_then(template)
-        }
+        Value::Array(named) => named
+            .iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some("default"))
+            .and_then(|t| t.get("template").and_then(Value::as_str).map(str::to_string)),
         _ => None,
     }
 }
@@ -134,6 +132,8 @@ mod tests {
         let file = TemplateFile::from_text("c.json", config).unwrap();
         assert_eq!(file.source, "D");
         assert_eq!(file.special, SpecialTokens::default());
+        let config = r#"{"chat_template": [{"name": "tool_use", "template": "T"}]}"#;
+        assert!(TemplateFile::from_text("c.json", config).unwrap_err().contains("default"));
     }
 
     #[test]
@@ -142,6 +142,10 @@ mod tests {
         assert!(err.contains("c.json") && err.contains("chat_template"), "{err}");
         let err = TemplateFile::from_text("c.json", "{\n  oops").unwrap_err();
         assert!(err.starts_with("c.json:2:"), "{err}");
+        // A Jinja error names the line inside the template.
+        let config = r#"{"chat_template": "line 1\nline 2\n{% if %}"}"#;
+        let err = TemplateFile::from_text("c.json", config).unwrap().compile().unwrap_err();
+        assert!(err.contains("c.json#chat_template") && err.contains(":3"), "{err}");
     }
 
     #[test]

@@ -423,10 +423,12 @@ fn special_tokens_end_the_reply() {
     assert_eq!(content(&["parse", &config]), json!("Hello"));
     // The flag overrides the config's own token.
     assert_eq!(content(&["parse", &config, "--eos-token", "<|end|>"]), json!("Hello</s>"));
-    let (code, _, err) = run(&["analyze", &template, "--eos-token"], "");
-    assert_eq!(code, 2);
-    assert!(err.starts_with("error: --eos-token needs the token's text") && err.lines().count() == 1, "{err}");
+    for args in [&["analyze", &template, "--eos-token"][..], &["grammar", &template, "--eos-token", "--json"], &["analyze", &template, "--eos-token="]] {
+        let (code, _, err) = run(args, "{}");
+        assert_eq!(code, 2, "{args:?}");
+        assert!(err.starts_with("error: --eos-token needs the token's text") && err.lines().count() == 1, "{err}");
+    }
     let (code, out, _) = run(&["generate", &template, "--eos-token", "</s>"], "");
     assert_eq!(code, 0);
-    assert!(out.contains(r#"--eos-token "</s>""#), "the header's command regenerates the same module");
+    assert!(out.contains("--eos-token '</s>'"), "the header's command regenerates the same module");
 }

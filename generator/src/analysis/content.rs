@@ -71,9 +71,10 @@ pub fn analyze(r: &mut Renderer<'_>, reasoning: &ReasoningSpec) -> ContentSpec {
 /// ends the reply and is never content. The turn is rendered last and with
 /// a turn after it (some templates write the end only between turns); the
 /// markers right after it count, up to text or a marker that opens a turn
-/// (one the generation prompt writes). Only literal text the template
-/// writes: an `eos_token` comes from the tokenizer, which a template does
-/// not show (the probes render it empty).
+/// (one the generation prompt writes). What the template writes through
+/// `{{ eos_token }}` is found only when the template was given its
+/// tokenizer's tokens (`ChatTemplate::with_special_tokens`); without them
+/// the probes render it empty.
 ///
 /// ```text
 /// "…END_A<|im_end|>\n<|im_start|>user\n…"  →  ["<|im_end|>"]
