@@ -3,7 +3,7 @@
 
 use chat_parser_runtime::__private::*;
 use chat_parser_runtime::Sink;
-pub use chat_parser_runtime::{Options, ReasoningFormat};
+pub use chat_parser_runtime::Options;
 /// The template this parser was generated from.
 pub const TEMPLATE: &str = "templates/json_tool_call.jinja";
 /// What the template appends to open the assistant's turn (thinking on).
@@ -231,38 +231,7 @@ pub struct Parser<'t> {
 impl<'t> Parser<'t> {
     /// A parser for a request with these options.
     pub fn new(options: Options<'t>) -> Parser<'t> {
-        let extract = options.reasoning_format != ReasoningFormat::None;
-        let tools = !options.tools.is_empty();
-        let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
-            + usize::from(!extract) * 4
-            + if options.structured_output {
-                3
-            } else if !tools {
-                0
-            } else if options.parallel_tool_calls {
-                2
-            } else {
-                1
-            };
-        let entry = match combo {
-            0 => St::CONTENT_3,
-            1 => St::CONTENT_6,
-            2 => St::CONTENT_9,
-            3 => St::SPACE_38,
-            4 => St::CONTENT_3,
-            5 => St::CONTENT_6,
-            6 => St::CONTENT_9,
-            7 => St::SPACE_38,
-            8 => St::CONTENT_3,
-            9 => St::CONTENT_6,
-            10 => St::CONTENT_9,
-            11 => St::SPACE_38,
-            12 => St::CONTENT_3,
-            13 => St::CONTENT_6,
-            14 => St::CONTENT_9,
-            15 => St::SPACE_38,
-            _ => 0,
-        };
+        let entry = ENTRIES[options.variant(THINKING_SWITCHES)];
         Parser {
             core: Core::new(entry, options.tools),
             entry,
@@ -328,7 +297,7 @@ impl Machine<1usize, 1usize, 2usize> for Grammar {
     ) -> Option<usize> {
         match c.st {
             St::CONTENT_TEXT | St::CONTENT_TEXT_2 | St::CONTENT_TEXT_3 => {
-                c.fast_partial(Kind::Content, false, s, &["<|im_end|>"], max, sink)
+                c.fast_partial(Kind::Content, false, s, &STOPS_0.all, max, sink)
             }
             St::CONTENT_TEXT_4
             | St::CONTENT_TEXT_5
@@ -336,14 +305,7 @@ impl Machine<1usize, 1usize, 2usize> for Grammar {
             | St::CONTENT_TEXT_7
             | St::CONTENT_TEXT_8
             | St::CONTENT_TEXT_9 => {
-                c.fast_partial(
-                    Kind::Content,
-                    false,
-                    s,
-                    &["<tool_call>", "<|im_end|>"],
-                    max,
-                    sink,
-                )
+                c.fast_partial(Kind::Content, false, s, &STOPS_1.all, max, sink)
             }
             _ => None,
         }
@@ -370,7 +332,7 @@ fn fast(
     match c.st {
         St::CONTENT_TEXT | St::CONTENT_TEXT_2 | St::CONTENT_TEXT_3 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<|im_end|>"]))
+                && !clear_of_stops(s.as_bytes(), &STOPS_0.all))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
         St::CONTENT_TEXT_4
@@ -380,7 +342,7 @@ fn fast(
         | St::CONTENT_TEXT_8
         | St::CONTENT_TEXT_9 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<tool_call>", "<|im_end|>"]))
+                && !clear_of_stops(s.as_bytes(), &STOPS_1.all))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
         St::JSON | St::JSON_2 | St::JSON_3 | St::JSON_4 => {
@@ -414,11 +376,9 @@ fn resume(entry: u16, repeat: usize) -> Resume {
         _ => Resume { head: 0, recover: NONE },
     }
 }
-#[inline]
 fn guard_0(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<|im_end|>", last)
 }
-#[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
     let p = match (|| -> G {
         let e = ws_end(t, p);
@@ -433,7 +393,6 @@ fn guard_1(t: &str, p: usize, last: bool) -> G {
     };
     G::Match(p)
 }
-#[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
     match (|| -> G {
         let p = match (|| -> G {
@@ -453,34 +412,45 @@ fn guard_2(t: &str, p: usize, last: bool) -> G {
         other => other,
     }
 }
-#[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "\"arguments\"", last)
 }
-#[inline]
 fn guard_4(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "\"parameters\"", last)
 }
-#[inline]
 fn guard_5(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "\"name\"", last)
 }
-#[inline]
 fn guard_6(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<tool_call>", last)
 }
-#[inline]
 fn guard_7(_t: &str, p: usize, _last: bool) -> G {
     G::Match(p)
 }
-#[inline]
 fn guard_8(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "```", last)
 }
-#[inline]
 fn guard_9(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
+/// Text ends at ["<|im_end|>"].
+const STOPS_0: Stops<1, 1> = Stops {
+    firsts: [60],
+    all: ["<|im_end|>"],
+    longest: 10,
+};
+/// Text ends at ["<tool_call>", "<|im_end|>"].
+const STOPS_1: Stops<1, 2> = Stops {
+    firsts: [60],
+    all: ["<tool_call>", "<|im_end|>"],
+    longest: 11,
+};
+/// Text ends at ["\""].
+const STOPS_2: Stops<1, 1> = Stops {
+    firsts: [34],
+    all: ["\""],
+    longest: 1,
+};
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
 /// whole commits in the same step, so it is checked there too, and
@@ -515,6 +485,25 @@ fn run(
         }
     }
 }
+/// The entry state of each grammar variant (`Options::variant`).
+const ENTRIES: [u16; 16] = [
+    St::CONTENT_3,
+    St::CONTENT_6,
+    St::CONTENT_9,
+    St::SPACE_38,
+    St::CONTENT_3,
+    St::CONTENT_6,
+    St::CONTENT_9,
+    St::SPACE_38,
+    St::CONTENT_3,
+    St::CONTENT_6,
+    St::CONTENT_9,
+    St::SPACE_38,
+    St::CONTENT_3,
+    St::CONTENT_6,
+    St::CONTENT_9,
+    St::SPACE_38,
+];
 /// The machine's states, named for what they read.
 struct St;
 impl St {
@@ -674,28 +663,13 @@ fn step(
             return Flow::Stop;
         }
         St::END_OF_OUTPUT => {
-            if c.pos < t.len() {
-                return Flow::Fail;
-            }
-            if !last {
-                return Flow::More;
-            }
-            c.st = St::DONE;
+            return c.end_state(t, last, St::DONE);
         }
         St::LOOP_HEAD => {
-            if c.may_try(0usize, 0usize, None) {
-                let start = c.pos;
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::COMMIT;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, None), true, guard_0, St::COMMIT)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -704,71 +678,39 @@ fn step(
             c.st = St::LOOP_HEAD;
         }
         St::CONTENT_TEXT => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::LOOP_HEAD,
+                    sink,
+                );
         }
         St::CONTENT => {
             c.until_start();
             c.st = St::CONTENT_TEXT;
         }
         St::CONTENT_TEXT_2 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::LOOP_ROUND_DONE,
+                    sink,
+                );
         }
         St::CONTENT_2 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_2;
         }
         St::SPACE => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_2;
+            return c.space_state(t, last, St::CONTENT_2);
         }
         St::COMMIT => {
             c.mark_commit(t, sink);
@@ -779,63 +721,22 @@ fn step(
             c.st = St::LOOP_HEAD;
         }
         St::CONTENT_TEXT_3 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c.text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP, sink);
         }
         St::CONTENT_3 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_3;
         }
         St::LOOP_HEAD_2 => {
-            if c.may_try(0usize, 0usize, Some(1u8)) {
-                let start = c.pos;
-                match guard_6(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::SPACE_17;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, Some(1u8)), true, guard_6, St::SPACE_17)
+            {
+                return flow;
             }
-            if c.may_try(0usize, 1usize, None) {
-                let start = c.pos;
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 1usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::COMMIT_3;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 1usize, None), true, guard_0, St::COMMIT_3)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -844,111 +745,56 @@ fn step(
             c.st = St::LOOP_HEAD_2;
         }
         St::CONTENT_TEXT_4 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<tool_call>", "<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_HEAD_2,
+                    sink,
+                );
         }
         St::CONTENT_4 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_4;
         }
         St::CONTENT_TEXT_5 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<tool_call>", "<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_ROUND_DONE_2,
+                    sink,
+                );
         }
         St::CONTENT_5 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_5;
         }
         St::SPACE_2 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_5;
+            return c.space_state(t, last, St::CONTENT_5);
         }
         St::TOOL_CLOSE => {
             c.tool_close(sink);
             c.st = St::SPACE_2;
         }
         St::LIT_CLOSE_TOOL_CALL => {
-            match lit(t, c.pos, "</tool_call>", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "</tool_call>", St::TOOL_CLOSE);
         }
         St::SPACE_3 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_CLOSE_TOOL_CALL;
+            return c.space_state(t, last, St::LIT_CLOSE_TOOL_CALL);
         }
         St::CHOICE => {
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_3) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_3) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -957,14 +803,8 @@ fn step(
             c.st = St::CHOICE;
         }
         St::JSON_END_MARKER => {
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_CLOSE;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -988,281 +828,115 @@ fn step(
             c.st = St::JSON;
         }
         St::SPACE_4 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START;
+            return c.space_state(t, last, St::JSON_START);
         }
         St::LIT_COLON => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_4;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_4);
         }
         St::SPACE_5 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON;
+            return c.space_state(t, last, St::LIT_COLON);
         }
         St::CHOICE_2 => {
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_5;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_5) {
+                return flow;
             }
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_5;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_5) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_6 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_2;
+            return c.space_state(t, last, St::CHOICE_2);
         }
         St::LIT_COMMA => {
-            match lit(t, c.pos, ",", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_6;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ",", St::SPACE_6);
         }
         St::SPACE_7 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COMMA;
+            return c.space_state(t, last, St::LIT_COMMA);
         }
         St::LIT_MARK => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_7;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::SPACE_7);
         }
         St::TOOL_NAME => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 34u8, &["\""]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &["\""]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["\""]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::LIT_MARK,
+                    sink,
+                );
         }
         St::TOOL_NAME_2 => {
             c.until_start();
             c.st = St::TOOL_NAME;
         }
         St::LIT_MARK_2 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_NAME_2;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::TOOL_NAME_2);
         }
         St::SPACE_8 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_2;
+            return c.space_state(t, last, St::LIT_MARK_2);
         }
         St::LIT_COLON_2 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_8;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_8);
         }
         St::SPACE_9 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_2;
+            return c.space_state(t, last, St::LIT_COLON_2);
         }
         St::LIT_MARK_3 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::CHOICE);
         }
         St::TOOL_NAME_3 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 34u8, &["\""]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &["\""]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["\""]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::LIT_MARK_3,
+                    sink,
+                );
         }
         St::TOOL_NAME_4 => {
             c.until_start();
             c.st = St::TOOL_NAME_3;
         }
         St::LIT_MARK_4 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_NAME_4;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::TOOL_NAME_4);
         }
         St::SPACE_10 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_4;
+            return c.space_state(t, last, St::LIT_MARK_4);
         }
         St::LIT_COLON_3 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_10;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_10);
         }
         St::SPACE_11 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_3;
+            return c.space_state(t, last, St::LIT_COLON_3);
         }
         St::LIT_NAME => {
-            match lit(t, c.pos, "\"name\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_11;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"name\"", St::SPACE_11);
         }
         St::SPACE_12 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_NAME;
+            return c.space_state(t, last, St::LIT_NAME);
         }
         St::LIT_COMMA_2 => {
-            match lit(t, c.pos, ",", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_12;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ",", St::SPACE_12);
         }
         St::SPACE_13 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COMMA_2;
+            return c.space_state(t, last, St::LIT_COMMA_2);
         }
         St::JSON_CLOSE_2 => {
             json_close(c, false, sink);
             c.st = St::SPACE_13;
         }
         St::JSON_END_MARKER_2 => {
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_CLOSE_2;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE_2) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -1286,90 +960,42 @@ fn step(
             c.st = St::JSON_2;
         }
         St::SPACE_14 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_2;
+            return c.space_state(t, last, St::JSON_START_2);
         }
         St::LIT_COLON_4 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_14;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_14);
         }
         St::SPACE_15 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_4;
+            return c.space_state(t, last, St::LIT_COLON_4);
         }
         St::COMMIT_2 => {
             c.mark_commit(t, sink);
             c.st = St::SPACE_15;
         }
         St::CHOICE_3 => {
-            match guard_5(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_9;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_9) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::COMMIT_2;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_2) {
+                return flow;
             }
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::COMMIT_2;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::COMMIT_2) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_16 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_3;
+            return c.space_state(t, last, St::CHOICE_3);
         }
         St::LIT_OPEN_BRACE => {
-            match lit(t, c.pos, "{", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_16;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "{", St::SPACE_16);
         }
         St::TOOL_OPEN => {
             c.tool_open(sink);
             c.st = St::LIT_OPEN_BRACE;
         }
         St::SPACE_17 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::TOOL_OPEN;
+            return c.space_state(t, last, St::TOOL_OPEN);
         }
         St::COMMIT_3 => {
             c.mark_commit(t, sink);
@@ -1380,63 +1006,23 @@ fn step(
             c.st = St::LOOP_HEAD_2;
         }
         St::CONTENT_TEXT_6 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<tool_call>", "<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::Content, false, &STOPS_1, St::LOOP_2, sink);
         }
         St::CONTENT_6 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_6;
         }
         St::LOOP_HEAD_3 => {
-            if c.may_try(0usize, 0usize, None) {
-                let start = c.pos;
-                match guard_6(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::SPACE_33;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, None), true, guard_6, St::SPACE_33)
+            {
+                return flow;
             }
-            if c.may_try(0usize, 1usize, None) {
-                let start = c.pos;
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 1usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::COMMIT_5;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 1usize, None), true, guard_0, St::COMMIT_5)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -1445,111 +1031,56 @@ fn step(
             c.st = St::LOOP_HEAD_3;
         }
         St::CONTENT_TEXT_7 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<tool_call>", "<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_HEAD_3,
+                    sink,
+                );
         }
         St::CONTENT_7 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_7;
         }
         St::CONTENT_TEXT_8 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<tool_call>", "<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_ROUND_DONE_3,
+                    sink,
+                );
         }
         St::CONTENT_8 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_8;
         }
         St::SPACE_18 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_8;
+            return c.space_state(t, last, St::CONTENT_8);
         }
         St::TOOL_CLOSE_2 => {
             c.tool_close(sink);
             c.st = St::SPACE_18;
         }
         St::LIT_CLOSE_TOOL_CALL_2 => {
-            match lit(t, c.pos, "</tool_call>", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE_2;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "</tool_call>", St::TOOL_CLOSE_2);
         }
         St::SPACE_19 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_CLOSE_TOOL_CALL_2;
+            return c.space_state(t, last, St::LIT_CLOSE_TOOL_CALL_2);
         }
         St::CHOICE_4 => {
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_19;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_19) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_19;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_19) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -1558,14 +1089,8 @@ fn step(
             c.st = St::CHOICE_4;
         }
         St::JSON_END_MARKER_3 => {
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_CLOSE_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE_3) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -1589,281 +1114,115 @@ fn step(
             c.st = St::JSON_3;
         }
         St::SPACE_20 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_3;
+            return c.space_state(t, last, St::JSON_START_3);
         }
         St::LIT_COLON_5 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_20;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_20);
         }
         St::SPACE_21 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_5;
+            return c.space_state(t, last, St::LIT_COLON_5);
         }
         St::CHOICE_5 => {
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_21;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_21) {
+                return flow;
             }
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_21;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_21) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_22 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_5;
+            return c.space_state(t, last, St::CHOICE_5);
         }
         St::LIT_COMMA_3 => {
-            match lit(t, c.pos, ",", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_22;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ",", St::SPACE_22);
         }
         St::SPACE_23 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COMMA_3;
+            return c.space_state(t, last, St::LIT_COMMA_3);
         }
         St::LIT_MARK_5 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_23;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::SPACE_23);
         }
         St::TOOL_NAME_5 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 34u8, &["\""]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &["\""]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["\""]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_5;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::LIT_MARK_5,
+                    sink,
+                );
         }
         St::TOOL_NAME_6 => {
             c.until_start();
             c.st = St::TOOL_NAME_5;
         }
         St::LIT_MARK_6 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_NAME_6;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::TOOL_NAME_6);
         }
         St::SPACE_24 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_6;
+            return c.space_state(t, last, St::LIT_MARK_6);
         }
         St::LIT_COLON_6 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_24;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_24);
         }
         St::SPACE_25 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_6;
+            return c.space_state(t, last, St::LIT_COLON_6);
         }
         St::LIT_MARK_7 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_4;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::CHOICE_4);
         }
         St::TOOL_NAME_7 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 34u8, &["\""]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &["\""]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["\""]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_7;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::LIT_MARK_7,
+                    sink,
+                );
         }
         St::TOOL_NAME_8 => {
             c.until_start();
             c.st = St::TOOL_NAME_7;
         }
         St::LIT_MARK_8 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_NAME_8;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::TOOL_NAME_8);
         }
         St::SPACE_26 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_8;
+            return c.space_state(t, last, St::LIT_MARK_8);
         }
         St::LIT_COLON_7 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_26;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_26);
         }
         St::SPACE_27 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_7;
+            return c.space_state(t, last, St::LIT_COLON_7);
         }
         St::LIT_NAME_2 => {
-            match lit(t, c.pos, "\"name\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_27;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"name\"", St::SPACE_27);
         }
         St::SPACE_28 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_NAME_2;
+            return c.space_state(t, last, St::LIT_NAME_2);
         }
         St::LIT_COMMA_4 => {
-            match lit(t, c.pos, ",", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_28;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ",", St::SPACE_28);
         }
         St::SPACE_29 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COMMA_4;
+            return c.space_state(t, last, St::LIT_COMMA_4);
         }
         St::JSON_CLOSE_4 => {
             json_close(c, false, sink);
             c.st = St::SPACE_29;
         }
         St::JSON_END_MARKER_4 => {
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_CLOSE_4;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE_4) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -1887,90 +1246,42 @@ fn step(
             c.st = St::JSON_4;
         }
         St::SPACE_30 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_4;
+            return c.space_state(t, last, St::JSON_START_4);
         }
         St::LIT_COLON_8 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_30;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_30);
         }
         St::SPACE_31 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_8;
+            return c.space_state(t, last, St::LIT_COLON_8);
         }
         St::COMMIT_4 => {
             c.mark_commit(t, sink);
             c.st = St::SPACE_31;
         }
         St::CHOICE_6 => {
-            match guard_5(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_25;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_25) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::COMMIT_4;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_4) {
+                return flow;
             }
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::COMMIT_4;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::COMMIT_4) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_32 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_6;
+            return c.space_state(t, last, St::CHOICE_6);
         }
         St::LIT_OPEN_BRACE_2 => {
-            match lit(t, c.pos, "{", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_32;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "{", St::SPACE_32);
         }
         St::TOOL_OPEN_2 => {
             c.tool_open(sink);
             c.st = St::LIT_OPEN_BRACE_2;
         }
         St::SPACE_33 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::TOOL_OPEN_2;
+            return c.space_state(t, last, St::TOOL_OPEN_2);
         }
         St::COMMIT_5 => {
             c.mark_commit(t, sink);
@@ -1981,97 +1292,39 @@ fn step(
             c.st = St::LOOP_HEAD_3;
         }
         St::CONTENT_TEXT_9 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<tool_call>", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<tool_call>", "<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::Content, false, &STOPS_1, St::LOOP_3, sink);
         }
         St::CONTENT_9 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_9;
         }
         St::SPACE_34 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::END_OF_OUTPUT;
+            return c.space_state(t, last, St::END_OF_OUTPUT);
         }
         St::CHOICE_7 => {
-            match guard_0(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_34;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_34) {
+                return flow;
             }
-            match guard_7(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::END_OF_OUTPUT;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::END_OF_OUTPUT) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_35 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_7;
+            return c.space_state(t, last, St::CHOICE_7);
         }
         St::CHOICE_8 => {
-            match guard_8(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_35;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::SPACE_35) {
+                return flow;
             }
-            match guard_7(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_7;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::CHOICE_7) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_36 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_8;
+            return c.space_state(t, last, St::CHOICE_8);
         }
         St::JSON_5 => {
             match json_step(c, t, true, "", last, sink) {
@@ -2087,60 +1340,28 @@ fn step(
             c.st = St::JSON_5;
         }
         St::SPACE_37 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_5;
+            return c.space_state(t, last, St::JSON_START_5);
         }
         St::CHOICE_9 => {
-            match guard_9(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_37;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::SPACE_37) {
+                return flow;
             }
-            match guard_7(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_37;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::SPACE_37) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::CHOICE_10 => {
-            match guard_8(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_9;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::CHOICE_9) {
+                return flow;
             }
-            match guard_7(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_START_5;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::JSON_START_5) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_38 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_10;
+            return c.space_state(t, last, St::CHOICE_10);
         }
         _ => c.set_degraded(),
     }

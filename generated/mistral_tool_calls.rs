@@ -3,7 +3,7 @@
 
 use chat_parser_runtime::__private::*;
 use chat_parser_runtime::Sink;
-pub use chat_parser_runtime::{Options, ReasoningFormat};
+pub use chat_parser_runtime::Options;
 /// The template this parser was generated from.
 pub const TEMPLATE: &str = "templates/mistral_tool_calls.jinja";
 /// What the template appends to open the assistant's turn (thinking on).
@@ -335,38 +335,7 @@ pub struct Parser<'t> {
 impl<'t> Parser<'t> {
     /// A parser for a request with these options.
     pub fn new(options: Options<'t>) -> Parser<'t> {
-        let extract = options.reasoning_format != ReasoningFormat::None;
-        let tools = !options.tools.is_empty();
-        let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
-            + usize::from(!extract) * 4
-            + if options.structured_output {
-                3
-            } else if !tools {
-                0
-            } else if options.parallel_tool_calls {
-                2
-            } else {
-                1
-            };
-        let entry = match combo {
-            0 => St::CONTENT,
-            1 => St::CONTENT_4,
-            2 => St::CONTENT_7,
-            3 => St::SPACE_78,
-            4 => St::CONTENT,
-            5 => St::CONTENT_4,
-            6 => St::CONTENT_7,
-            7 => St::SPACE_78,
-            8 => St::CONTENT,
-            9 => St::CONTENT_4,
-            10 => St::CONTENT_7,
-            11 => St::SPACE_78,
-            12 => St::CONTENT,
-            13 => St::CONTENT_4,
-            14 => St::CONTENT_7,
-            15 => St::SPACE_78,
-            _ => 0,
-        };
+        let entry = ENTRIES[options.variant(THINKING_SWITCHES)];
         Parser {
             core: Core::new(entry, options.tools),
             entry,
@@ -437,7 +406,7 @@ impl Machine<2usize, 2usize, 1usize> for Grammar {
             | St::CONTENT_TEXT_5
             | St::CONTENT_TEXT_6
             | St::CONTENT_TEXT_7 => {
-                c.fast_partial(Kind::Content, false, s, &["[TOOL_CALLS]"], max, sink)
+                c.fast_partial(Kind::Content, false, s, &STOPS_1.all, max, sink)
             }
             _ => None,
         }
@@ -470,7 +439,7 @@ fn fast(
         | St::CONTENT_TEXT_6
         | St::CONTENT_TEXT_7 => {
             !(holds_any(s.as_bytes(), w, [91u8])
-                && !clear_of_stops(s.as_bytes(), &["[TOOL_CALLS]"]))
+                && !clear_of_stops(s.as_bytes(), &STOPS_1.all))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
         St::JSON
@@ -515,7 +484,6 @@ fn resume(entry: u16, repeat: usize) -> Resume {
         _ => Resume { head: 0, recover: NONE },
     }
 }
-#[inline]
 fn guard_0(t: &str, p: usize, last: bool) -> G {
     let p = match (|| -> G {
         let e = ws_end(t, p);
@@ -541,23 +509,18 @@ fn guard_0(t: &str, p: usize, last: bool) -> G {
     };
     G::Match(p)
 }
-#[inline]
 fn guard_1(_t: &str, p: usize, _last: bool) -> G {
     G::Match(p)
 }
-#[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "\"arguments\"", last)
 }
-#[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "\"parameters\"", last)
 }
-#[inline]
 fn guard_4(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "\"name\"", last)
 }
-#[inline]
 fn guard_5(t: &str, p: usize, last: bool) -> G {
     let p = match (|| -> G {
         let e = ws_end(t, p);
@@ -572,18 +535,33 @@ fn guard_5(t: &str, p: usize, last: bool) -> G {
     };
     G::Match(p)
 }
-#[inline]
 fn guard_6(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "[TOOL_CALLS]", last)
 }
-#[inline]
 fn guard_7(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "```", last)
 }
-#[inline]
 fn guard_8(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
+/// Text ends at [].
+const STOPS_0: Stops<0, 0> = Stops {
+    firsts: [],
+    all: [],
+    longest: 0,
+};
+/// Text ends at ["[TOOL_CALLS]"].
+const STOPS_1: Stops<1, 1> = Stops {
+    firsts: [91],
+    all: ["[TOOL_CALLS]"],
+    longest: 12,
+};
+/// Text ends at ["\""].
+const STOPS_2: Stops<1, 1> = Stops {
+    firsts: [34],
+    all: ["\""],
+    longest: 1,
+};
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
 /// whole commits in the same step, so it is checked there too, and
@@ -618,6 +596,25 @@ fn run(
         }
     }
 }
+/// The entry state of each grammar variant (`Options::variant`).
+const ENTRIES: [u16; 16] = [
+    St::CONTENT,
+    St::CONTENT_4,
+    St::CONTENT_7,
+    St::SPACE_78,
+    St::CONTENT,
+    St::CONTENT_4,
+    St::CONTENT_7,
+    St::SPACE_78,
+    St::CONTENT,
+    St::CONTENT_4,
+    St::CONTENT_7,
+    St::SPACE_78,
+    St::CONTENT,
+    St::CONTENT_4,
+    St::CONTENT_7,
+    St::SPACE_78,
+];
 /// The machine's states, named for what they read.
 struct St;
 impl St {
@@ -878,46 +875,29 @@ fn step(
             return Flow::Stop;
         }
         St::END_OF_OUTPUT => {
-            if c.pos < t.len() {
-                return Flow::Fail;
-            }
-            if !last {
-                return Flow::More;
-            }
-            c.st = St::DONE;
+            return c.end_state(t, last, St::DONE);
         }
         St::CONTENT_TEXT => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let found = Found {
-                take: rest.len(),
-                done: last,
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::END_OF_OUTPUT;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::END_OF_OUTPUT,
+                    sink,
+                );
         }
         St::CONTENT => {
             c.until_start();
             c.st = St::CONTENT_TEXT;
         }
         St::LOOP_HEAD => {
-            if c.may_try(0usize, 0usize, Some(1u8)) {
-                let start = c.pos;
-                match guard_6(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::SPACE_37;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, Some(1u8)), true, guard_6, St::SPACE_37)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -926,103 +906,51 @@ fn step(
             c.st = St::LOOP_HEAD;
         }
         St::CONTENT_TEXT_2 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_HEAD,
+                    sink,
+                );
         }
         St::CONTENT_2 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_2;
         }
         St::CONTENT_TEXT_3 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_ROUND_DONE,
+                    sink,
+                );
         }
         St::CONTENT_3 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_3;
         }
         St::SPACE => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_3;
+            return c.space_state(t, last, St::CONTENT_3);
         }
         St::LIT_CLOSE_BRACKET => {
-            match lit(t, c.pos, "]", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "]", St::SPACE);
         }
         St::SPACE_2 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_CLOSE_BRACKET;
+            return c.space_state(t, last, St::LIT_CLOSE_BRACKET);
         }
         St::LOOP_HEAD_2 => {
-            if c.may_try(1usize, 0usize, Some(0u8)) {
-                let start = c.pos;
-                match guard_5(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(1usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::SPACE_19;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (1usize, 0usize, Some(0u8)), true, guard_5, St::SPACE_19)
+            {
+                return flow;
             }
             c.st = St::SPACE_2;
         }
@@ -1035,93 +963,35 @@ fn step(
             c.st = St::LOOP_ROUND_DONE_2;
         }
         St::LIT_CLOSE_BRACE => {
-            match lit(t, c.pos, "}", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "}", St::TOOL_CLOSE);
         }
         St::SPACE_3 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_CLOSE_BRACE;
+            return c.space_state(t, last, St::LIT_CLOSE_BRACE);
         }
         St::LIT_MARK => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_3;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::SPACE_3);
         }
         St::JSON_STRING => {
-            match c.json_string_step(t, Kind::ToolId, last, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK, sink);
         }
         St::LIT_MARK_2 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_STRING;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::JSON_STRING);
         }
         St::SPACE_4 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_2;
+            return c.space_state(t, last, St::LIT_MARK_2);
         }
         St::LIT_COLON => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_4;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_4);
         }
         St::SPACE_5 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON;
+            return c.space_state(t, last, St::LIT_COLON);
         }
         St::CHOICE => {
-            match guard_0(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_5;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_5) {
+                return flow;
             }
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_3) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -1139,267 +1009,107 @@ fn step(
             c.st = St::JSON;
         }
         St::SPACE_6 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START;
+            return c.space_state(t, last, St::JSON_START);
         }
         St::LIT_COLON_2 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_6;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_6);
         }
         St::SPACE_7 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_2;
+            return c.space_state(t, last, St::LIT_COLON_2);
         }
         St::CHOICE_2 => {
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_7;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_7) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_7;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_7) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_8 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_2;
+            return c.space_state(t, last, St::CHOICE_2);
         }
         St::LIT_COMMA => {
-            match lit(t, c.pos, ",", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_8;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ",", St::SPACE_8);
         }
         St::SPACE_9 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COMMA;
+            return c.space_state(t, last, St::LIT_COMMA);
         }
         St::LIT_MARK_3 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_9;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::SPACE_9);
         }
         St::TOOL_NAME => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 34u8, &["\""]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &["\""]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["\""]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::LIT_MARK_3,
+                    sink,
+                );
         }
         St::TOOL_NAME_2 => {
             c.until_start();
             c.st = St::TOOL_NAME;
         }
         St::LIT_MARK_4 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_NAME_2;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::TOOL_NAME_2);
         }
         St::SPACE_10 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_4;
+            return c.space_state(t, last, St::LIT_MARK_4);
         }
         St::LIT_COLON_3 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_10;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_10);
         }
         St::SPACE_11 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_3;
+            return c.space_state(t, last, St::LIT_COLON_3);
         }
         St::LIT_MARK_5 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::CHOICE);
         }
         St::TOOL_NAME_3 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 34u8, &["\""]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &["\""]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["\""]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_5;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::LIT_MARK_5,
+                    sink,
+                );
         }
         St::TOOL_NAME_4 => {
             c.until_start();
             c.st = St::TOOL_NAME_3;
         }
         St::LIT_MARK_6 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_NAME_4;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::TOOL_NAME_4);
         }
         St::SPACE_12 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_6;
+            return c.space_state(t, last, St::LIT_MARK_6);
         }
         St::LIT_COLON_4 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_12;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_12);
         }
         St::SPACE_13 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_4;
+            return c.space_state(t, last, St::LIT_COLON_4);
         }
         St::LIT_NAME => {
-            match lit(t, c.pos, "\"name\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_13;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"name\"", St::SPACE_13);
         }
         St::SPACE_14 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_NAME;
+            return c.space_state(t, last, St::LIT_NAME);
         }
         St::LIT_COMMA_2 => {
-            match lit(t, c.pos, ",", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_14;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ",", St::SPACE_14);
         }
         St::SPACE_15 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COMMA_2;
+            return c.space_state(t, last, St::LIT_COMMA_2);
         }
         St::JSON_2 => {
             match json_step(c, t, false, "", last, sink) {
@@ -1415,90 +1125,42 @@ fn step(
             c.st = St::JSON_2;
         }
         St::SPACE_16 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_2;
+            return c.space_state(t, last, St::JSON_START_2);
         }
         St::LIT_COLON_5 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_16;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_16);
         }
         St::SPACE_17 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_5;
+            return c.space_state(t, last, St::LIT_COLON_5);
         }
         St::COMMIT => {
             c.mark_commit(t, sink);
             c.st = St::SPACE_17;
         }
         St::CHOICE_3 => {
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_11;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_11) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::COMMIT;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::COMMIT;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_18 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_3;
+            return c.space_state(t, last, St::CHOICE_3);
         }
         St::LIT_OPEN_BRACE => {
-            match lit(t, c.pos, "{", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_18;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "{", St::SPACE_18);
         }
         St::TOOL_OPEN => {
             c.tool_open(sink);
             c.st = St::LIT_OPEN_BRACE;
         }
         St::SPACE_19 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::TOOL_OPEN;
+            return c.space_state(t, last, St::TOOL_OPEN);
         }
         St::LOOP => {
             c.enter_loop(1usize);
@@ -1509,93 +1171,35 @@ fn step(
             c.st = St::LOOP;
         }
         St::LIT_CLOSE_BRACE_2 => {
-            match lit(t, c.pos, "}", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE_2;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "}", St::TOOL_CLOSE_2);
         }
         St::SPACE_20 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_CLOSE_BRACE_2;
+            return c.space_state(t, last, St::LIT_CLOSE_BRACE_2);
         }
         St::LIT_MARK_7 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_20;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::SPACE_20);
         }
         St::JSON_STRING_2 => {
-            match c.json_string_step(t, Kind::ToolId, last, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_7;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK_7, sink);
         }
         St::LIT_MARK_8 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_STRING_2;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::JSON_STRING_2);
         }
         St::SPACE_21 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_8;
+            return c.space_state(t, last, St::LIT_MARK_8);
         }
         St::LIT_COLON_6 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_21;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_21);
         }
         St::SPACE_22 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_6;
+            return c.space_state(t, last, St::LIT_COLON_6);
         }
         St::CHOICE_4 => {
-            match guard_0(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_22;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_22) {
+                return flow;
             }
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_20;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_20) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -1613,267 +1217,107 @@ fn step(
             c.st = St::JSON_3;
         }
         St::SPACE_23 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_3;
+            return c.space_state(t, last, St::JSON_START_3);
         }
         St::LIT_COLON_7 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_23;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_23);
         }
         St::SPACE_24 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_7;
+            return c.space_state(t, last, St::LIT_COLON_7);
         }
         St::CHOICE_5 => {
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_24;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_24) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_24;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_24) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_25 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_5;
+            return c.space_state(t, last, St::CHOICE_5);
         }
         St::LIT_COMMA_3 => {
-            match lit(t, c.pos, ",", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_25;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ",", St::SPACE_25);
         }
         St::SPACE_26 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COMMA_3;
+            return c.space_state(t, last, St::LIT_COMMA_3);
         }
         St::LIT_MARK_9 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_26;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::SPACE_26);
         }
         St::TOOL_NAME_5 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 34u8, &["\""]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &["\""]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["\""]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_9;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::LIT_MARK_9,
+                    sink,
+                );
         }
         St::TOOL_NAME_6 => {
             c.until_start();
             c.st = St::TOOL_NAME_5;
         }
         St::LIT_MARK_10 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_NAME_6;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::TOOL_NAME_6);
         }
         St::SPACE_27 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_10;
+            return c.space_state(t, last, St::LIT_MARK_10);
         }
         St::LIT_COLON_8 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_27;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_27);
         }
         St::SPACE_28 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_8;
+            return c.space_state(t, last, St::LIT_COLON_8);
         }
         St::LIT_MARK_11 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_4;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::CHOICE_4);
         }
         St::TOOL_NAME_7 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 34u8, &["\""]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &["\""]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["\""]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_11;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::LIT_MARK_11,
+                    sink,
+                );
         }
         St::TOOL_NAME_8 => {
             c.until_start();
             c.st = St::TOOL_NAME_7;
         }
         St::LIT_MARK_12 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_NAME_8;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::TOOL_NAME_8);
         }
         St::SPACE_29 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_12;
+            return c.space_state(t, last, St::LIT_MARK_12);
         }
         St::LIT_COLON_9 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_29;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_29);
         }
         St::SPACE_30 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_9;
+            return c.space_state(t, last, St::LIT_COLON_9);
         }
         St::LIT_NAME_2 => {
-            match lit(t, c.pos, "\"name\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_30;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"name\"", St::SPACE_30);
         }
         St::SPACE_31 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_NAME_2;
+            return c.space_state(t, last, St::LIT_NAME_2);
         }
         St::LIT_COMMA_4 => {
-            match lit(t, c.pos, ",", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_31;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ",", St::SPACE_31);
         }
         St::SPACE_32 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COMMA_4;
+            return c.space_state(t, last, St::LIT_COMMA_4);
         }
         St::JSON_4 => {
             match json_step(c, t, false, "", last, sink) {
@@ -1889,156 +1333,66 @@ fn step(
             c.st = St::JSON_4;
         }
         St::SPACE_33 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_4;
+            return c.space_state(t, last, St::JSON_START_4);
         }
         St::LIT_COLON_10 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_33;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_33);
         }
         St::SPACE_34 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_10;
+            return c.space_state(t, last, St::LIT_COLON_10);
         }
         St::COMMIT_2 => {
             c.mark_commit(t, sink);
             c.st = St::SPACE_34;
         }
         St::CHOICE_6 => {
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_28;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_28) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::COMMIT_2;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT_2) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::COMMIT_2;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_2) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_35 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_6;
+            return c.space_state(t, last, St::CHOICE_6);
         }
         St::LIT_OPEN_BRACE_2 => {
-            match lit(t, c.pos, "{", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_35;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "{", St::SPACE_35);
         }
         St::TOOL_OPEN_2 => {
             c.tool_open(sink);
             c.st = St::LIT_OPEN_BRACE_2;
         }
         St::SPACE_36 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::TOOL_OPEN_2;
+            return c.space_state(t, last, St::TOOL_OPEN_2);
         }
         St::LIT_OPEN_BRACKET => {
-            match lit(t, c.pos, "[", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_36;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "[", St::SPACE_36);
         }
         St::SPACE_37 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_OPEN_BRACKET;
+            return c.space_state(t, last, St::LIT_OPEN_BRACKET);
         }
         St::LOOP_2 => {
             c.enter_loop(0usize);
             c.st = St::LOOP_HEAD;
         }
         St::CONTENT_TEXT_4 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::Content, false, &STOPS_1, St::LOOP_2, sink);
         }
         St::CONTENT_4 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_4;
         }
         St::LOOP_HEAD_3 => {
-            if c.may_try(0usize, 0usize, None) {
-                let start = c.pos;
-                match guard_6(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::SPACE_74;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, None), true, guard_6, St::SPACE_74)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -2047,103 +1401,51 @@ fn step(
             c.st = St::LOOP_HEAD_3;
         }
         St::CONTENT_TEXT_5 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_HEAD_3,
+                    sink,
+                );
         }
         St::CONTENT_5 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_5;
         }
         St::CONTENT_TEXT_6 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_ROUND_DONE_3,
+                    sink,
+                );
         }
         St::CONTENT_6 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_6;
         }
         St::SPACE_38 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_6;
+            return c.space_state(t, last, St::CONTENT_6);
         }
         St::LIT_CLOSE_BRACKET_2 => {
-            match lit(t, c.pos, "]", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_38;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "]", St::SPACE_38);
         }
         St::SPACE_39 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_CLOSE_BRACKET_2;
+            return c.space_state(t, last, St::LIT_CLOSE_BRACKET_2);
         }
         St::LOOP_HEAD_4 => {
-            if c.may_try(1usize, 0usize, None) {
-                let start = c.pos;
-                match guard_5(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(1usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::SPACE_56;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (1usize, 0usize, None), true, guard_5, St::SPACE_56)
+            {
+                return flow;
             }
             c.st = St::SPACE_39;
         }
@@ -2156,93 +1458,35 @@ fn step(
             c.st = St::LOOP_ROUND_DONE_4;
         }
         St::LIT_CLOSE_BRACE_3 => {
-            match lit(t, c.pos, "}", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE_3;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "}", St::TOOL_CLOSE_3);
         }
         St::SPACE_40 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_CLOSE_BRACE_3;
+            return c.space_state(t, last, St::LIT_CLOSE_BRACE_3);
         }
         St::LIT_MARK_13 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_40;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::SPACE_40);
         }
         St::JSON_STRING_3 => {
-            match c.json_string_step(t, Kind::ToolId, last, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_13;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK_13, sink);
         }
         St::LIT_MARK_14 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_STRING_3;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::JSON_STRING_3);
         }
         St::SPACE_41 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_14;
+            return c.space_state(t, last, St::LIT_MARK_14);
         }
         St::LIT_COLON_11 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_41;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_41);
         }
         St::SPACE_42 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_11;
+            return c.space_state(t, last, St::LIT_COLON_11);
         }
         St::CHOICE_7 => {
-            match guard_0(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_42;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_42) {
+                return flow;
             }
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_40;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_40) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -2260,267 +1504,107 @@ fn step(
             c.st = St::JSON_5;
         }
         St::SPACE_43 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_5;
+            return c.space_state(t, last, St::JSON_START_5);
         }
         St::LIT_COLON_12 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_43;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_43);
         }
         St::SPACE_44 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_12;
+            return c.space_state(t, last, St::LIT_COLON_12);
         }
         St::CHOICE_8 => {
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_44;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_44) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_44;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_44) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_45 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_8;
+            return c.space_state(t, last, St::CHOICE_8);
         }
         St::LIT_COMMA_5 => {
-            match lit(t, c.pos, ",", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_45;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ",", St::SPACE_45);
         }
         St::SPACE_46 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COMMA_5;
+            return c.space_state(t, last, St::LIT_COMMA_5);
         }
         St::LIT_MARK_15 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_46;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::SPACE_46);
         }
         St::TOOL_NAME_9 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 34u8, &["\""]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &["\""]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["\""]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_15;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::LIT_MARK_15,
+                    sink,
+                );
         }
         St::TOOL_NAME_10 => {
             c.until_start();
             c.st = St::TOOL_NAME_9;
         }
         St::LIT_MARK_16 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_NAME_10;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::TOOL_NAME_10);
         }
         St::SPACE_47 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_16;
+            return c.space_state(t, last, St::LIT_MARK_16);
         }
         St::LIT_COLON_13 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_47;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_47);
         }
         St::SPACE_48 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_13;
+            return c.space_state(t, last, St::LIT_COLON_13);
         }
         St::LIT_MARK_17 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_7;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::CHOICE_7);
         }
         St::TOOL_NAME_11 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 34u8, &["\""]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &["\""]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["\""]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_17;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::LIT_MARK_17,
+                    sink,
+                );
         }
         St::TOOL_NAME_12 => {
             c.until_start();
             c.st = St::TOOL_NAME_11;
         }
         St::LIT_MARK_18 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_NAME_12;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::TOOL_NAME_12);
         }
         St::SPACE_49 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_18;
+            return c.space_state(t, last, St::LIT_MARK_18);
         }
         St::LIT_COLON_14 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_49;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_49);
         }
         St::SPACE_50 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_14;
+            return c.space_state(t, last, St::LIT_COLON_14);
         }
         St::LIT_NAME_3 => {
-            match lit(t, c.pos, "\"name\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_50;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"name\"", St::SPACE_50);
         }
         St::SPACE_51 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_NAME_3;
+            return c.space_state(t, last, St::LIT_NAME_3);
         }
         St::LIT_COMMA_6 => {
-            match lit(t, c.pos, ",", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_51;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ",", St::SPACE_51);
         }
         St::SPACE_52 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COMMA_6;
+            return c.space_state(t, last, St::LIT_COMMA_6);
         }
         St::JSON_6 => {
             match json_step(c, t, false, "", last, sink) {
@@ -2536,90 +1620,42 @@ fn step(
             c.st = St::JSON_6;
         }
         St::SPACE_53 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_6;
+            return c.space_state(t, last, St::JSON_START_6);
         }
         St::LIT_COLON_15 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_53;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_53);
         }
         St::SPACE_54 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_15;
+            return c.space_state(t, last, St::LIT_COLON_15);
         }
         St::COMMIT_3 => {
             c.mark_commit(t, sink);
             c.st = St::SPACE_54;
         }
         St::CHOICE_9 => {
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_48;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_48) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::COMMIT_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT_3) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::COMMIT_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_3) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_55 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_9;
+            return c.space_state(t, last, St::CHOICE_9);
         }
         St::LIT_OPEN_BRACE_3 => {
-            match lit(t, c.pos, "{", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_55;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "{", St::SPACE_55);
         }
         St::TOOL_OPEN_3 => {
             c.tool_open(sink);
             c.st = St::LIT_OPEN_BRACE_3;
         }
         St::SPACE_56 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::TOOL_OPEN_3;
+            return c.space_state(t, last, St::TOOL_OPEN_3);
         }
         St::LOOP_3 => {
             c.enter_loop(1usize);
@@ -2630,93 +1666,35 @@ fn step(
             c.st = St::LOOP_3;
         }
         St::LIT_CLOSE_BRACE_4 => {
-            match lit(t, c.pos, "}", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE_4;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "}", St::TOOL_CLOSE_4);
         }
         St::SPACE_57 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_CLOSE_BRACE_4;
+            return c.space_state(t, last, St::LIT_CLOSE_BRACE_4);
         }
         St::LIT_MARK_19 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_57;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::SPACE_57);
         }
         St::JSON_STRING_4 => {
-            match c.json_string_step(t, Kind::ToolId, last, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_19;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK_19, sink);
         }
         St::LIT_MARK_20 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_STRING_4;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::JSON_STRING_4);
         }
         St::SPACE_58 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_20;
+            return c.space_state(t, last, St::LIT_MARK_20);
         }
         St::LIT_COLON_16 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_58;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_58);
         }
         St::SPACE_59 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_16;
+            return c.space_state(t, last, St::LIT_COLON_16);
         }
         St::CHOICE_10 => {
-            match guard_0(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_59;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_59) {
+                return flow;
             }
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_57;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_57) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -2734,267 +1712,107 @@ fn step(
             c.st = St::JSON_7;
         }
         St::SPACE_60 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_7;
+            return c.space_state(t, last, St::JSON_START_7);
         }
         St::LIT_COLON_17 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_60;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_60);
         }
         St::SPACE_61 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_17;
+            return c.space_state(t, last, St::LIT_COLON_17);
         }
         St::CHOICE_11 => {
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_61;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_61) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_61;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_61) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_62 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_11;
+            return c.space_state(t, last, St::CHOICE_11);
         }
         St::LIT_COMMA_7 => {
-            match lit(t, c.pos, ",", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_62;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ",", St::SPACE_62);
         }
         St::SPACE_63 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COMMA_7;
+            return c.space_state(t, last, St::LIT_COMMA_7);
         }
         St::LIT_MARK_21 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_63;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::SPACE_63);
         }
         St::TOOL_NAME_13 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 34u8, &["\""]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &["\""]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["\""]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_21;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::LIT_MARK_21,
+                    sink,
+                );
         }
         St::TOOL_NAME_14 => {
             c.until_start();
             c.st = St::TOOL_NAME_13;
         }
         St::LIT_MARK_22 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_NAME_14;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::TOOL_NAME_14);
         }
         St::SPACE_64 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_22;
+            return c.space_state(t, last, St::LIT_MARK_22);
         }
         St::LIT_COLON_18 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_64;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_64);
         }
         St::SPACE_65 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_18;
+            return c.space_state(t, last, St::LIT_COLON_18);
         }
         St::LIT_MARK_23 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_10;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::CHOICE_10);
         }
         St::TOOL_NAME_15 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 34u8, &["\""]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &["\""]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["\""]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_23;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::LIT_MARK_23,
+                    sink,
+                );
         }
         St::TOOL_NAME_16 => {
             c.until_start();
             c.st = St::TOOL_NAME_15;
         }
         St::LIT_MARK_24 => {
-            match lit(t, c.pos, "\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_NAME_16;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"", St::TOOL_NAME_16);
         }
         St::SPACE_66 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_24;
+            return c.space_state(t, last, St::LIT_MARK_24);
         }
         St::LIT_COLON_19 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_66;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_66);
         }
         St::SPACE_67 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_19;
+            return c.space_state(t, last, St::LIT_COLON_19);
         }
         St::LIT_NAME_4 => {
-            match lit(t, c.pos, "\"name\"", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_67;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "\"name\"", St::SPACE_67);
         }
         St::SPACE_68 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_NAME_4;
+            return c.space_state(t, last, St::LIT_NAME_4);
         }
         St::LIT_COMMA_8 => {
-            match lit(t, c.pos, ",", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_68;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ",", St::SPACE_68);
         }
         St::SPACE_69 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COMMA_8;
+            return c.space_state(t, last, St::LIT_COMMA_8);
         }
         St::JSON_8 => {
             match json_step(c, t, false, "", last, sink) {
@@ -3010,176 +1828,75 @@ fn step(
             c.st = St::JSON_8;
         }
         St::SPACE_70 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_8;
+            return c.space_state(t, last, St::JSON_START_8);
         }
         St::LIT_COLON_20 => {
-            match lit(t, c.pos, ":", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_70;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ":", St::SPACE_70);
         }
         St::SPACE_71 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_COLON_20;
+            return c.space_state(t, last, St::LIT_COLON_20);
         }
         St::COMMIT_4 => {
             c.mark_commit(t, sink);
             c.st = St::SPACE_71;
         }
         St::CHOICE_12 => {
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_65;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_65) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::COMMIT_4;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT_4) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::COMMIT_4;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_4) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_72 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_12;
+            return c.space_state(t, last, St::CHOICE_12);
         }
         St::LIT_OPEN_BRACE_4 => {
-            match lit(t, c.pos, "{", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_72;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "{", St::SPACE_72);
         }
         St::TOOL_OPEN_4 => {
             c.tool_open(sink);
             c.st = St::LIT_OPEN_BRACE_4;
         }
         St::SPACE_73 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::TOOL_OPEN_4;
+            return c.space_state(t, last, St::TOOL_OPEN_4);
         }
         St::LIT_OPEN_BRACKET_2 => {
-            match lit(t, c.pos, "[", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_73;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "[", St::SPACE_73);
         }
         St::SPACE_74 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_OPEN_BRACKET_2;
+            return c.space_state(t, last, St::LIT_OPEN_BRACKET_2);
         }
         St::LOOP_4 => {
             c.enter_loop(0usize);
             c.st = St::LOOP_HEAD_3;
         }
         St::CONTENT_TEXT_7 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 91u8, &["[TOOL_CALLS]"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["[TOOL_CALLS]"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_4;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::Content, false, &STOPS_1, St::LOOP_4, sink);
         }
         St::CONTENT_7 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_7;
         }
         St::SPACE_75 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::END_OF_OUTPUT;
+            return c.space_state(t, last, St::END_OF_OUTPUT);
         }
         St::CHOICE_13 => {
-            match guard_7(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_75;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::SPACE_75) {
+                return flow;
             }
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::END_OF_OUTPUT;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::END_OF_OUTPUT) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_76 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_13;
+            return c.space_state(t, last, St::CHOICE_13);
         }
         St::JSON_9 => {
             match json_step(c, t, true, "", last, sink) {
@@ -3195,60 +1912,28 @@ fn step(
             c.st = St::JSON_9;
         }
         St::SPACE_77 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_9;
+            return c.space_state(t, last, St::JSON_START_9);
         }
         St::CHOICE_14 => {
-            match guard_8(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_77;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::SPACE_77) {
+                return flow;
             }
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_77;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_77) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::CHOICE_15 => {
-            match guard_7(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_14;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::CHOICE_14) {
+                return flow;
             }
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_START_9;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::JSON_START_9) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_78 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_15;
+            return c.space_state(t, last, St::CHOICE_15);
         }
         _ => c.set_degraded(),
     }

@@ -3,7 +3,7 @@
 
 use chat_parser_runtime::__private::*;
 use chat_parser_runtime::Sink;
-pub use chat_parser_runtime::{Options, ReasoningFormat};
+pub use chat_parser_runtime::Options;
 /// The template this parser was generated from.
 pub const TEMPLATE: &str = "templates/tag_json_args.jinja";
 /// What the template appends to open the assistant's turn (thinking on).
@@ -149,38 +149,7 @@ pub struct Parser<'t> {
 impl<'t> Parser<'t> {
     /// A parser for a request with these options.
     pub fn new(options: Options<'t>) -> Parser<'t> {
-        let extract = options.reasoning_format != ReasoningFormat::None;
-        let tools = !options.tools.is_empty();
-        let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
-            + usize::from(!extract) * 4
-            + if options.structured_output {
-                3
-            } else if !tools {
-                0
-            } else if options.parallel_tool_calls {
-                2
-            } else {
-                1
-            };
-        let entry = match combo {
-            0 => St::CONTENT_3,
-            1 => St::CONTENT_6,
-            2 => St::CONTENT_9,
-            3 => St::SPACE_16,
-            4 => St::CONTENT_3,
-            5 => St::CONTENT_6,
-            6 => St::CONTENT_9,
-            7 => St::SPACE_16,
-            8 => St::CONTENT_3,
-            9 => St::CONTENT_6,
-            10 => St::CONTENT_9,
-            11 => St::SPACE_16,
-            12 => St::CONTENT_3,
-            13 => St::CONTENT_6,
-            14 => St::CONTENT_9,
-            15 => St::SPACE_16,
-            _ => 0,
-        };
+        let entry = ENTRIES[options.variant(THINKING_SWITCHES)];
         Parser {
             core: Core::new(entry, options.tools),
             entry,
@@ -246,7 +215,7 @@ impl Machine<1usize, 1usize, 2usize> for Grammar {
     ) -> Option<usize> {
         match c.st {
             St::CONTENT_TEXT | St::CONTENT_TEXT_2 | St::CONTENT_TEXT_3 => {
-                c.fast_partial(Kind::Content, false, s, &["<|end|>"], max, sink)
+                c.fast_partial(Kind::Content, false, s, &STOPS_0.all, max, sink)
             }
             St::CONTENT_TEXT_4
             | St::CONTENT_TEXT_5
@@ -254,14 +223,7 @@ impl Machine<1usize, 1usize, 2usize> for Grammar {
             | St::CONTENT_TEXT_7
             | St::CONTENT_TEXT_8
             | St::CONTENT_TEXT_9 => {
-                c.fast_partial(
-                    Kind::Content,
-                    false,
-                    s,
-                    &["<function=", "<|end|>"],
-                    max,
-                    sink,
-                )
+                c.fast_partial(Kind::Content, false, s, &STOPS_1.all, max, sink)
             }
             _ => None,
         }
@@ -288,7 +250,7 @@ fn fast(
     match c.st {
         St::CONTENT_TEXT | St::CONTENT_TEXT_2 | St::CONTENT_TEXT_3 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<|end|>"]))
+                && !clear_of_stops(s.as_bytes(), &STOPS_0.all))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
         St::CONTENT_TEXT_4
@@ -298,7 +260,7 @@ fn fast(
         | St::CONTENT_TEXT_8
         | St::CONTENT_TEXT_9 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<function=", "<|end|>"]))
+                && !clear_of_stops(s.as_bytes(), &STOPS_1.all))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
         St::JSON | St::JSON_2 => c.fast_json(false, "", s, w, sink),
@@ -330,11 +292,9 @@ fn resume(entry: u16, repeat: usize) -> Resume {
         _ => Resume { head: 0, recover: NONE },
     }
 }
-#[inline]
 fn guard_0(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<|end|>", last)
 }
-#[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
     match (|| -> G {
         let p = match (|| -> G {
@@ -354,22 +314,36 @@ fn guard_1(t: &str, p: usize, last: bool) -> G {
         other => other,
     }
 }
-#[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<function=", last)
 }
-#[inline]
 fn guard_3(_t: &str, p: usize, _last: bool) -> G {
     G::Match(p)
 }
-#[inline]
 fn guard_4(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "```", last)
 }
-#[inline]
 fn guard_5(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
+/// Text ends at ["<|end|>"].
+const STOPS_0: Stops<1, 1> = Stops {
+    firsts: [60],
+    all: ["<|end|>"],
+    longest: 7,
+};
+/// Text ends at ["<function=", "<|end|>"].
+const STOPS_1: Stops<1, 2> = Stops {
+    firsts: [60],
+    all: ["<function=", "<|end|>"],
+    longest: 10,
+};
+/// Text ends at [">"].
+const STOPS_2: Stops<1, 1> = Stops {
+    firsts: [62],
+    all: [">"],
+    longest: 1,
+};
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
 /// whole commits in the same step, so it is checked there too, and
@@ -404,6 +378,25 @@ fn run(
         }
     }
 }
+/// The entry state of each grammar variant (`Options::variant`).
+const ENTRIES: [u16; 16] = [
+    St::CONTENT_3,
+    St::CONTENT_6,
+    St::CONTENT_9,
+    St::SPACE_16,
+    St::CONTENT_3,
+    St::CONTENT_6,
+    St::CONTENT_9,
+    St::SPACE_16,
+    St::CONTENT_3,
+    St::CONTENT_6,
+    St::CONTENT_9,
+    St::SPACE_16,
+    St::CONTENT_3,
+    St::CONTENT_6,
+    St::CONTENT_9,
+    St::SPACE_16,
+];
 /// The machine's states, named for what they read.
 struct St;
 impl St {
@@ -499,28 +492,13 @@ fn step(
             return Flow::Stop;
         }
         St::END_OF_OUTPUT => {
-            if c.pos < t.len() {
-                return Flow::Fail;
-            }
-            if !last {
-                return Flow::More;
-            }
-            c.st = St::DONE;
+            return c.end_state(t, last, St::DONE);
         }
         St::LOOP_HEAD => {
-            if c.may_try(0usize, 0usize, None) {
-                let start = c.pos;
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::COMMIT;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, None), true, guard_0, St::COMMIT)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -529,71 +507,39 @@ fn step(
             c.st = St::LOOP_HEAD;
         }
         St::CONTENT_TEXT => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::LOOP_HEAD,
+                    sink,
+                );
         }
         St::CONTENT => {
             c.until_start();
             c.st = St::CONTENT_TEXT;
         }
         St::CONTENT_TEXT_2 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::LOOP_ROUND_DONE,
+                    sink,
+                );
         }
         St::CONTENT_2 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_2;
         }
         St::SPACE => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_2;
+            return c.space_state(t, last, St::CONTENT_2);
         }
         St::COMMIT => {
             c.mark_commit(t, sink);
@@ -604,63 +550,29 @@ fn step(
             c.st = St::LOOP_HEAD;
         }
         St::CONTENT_TEXT_3 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c.text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP, sink);
         }
         St::CONTENT_3 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_3;
         }
         St::LOOP_HEAD_2 => {
-            if c.may_try(0usize, 0usize, Some(1u8)) {
-                let start = c.pos;
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::TOOL_OPEN;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(
+                    t,
+                    last,
+                    (0usize, 0usize, Some(1u8)),
+                    true,
+                    guard_2,
+                    St::TOOL_OPEN,
+                )
+            {
+                return flow;
             }
-            if c.may_try(0usize, 1usize, None) {
-                let start = c.pos;
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 1usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::COMMIT_2;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 1usize, None), true, guard_0, St::COMMIT_2)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -669,106 +581,57 @@ fn step(
             c.st = St::LOOP_HEAD_2;
         }
         St::CONTENT_TEXT_4 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_HEAD_2,
+                    sink,
+                );
         }
         St::CONTENT_4 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_4;
         }
         St::CONTENT_TEXT_5 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_ROUND_DONE_2,
+                    sink,
+                );
         }
         St::CONTENT_5 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_5;
         }
         St::SPACE_2 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_5;
+            return c.space_state(t, last, St::CONTENT_5);
         }
         St::TOOL_CLOSE => {
             c.tool_close(sink);
             c.st = St::SPACE_2;
         }
         St::LIT_CLOSE_FUNCTION => {
-            match lit(t, c.pos, "</function>", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "</function>", St::TOOL_CLOSE);
         }
         St::SPACE_3 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_CLOSE_FUNCTION;
+            return c.space_state(t, last, St::LIT_CLOSE_FUNCTION);
         }
         St::JSON_CLOSE => {
             json_close(c, false, sink);
             c.st = St::SPACE_3;
         }
         St::JSON_END_MARKER => {
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_CLOSE;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::JSON_CLOSE) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -792,71 +655,33 @@ fn step(
             c.st = St::JSON;
         }
         St::SPACE_4 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START;
+            return c.space_state(t, last, St::JSON_START);
         }
         St::LIT_MARK => {
-            match lit(t, c.pos, ">", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_4;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ">", St::SPACE_4);
         }
         St::SPACE_5 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK;
+            return c.space_state(t, last, St::LIT_MARK);
         }
         St::TOOL_NAME => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 62u8, &[">"]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &[">"]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &[">"]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::SPACE_5;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::SPACE_5,
+                    sink,
+                );
         }
         St::TOOL_NAME_2 => {
             c.until_start();
             c.st = St::TOOL_NAME;
         }
         St::SPACE_6 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::TOOL_NAME_2;
+            return c.space_state(t, last, St::TOOL_NAME_2);
         }
         St::TOOL_OPEN => {
             c.tool_open(sink);
@@ -871,63 +696,23 @@ fn step(
             c.st = St::LOOP_HEAD_2;
         }
         St::CONTENT_TEXT_6 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::Content, false, &STOPS_1, St::LOOP_2, sink);
         }
         St::CONTENT_6 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_6;
         }
         St::LOOP_HEAD_3 => {
-            if c.may_try(0usize, 0usize, None) {
-                let start = c.pos;
-                match guard_2(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::TOOL_OPEN_2;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, None), true, guard_2, St::TOOL_OPEN_2)
+            {
+                return flow;
             }
-            if c.may_try(0usize, 1usize, None) {
-                let start = c.pos;
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 1usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::COMMIT_3;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 1usize, None), true, guard_0, St::COMMIT_3)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -936,106 +721,57 @@ fn step(
             c.st = St::LOOP_HEAD_3;
         }
         St::CONTENT_TEXT_7 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_HEAD_3,
+                    sink,
+                );
         }
         St::CONTENT_7 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_7;
         }
         St::CONTENT_TEXT_8 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_ROUND_DONE_3,
+                    sink,
+                );
         }
         St::CONTENT_8 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_8;
         }
         St::SPACE_7 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_8;
+            return c.space_state(t, last, St::CONTENT_8);
         }
         St::TOOL_CLOSE_2 => {
             c.tool_close(sink);
             c.st = St::SPACE_7;
         }
         St::LIT_CLOSE_FUNCTION_2 => {
-            match lit(t, c.pos, "</function>", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE_2;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "</function>", St::TOOL_CLOSE_2);
         }
         St::SPACE_8 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_CLOSE_FUNCTION_2;
+            return c.space_state(t, last, St::LIT_CLOSE_FUNCTION_2);
         }
         St::JSON_CLOSE_2 => {
             json_close(c, false, sink);
             c.st = St::SPACE_8;
         }
         St::JSON_END_MARKER_2 => {
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_CLOSE_2;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::JSON_CLOSE_2) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -1059,71 +795,33 @@ fn step(
             c.st = St::JSON_2;
         }
         St::SPACE_9 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_2;
+            return c.space_state(t, last, St::JSON_START_2);
         }
         St::LIT_MARK_2 => {
-            match lit(t, c.pos, ">", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_9;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ">", St::SPACE_9);
         }
         St::SPACE_10 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_2;
+            return c.space_state(t, last, St::LIT_MARK_2);
         }
         St::TOOL_NAME_3 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 62u8, &[">"]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &[">"]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &[">"]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::SPACE_10;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_2,
+                    over_hold,
+                    St::SPACE_10,
+                    sink,
+                );
         }
         St::TOOL_NAME_4 => {
             c.until_start();
             c.st = St::TOOL_NAME_3;
         }
         St::SPACE_11 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::TOOL_NAME_4;
+            return c.space_state(t, last, St::TOOL_NAME_4);
         }
         St::TOOL_OPEN_2 => {
             c.tool_open(sink);
@@ -1138,97 +836,39 @@ fn step(
             c.st = St::LOOP_HEAD_3;
         }
         St::CONTENT_TEXT_9 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<function=", "<|end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<function=", "<|end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::Content, false, &STOPS_1, St::LOOP_3, sink);
         }
         St::CONTENT_9 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_9;
         }
         St::SPACE_12 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::END_OF_OUTPUT;
+            return c.space_state(t, last, St::END_OF_OUTPUT);
         }
         St::CHOICE => {
-            match guard_0(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_12;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_12) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::END_OF_OUTPUT;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::END_OF_OUTPUT) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_13 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE;
+            return c.space_state(t, last, St::CHOICE);
         }
         St::CHOICE_2 => {
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_13;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_13) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::CHOICE) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_14 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_2;
+            return c.space_state(t, last, St::CHOICE_2);
         }
         St::JSON_3 => {
             match json_step(c, t, true, "", last, sink) {
@@ -1244,60 +884,28 @@ fn step(
             c.st = St::JSON_3;
         }
         St::SPACE_15 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_3;
+            return c.space_state(t, last, St::JSON_START_3);
         }
         St::CHOICE_3 => {
-            match guard_5(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_15;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_15) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_15;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_15) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::CHOICE_4 => {
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::CHOICE_3) {
+                return flow;
             }
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_START_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::JSON_START_3) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_16 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_4;
+            return c.space_state(t, last, St::CHOICE_4);
         }
         _ => c.set_degraded(),
     }

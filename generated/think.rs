@@ -3,7 +3,7 @@
 
 use chat_parser_runtime::__private::*;
 use chat_parser_runtime::Sink;
-pub use chat_parser_runtime::{Options, ReasoningFormat};
+pub use chat_parser_runtime::Options;
 /// The template this parser was generated from.
 pub const TEMPLATE: &str = "templates/think.jinja";
 /// What the template appends to open the assistant's turn (thinking on).
@@ -101,38 +101,7 @@ pub struct Parser<'t> {
 impl<'t> Parser<'t> {
     /// A parser for a request with these options.
     pub fn new(options: Options<'t>) -> Parser<'t> {
-        let extract = options.reasoning_format != ReasoningFormat::None;
-        let tools = !options.tools.is_empty();
-        let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
-            + usize::from(!extract) * 4
-            + if options.structured_output {
-                3
-            } else if !tools {
-                0
-            } else if options.parallel_tool_calls {
-                2
-            } else {
-                1
-            };
-        let entry = match combo {
-            0 => St::REASONING,
-            1 => St::REASONING,
-            2 => St::REASONING,
-            3 => St::REASONING_2,
-            4 => St::PREFILLED,
-            5 => St::PREFILLED,
-            6 => St::PREFILLED,
-            7 => St::PREFILLED_2,
-            8 => St::CONTENT_9,
-            9 => St::CONTENT_9,
-            10 => St::CONTENT_9,
-            11 => St::SPACE_7,
-            12 => St::CONTENT_9,
-            13 => St::CONTENT_9,
-            14 => St::CONTENT_9,
-            15 => St::SPACE_7,
-            _ => 0,
-        };
+        let entry = ENTRIES[options.variant(THINKING_SWITCHES)];
         Parser {
             core: Core::new(entry, options.tools),
             entry,
@@ -206,17 +175,10 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
             | St::CONTENT_TEXT_7
             | St::CONTENT_TEXT_8
             | St::CONTENT_TEXT_9 => {
-                c.fast_partial(Kind::Content, false, s, &["<|im_end|>"], max, sink)
+                c.fast_partial(Kind::Content, false, s, &STOPS_0.all, max, sink)
             }
             St::REASONING_TEXT | St::REASONING_TEXT_2 => {
-                c.fast_partial(
-                    Kind::Reasoning,
-                    true,
-                    s,
-                    &["</think>", "<|im_end|>"],
-                    max,
-                    sink,
-                )
+                c.fast_partial(Kind::Reasoning, true, s, &STOPS_1.all, max, sink)
             }
             _ => None,
         }
@@ -251,12 +213,12 @@ fn fast(
         | St::CONTENT_TEXT_8
         | St::CONTENT_TEXT_9 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<|im_end|>"]))
+                && !clear_of_stops(s.as_bytes(), &STOPS_0.all))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
         St::REASONING_TEXT | St::REASONING_TEXT_2 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["</think>", "<|im_end|>"]))
+                && !clear_of_stops(s.as_bytes(), &STOPS_1.all))
                 && c.fast_text(Kind::Reasoning, true, s, w, sink)
         }
         St::JSON => c.fast_json(true, "", s, w, sink),
@@ -287,26 +249,33 @@ fn resume(entry: u16, repeat: usize) -> Resume {
         _ => Resume { head: 0, recover: NONE },
     }
 }
-#[inline]
 fn guard_0(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<|im_end|>", last)
 }
-#[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "</think>", last)
 }
-#[inline]
 fn guard_2(_t: &str, p: usize, _last: bool) -> G {
     G::Match(p)
 }
-#[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "```", last)
 }
-#[inline]
 fn guard_4(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
+/// Text ends at ["<|im_end|>"].
+const STOPS_0: Stops<1, 1> = Stops {
+    firsts: [60],
+    all: ["<|im_end|>"],
+    longest: 10,
+};
+/// Text ends at ["</think>", "<|im_end|>"].
+const STOPS_1: Stops<1, 2> = Stops {
+    firsts: [60],
+    all: ["</think>", "<|im_end|>"],
+    longest: 10,
+};
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
 /// whole commits in the same step, so it is checked there too, and
@@ -341,6 +310,25 @@ fn run(
         }
     }
 }
+/// The entry state of each grammar variant (`Options::variant`).
+const ENTRIES: [u16; 16] = [
+    St::REASONING,
+    St::REASONING,
+    St::REASONING,
+    St::REASONING_2,
+    St::PREFILLED,
+    St::PREFILLED,
+    St::PREFILLED,
+    St::PREFILLED_2,
+    St::CONTENT_9,
+    St::CONTENT_9,
+    St::CONTENT_9,
+    St::SPACE_7,
+    St::CONTENT_9,
+    St::CONTENT_9,
+    St::CONTENT_9,
+    St::SPACE_7,
+];
 /// The machine's states, named for what they read.
 struct St;
 impl St {
@@ -418,28 +406,13 @@ fn step(
             return Flow::Stop;
         }
         St::END_OF_OUTPUT => {
-            if c.pos < t.len() {
-                return Flow::Fail;
-            }
-            if !last {
-                return Flow::More;
-            }
-            c.st = St::DONE;
+            return c.end_state(t, last, St::DONE);
         }
         St::LOOP_HEAD => {
-            if c.may_try(0usize, 0usize, None) {
-                let start = c.pos;
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::COMMIT;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, None), true, guard_0, St::COMMIT)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -448,71 +421,39 @@ fn step(
             c.st = St::LOOP_HEAD;
         }
         St::CONTENT_TEXT => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::LOOP_HEAD,
+                    sink,
+                );
         }
         St::CONTENT => {
             c.until_start();
             c.st = St::CONTENT_TEXT;
         }
         St::CONTENT_TEXT_2 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::LOOP_ROUND_DONE,
+                    sink,
+                );
         }
         St::CONTENT_2 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_2;
         }
         St::SPACE => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_2;
+            return c.space_state(t, last, St::CONTENT_2);
         }
         St::COMMIT => {
             c.mark_commit(t, sink);
@@ -523,155 +464,58 @@ fn step(
             c.st = St::LOOP_HEAD;
         }
         St::CONTENT_TEXT_3 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c.text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP, sink);
         }
         St::CONTENT_3 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_3;
         }
         St::SPACE_2 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_3;
+            return c.space_state(t, last, St::CONTENT_3);
         }
         St::CHOICE => {
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_2;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_2) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CONTENT_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::CONTENT_3) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::REASONING_TEXT => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["</think>", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["</think>", "<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Reasoning, true, found, sink) {
-                Some(true) => {
-                    c.st = St::CHOICE;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::Reasoning, true, &STOPS_1, St::CHOICE, sink);
         }
         St::REASONING => {
             c.until_start();
             c.st = St::REASONING_TEXT;
         }
         St::SPACE_3 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::END_OF_OUTPUT;
+            return c.space_state(t, last, St::END_OF_OUTPUT);
         }
         St::CHOICE_2 => {
-            match guard_0(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_3) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::END_OF_OUTPUT;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::END_OF_OUTPUT) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_4 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_2;
+            return c.space_state(t, last, St::CHOICE_2);
         }
         St::CHOICE_3 => {
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_4;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_4) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_2;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::CHOICE_2) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_5 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_3;
+            return c.space_state(t, last, St::CHOICE_3);
         }
         St::JSON => {
             match json_step(c, t, true, "", last, sink) {
@@ -687,133 +531,62 @@ fn step(
             c.st = St::JSON;
         }
         St::SPACE_6 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START;
+            return c.space_state(t, last, St::JSON_START);
         }
         St::CHOICE_4 => {
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_6;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_6) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_6;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_6) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::CHOICE_5 => {
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_4;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::CHOICE_4) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_START;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_START) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_7 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_5;
+            return c.space_state(t, last, St::CHOICE_5);
         }
         St::SPACE_8 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::SPACE_7;
+            return c.space_state(t, last, St::SPACE_7);
         }
         St::CHOICE_6 => {
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_8;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_8) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_7;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_7) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::REASONING_TEXT_2 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["</think>", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["</think>", "<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Reasoning, true, found, sink) {
-                Some(true) => {
-                    c.st = St::CHOICE_6;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Reasoning,
+                    true,
+                    &STOPS_1,
+                    St::CHOICE_6,
+                    sink,
+                );
         }
         St::REASONING_2 => {
             c.until_start();
             c.st = St::REASONING_TEXT_2;
         }
         St::LOOP_HEAD_2 => {
-            if c.may_try(0usize, 0usize, None) {
-                let start = c.pos;
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::COMMIT_2;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, None), true, guard_0, St::COMMIT_2)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -822,71 +595,39 @@ fn step(
             c.st = St::LOOP_HEAD_2;
         }
         St::CONTENT_TEXT_4 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::LOOP_HEAD_2,
+                    sink,
+                );
         }
         St::CONTENT_4 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_4;
         }
         St::CONTENT_TEXT_5 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::LOOP_ROUND_DONE_2,
+                    sink,
+                );
         }
         St::CONTENT_5 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_5;
         }
         St::SPACE_9 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_5;
+            return c.space_state(t, last, St::CONTENT_5);
         }
         St::COMMIT_2 => {
             c.mark_commit(t, sink);
@@ -897,30 +638,8 @@ fn step(
             c.st = St::LOOP_HEAD_2;
         }
         St::CONTENT_TEXT_6 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP_2, sink);
         }
         St::CONTENT_6 => {
             c.until_start();
@@ -935,19 +654,10 @@ fn step(
             c.st = St::SPACE_7;
         }
         St::LOOP_HEAD_3 => {
-            if c.may_try(0usize, 0usize, None) {
-                let start = c.pos;
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::COMMIT_3;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, None), true, guard_0, St::COMMIT_3)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -956,71 +666,39 @@ fn step(
             c.st = St::LOOP_HEAD_3;
         }
         St::CONTENT_TEXT_7 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::LOOP_HEAD_3,
+                    sink,
+                );
         }
         St::CONTENT_7 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_7;
         }
         St::CONTENT_TEXT_8 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::LOOP_ROUND_DONE_3,
+                    sink,
+                );
         }
         St::CONTENT_8 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_8;
         }
         St::SPACE_10 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_8;
+            return c.space_state(t, last, St::CONTENT_8);
         }
         St::COMMIT_3 => {
             c.mark_commit(t, sink);
@@ -1031,30 +709,8 @@ fn step(
             c.st = St::LOOP_HEAD_3;
         }
         St::CONTENT_TEXT_9 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP_3, sink);
         }
         St::CONTENT_9 => {
             c.until_start();

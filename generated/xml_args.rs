@@ -3,7 +3,7 @@
 
 use chat_parser_runtime::__private::*;
 use chat_parser_runtime::{ArgType, Sink};
-pub use chat_parser_runtime::{Options, ReasoningFormat};
+pub use chat_parser_runtime::Options;
 /// The template this parser was generated from.
 pub const TEMPLATE: &str = "templates/xml_args.jinja";
 /// What the template appends to open the assistant's turn (thinking on).
@@ -315,38 +315,7 @@ pub struct Parser<'t> {
 impl<'t> Parser<'t> {
     /// A parser for a request with these options.
     pub fn new(options: Options<'t>) -> Parser<'t> {
-        let extract = options.reasoning_format != ReasoningFormat::None;
-        let tools = !options.tools.is_empty();
-        let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
-            + usize::from(!extract) * 4
-            + if options.structured_output {
-                3
-            } else if !tools {
-                0
-            } else if options.parallel_tool_calls {
-                2
-            } else {
-                1
-            };
-        let entry = match combo {
-            0 => St::CONTENT_3,
-            1 => St::CONTENT_6,
-            2 => St::CONTENT_9,
-            3 => St::SPACE_32,
-            4 => St::CONTENT_3,
-            5 => St::CONTENT_6,
-            6 => St::CONTENT_9,
-            7 => St::SPACE_32,
-            8 => St::CONTENT_3,
-            9 => St::CONTENT_6,
-            10 => St::CONTENT_9,
-            11 => St::SPACE_32,
-            12 => St::CONTENT_3,
-            13 => St::CONTENT_6,
-            14 => St::CONTENT_9,
-            15 => St::SPACE_32,
-            _ => 0,
-        };
+        let entry = ENTRIES[options.variant(THINKING_SWITCHES)];
         Parser {
             core: Core::new(entry, options.tools),
             entry,
@@ -412,7 +381,7 @@ impl Machine<1usize, 1usize, 3usize> for Grammar {
     ) -> Option<usize> {
         match c.st {
             St::CONTENT_TEXT | St::CONTENT_TEXT_2 | St::CONTENT_TEXT_3 => {
-                c.fast_partial(Kind::Content, false, s, &["<|im_end|>"], max, sink)
+                c.fast_partial(Kind::Content, false, s, &STOPS_0.all, max, sink)
             }
             St::CONTENT_TEXT_4
             | St::CONTENT_TEXT_5
@@ -420,27 +389,13 @@ impl Machine<1usize, 1usize, 3usize> for Grammar {
             | St::CONTENT_TEXT_7
             | St::CONTENT_TEXT_8
             | St::CONTENT_TEXT_9 => {
-                c.fast_partial(
-                    Kind::Content,
-                    false,
-                    s,
-                    &["<tool_call>", "<function=", "<|im_end|>"],
-                    max,
-                    sink,
-                )
+                c.fast_partial(Kind::Content, false, s, &STOPS_1.all, max, sink)
             }
             St::ARG_STRING_TEXT
             | St::ARG_STRING_TEXT_2
             | St::ARG_STRING_TEXT_3
             | St::ARG_STRING_TEXT_4 => {
-                c.fast_partial(
-                    Kind::ArgString,
-                    true,
-                    s,
-                    &["</parameter>", "</function>", "</tool_call>"],
-                    max,
-                    sink,
-                )
+                c.fast_partial(Kind::ArgString, true, s, &STOPS_2.all, max, sink)
             }
             _ => None,
         }
@@ -467,7 +422,7 @@ fn fast(
     match c.st {
         St::CONTENT_TEXT | St::CONTENT_TEXT_2 | St::CONTENT_TEXT_3 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &["<|im_end|>"]))
+                && !clear_of_stops(s.as_bytes(), &STOPS_0.all))
                 && c.fast_text(Kind::Content, false, s, w, sink)
         }
         St::CONTENT_TEXT_4
@@ -477,20 +432,16 @@ fn fast(
         | St::CONTENT_TEXT_8
         | St::CONTENT_TEXT_9 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(
-                    s.as_bytes(),
-                    &["<tool_call>", "<function=", "<|im_end|>"],
-                )) && c.fast_text(Kind::Content, false, s, w, sink)
+                && !clear_of_stops(s.as_bytes(), &STOPS_1.all))
+                && c.fast_text(Kind::Content, false, s, w, sink)
         }
         St::ARG_STRING_TEXT
         | St::ARG_STRING_TEXT_2
         | St::ARG_STRING_TEXT_3
         | St::ARG_STRING_TEXT_4 => {
             !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(
-                    s.as_bytes(),
-                    &["</parameter>", "</function>", "</tool_call>"],
-                )) && c.fast_text(Kind::ArgString, true, s, w, sink)
+                && !clear_of_stops(s.as_bytes(), &STOPS_2.all))
+                && c.fast_text(Kind::ArgString, true, s, w, sink)
         }
         St::JSON | St::JSON_2 | St::JSON_3 | St::JSON_4 => {
             c.fast_json(false, "", s, w, sink)
@@ -523,11 +474,9 @@ fn resume(entry: u16, repeat: usize) -> Resume {
         _ => Resume { head: 0, recover: NONE },
     }
 }
-#[inline]
 fn guard_0(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<|im_end|>", last)
 }
-#[inline]
 fn guard_1(t: &str, p: usize, last: bool) -> G {
     let p = match (|| -> G {
         let e = ws_end(t, p);
@@ -542,7 +491,6 @@ fn guard_1(t: &str, p: usize, last: bool) -> G {
     };
     G::Match(p)
 }
-#[inline]
 fn guard_2(t: &str, p: usize, last: bool) -> G {
     match (|| -> G {
         let p = match (|| -> G {
@@ -562,25 +510,21 @@ fn guard_2(t: &str, p: usize, last: bool) -> G {
         other => other,
     }
 }
-#[inline]
 fn guard_3(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "</parameter>", last)
 }
-#[inline]
 fn guard_4(t: &str, p: usize, last: bool) -> G {
     match (|| -> G { lit(t, p, "</function>", last) })() {
         G::Match(_) => G::Match(p),
         other => other,
     }
 }
-#[inline]
 fn guard_5(t: &str, p: usize, last: bool) -> G {
     match (|| -> G { lit(t, p, "</tool_call>", last) })() {
         G::Match(_) => G::Match(p),
         other => other,
     }
 }
-#[inline]
 fn guard_6(t: &str, p: usize, last: bool) -> G {
     let p = match (|| -> G {
         let e = ws_end(t, p);
@@ -595,11 +539,9 @@ fn guard_6(t: &str, p: usize, last: bool) -> G {
     };
     G::Match(p)
 }
-#[inline]
 fn guard_7(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<tool_call>", last)
 }
-#[inline]
 fn guard_8(t: &str, p: usize, last: bool) -> G {
     let p = match (|| -> G {
         let e = ws_end(t, p);
@@ -614,22 +556,42 @@ fn guard_8(t: &str, p: usize, last: bool) -> G {
     };
     G::Match(p)
 }
-#[inline]
 fn guard_9(_t: &str, p: usize, _last: bool) -> G {
     G::Match(p)
 }
-#[inline]
 fn guard_10(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "<function=", last)
 }
-#[inline]
 fn guard_11(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "```", last)
 }
-#[inline]
 fn guard_12(t: &str, p: usize, last: bool) -> G {
     lit(t, p, "json", last)
 }
+/// Text ends at ["<|im_end|>"].
+const STOPS_0: Stops<1, 1> = Stops {
+    firsts: [60],
+    all: ["<|im_end|>"],
+    longest: 10,
+};
+/// Text ends at ["<tool_call>", "<function=", "<|im_end|>"].
+const STOPS_1: Stops<1, 3> = Stops {
+    firsts: [60],
+    all: ["<tool_call>", "<function=", "<|im_end|>"],
+    longest: 11,
+};
+/// Text ends at ["</parameter>", "</function>", "</tool_call>"].
+const STOPS_2: Stops<1, 3> = Stops {
+    firsts: [60],
+    all: ["</parameter>", "</function>", "</tool_call>"],
+    longest: 12,
+};
+/// Text ends at [">"].
+const STOPS_3: Stops<1, 1> = Stops {
+    firsts: [62],
+    all: [">"],
+    longest: 1,
+};
 /// Whether the markup held up to `to` is longer than the hold limit.
 /// Checked before every step, and where a name ends: a name read
 /// whole commits in the same step, so it is checked there too, and
@@ -664,6 +626,25 @@ fn run(
         }
     }
 }
+/// The entry state of each grammar variant (`Options::variant`).
+const ENTRIES: [u16; 16] = [
+    St::CONTENT_3,
+    St::CONTENT_6,
+    St::CONTENT_9,
+    St::SPACE_32,
+    St::CONTENT_3,
+    St::CONTENT_6,
+    St::CONTENT_9,
+    St::SPACE_32,
+    St::CONTENT_3,
+    St::CONTENT_6,
+    St::CONTENT_9,
+    St::SPACE_32,
+    St::CONTENT_3,
+    St::CONTENT_6,
+    St::CONTENT_9,
+    St::SPACE_32,
+];
 /// The machine's states, named for what they read.
 struct St;
 impl St {
@@ -839,28 +820,13 @@ fn step(
             return Flow::Stop;
         }
         St::END_OF_OUTPUT => {
-            if c.pos < t.len() {
-                return Flow::Fail;
-            }
-            if !last {
-                return Flow::More;
-            }
-            c.st = St::DONE;
+            return c.end_state(t, last, St::DONE);
         }
         St::LOOP_HEAD => {
-            if c.may_try(0usize, 0usize, None) {
-                let start = c.pos;
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::COMMIT;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, None), true, guard_0, St::COMMIT)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -869,71 +835,39 @@ fn step(
             c.st = St::LOOP_HEAD;
         }
         St::CONTENT_TEXT => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::LOOP_HEAD,
+                    sink,
+                );
         }
         St::CONTENT => {
             c.until_start();
             c.st = St::CONTENT_TEXT;
         }
         St::CONTENT_TEXT_2 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_0,
+                    St::LOOP_ROUND_DONE,
+                    sink,
+                );
         }
         St::CONTENT_2 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_2;
         }
         St::SPACE => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_2;
+            return c.space_state(t, last, St::CONTENT_2);
         }
         St::COMMIT => {
             c.mark_commit(t, sink);
@@ -944,77 +878,34 @@ fn step(
             c.st = St::LOOP_HEAD;
         }
         St::CONTENT_TEXT_3 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &["<|im_end|>"]),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c.text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP, sink);
         }
         St::CONTENT_3 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_3;
         }
         St::LOOP_HEAD_2 => {
-            if c.may_try(0usize, 0usize, Some(1u8)) {
-                let start = c.pos;
-                match guard_7(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::SPACE_9;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, Some(1u8)), true, guard_7, St::SPACE_9)
+            {
+                return flow;
             }
-            if c.may_try(0usize, 1usize, Some(1u8)) {
-                let start = c.pos;
-                match guard_10(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 1usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::TOOL_OPEN_2;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(
+                    t,
+                    last,
+                    (0usize, 1usize, Some(1u8)),
+                    true,
+                    guard_10,
+                    St::TOOL_OPEN_2,
+                )
+            {
+                return flow;
             }
-            if c.may_try(0usize, 2usize, None) {
-                let start = c.pos;
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 2usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::COMMIT_2;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 2usize, None), true, guard_0, St::COMMIT_2)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -1023,119 +914,56 @@ fn step(
             c.st = St::LOOP_HEAD_2;
         }
         St::CONTENT_TEXT_4 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<tool_call>", "<function=", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["<tool_call>", "<function=", "<|im_end|>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_HEAD_2,
+                    sink,
+                );
         }
         St::CONTENT_4 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_4;
         }
         St::CONTENT_TEXT_5 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<tool_call>", "<function=", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["<tool_call>", "<function=", "<|im_end|>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_ROUND_DONE_2,
+                    sink,
+                );
         }
         St::CONTENT_5 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_5;
         }
         St::SPACE_2 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_5;
+            return c.space_state(t, last, St::CONTENT_5);
         }
         St::TOOL_CLOSE => {
             c.tool_close(sink);
             c.st = St::SPACE_2;
         }
         St::LIT_CLOSE_TOOL_CALL => {
-            match lit(t, c.pos, "</tool_call>", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "</tool_call>", St::TOOL_CLOSE);
         }
         St::SPACE_3 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_CLOSE_TOOL_CALL;
+            return c.space_state(t, last, St::LIT_CLOSE_TOOL_CALL);
         }
         St::CHOICE => {
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_3) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_3) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -1144,98 +972,44 @@ fn step(
             c.st = St::CHOICE;
         }
         St::LOOP_HEAD_3 => {
-            match guard_6(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::ARG_NAME_2;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_6(t, c.pos, last), St::ARG_NAME_2) {
+                return flow;
             }
             c.st = St::ARGS_CLOSE;
         }
         St::SPACE_4 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LOOP_HEAD_3;
+            return c.space_state(t, last, St::LOOP_HEAD_3);
         }
         St::CHOICE_2 => {
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_4;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_4) {
+                return flow;
             }
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_4;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_4) {
+                return flow;
             }
-            match guard_5(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_4;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_4) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::ARG_STRING_TEXT => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(
-                rest,
-                60u8,
-                &["</parameter>", "</function>", "</tool_call>"],
-            );
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["</parameter>", "</function>", "</tool_call>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::ArgString, true, found, sink) {
-                Some(true) => {
-                    c.st = St::CHOICE_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::ArgString,
+                    true,
+                    &STOPS_2,
+                    St::CHOICE_2,
+                    sink,
+                );
         }
         St::ARG_STRING => {
             c.until_start();
             c.st = St::ARG_STRING_TEXT;
         }
         St::SPACE_5 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_2;
+            return c.space_state(t, last, St::CHOICE_2);
         }
         St::JSON => {
             match json_step(c, t, false, "", last, sink) {
@@ -1251,45 +1025,11 @@ fn step(
             c.st = St::JSON;
         }
         St::SPACE_6 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START;
+            return c.space_state(t, last, St::JSON_START);
         }
         St::ARG_AUTO_TEXT => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(
-                rest,
-                60u8,
-                &["</parameter>", "</function>", "</tool_call>"],
-            );
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["</parameter>", "</function>", "</tool_call>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::ArgAuto, true, found, sink) {
-                Some(true) => {
-                    c.st = St::CHOICE_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::ArgAuto, true, &STOPS_2, St::CHOICE_2, sink);
         }
         St::ARG_AUTO => {
             c.until_start();
@@ -1303,46 +1043,20 @@ fn step(
             };
         }
         St::LIT_MARK => {
-            match lit(t, c.pos, ">", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::VALUE_BY_ARGUMENT_TYPE;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ">", St::VALUE_BY_ARGUMENT_TYPE);
         }
         St::ARG_NAME => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 62u8, &[">"]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &[">"]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &[">"]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ArgName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ArgName,
+                    false,
+                    &STOPS_3,
+                    over_hold,
+                    St::LIT_MARK,
+                    sink,
+                );
         }
         St::ARG_NAME_2 => {
             c.until_start();
@@ -1353,125 +1067,56 @@ fn step(
             c.st = St::LOOP_HEAD_3;
         }
         St::LIT_MARK_2 => {
-            match lit(t, c.pos, ">", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::ARGS_OPEN;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ">", St::ARGS_OPEN);
         }
         St::SPACE_7 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_2;
+            return c.space_state(t, last, St::LIT_MARK_2);
         }
         St::TOOL_NAME => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 62u8, &[">"]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &[">"]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &[">"]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::SPACE_7;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_3,
+                    over_hold,
+                    St::SPACE_7,
+                    sink,
+                );
         }
         St::TOOL_NAME_2 => {
             c.until_start();
             c.st = St::TOOL_NAME;
         }
         St::SPACE_8 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::TOOL_NAME_2;
+            return c.space_state(t, last, St::TOOL_NAME_2);
         }
         St::TOOL_OPEN => {
             c.tool_open(sink);
             c.st = St::SPACE_8;
         }
         St::LIT_FUNCTION => {
-            match lit(t, c.pos, "<function=", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_OPEN;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "<function=", St::TOOL_OPEN);
         }
         St::SPACE_9 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_FUNCTION;
+            return c.space_state(t, last, St::LIT_FUNCTION);
         }
         St::CHOICE_3 => {
-            match guard_8(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::TOOL_CLOSE) {
+                return flow;
             }
-            match guard_9(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::TOOL_CLOSE) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::CHOICE_4 => {
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::CHOICE_3) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_3;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::CHOICE_3) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -1480,98 +1125,44 @@ fn step(
             c.st = St::CHOICE_4;
         }
         St::LOOP_HEAD_4 => {
-            match guard_6(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::ARG_NAME_4;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_6(t, c.pos, last), St::ARG_NAME_4) {
+                return flow;
             }
             c.st = St::ARGS_CLOSE_2;
         }
         St::SPACE_10 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LOOP_HEAD_4;
+            return c.space_state(t, last, St::LOOP_HEAD_4);
         }
         St::CHOICE_5 => {
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_10;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_10) {
+                return flow;
             }
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_10;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_10) {
+                return flow;
             }
-            match guard_5(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_10;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_10) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::ARG_STRING_TEXT_2 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(
-                rest,
-                60u8,
-                &["</parameter>", "</function>", "</tool_call>"],
-            );
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["</parameter>", "</function>", "</tool_call>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::ArgString, true, found, sink) {
-                Some(true) => {
-                    c.st = St::CHOICE_5;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::ArgString,
+                    true,
+                    &STOPS_2,
+                    St::CHOICE_5,
+                    sink,
+                );
         }
         St::ARG_STRING_2 => {
             c.until_start();
             c.st = St::ARG_STRING_TEXT_2;
         }
         St::SPACE_11 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_5;
+            return c.space_state(t, last, St::CHOICE_5);
         }
         St::JSON_2 => {
             match json_step(c, t, false, "", last, sink) {
@@ -1587,45 +1178,11 @@ fn step(
             c.st = St::JSON_2;
         }
         St::SPACE_12 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_2;
+            return c.space_state(t, last, St::JSON_START_2);
         }
         St::ARG_AUTO_TEXT_2 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(
-                rest,
-                60u8,
-                &["</parameter>", "</function>", "</tool_call>"],
-            );
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["</parameter>", "</function>", "</tool_call>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::ArgAuto, true, found, sink) {
-                Some(true) => {
-                    c.st = St::CHOICE_5;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::ArgAuto, true, &STOPS_2, St::CHOICE_5, sink);
         }
         St::ARG_AUTO_2 => {
             c.until_start();
@@ -1639,46 +1196,20 @@ fn step(
             };
         }
         St::LIT_MARK_3 => {
-            match lit(t, c.pos, ">", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::VALUE_BY_ARGUMENT_TYPE_2;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ">", St::VALUE_BY_ARGUMENT_TYPE_2);
         }
         St::ARG_NAME_3 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 62u8, &[">"]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &[">"]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &[">"]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ArgName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ArgName,
+                    false,
+                    &STOPS_3,
+                    over_hold,
+                    St::LIT_MARK_3,
+                    sink,
+                );
         }
         St::ARG_NAME_4 => {
             c.until_start();
@@ -1689,64 +1220,30 @@ fn step(
             c.st = St::LOOP_HEAD_4;
         }
         St::LIT_MARK_4 => {
-            match lit(t, c.pos, ">", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::ARGS_OPEN_2;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ">", St::ARGS_OPEN_2);
         }
         St::SPACE_13 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_4;
+            return c.space_state(t, last, St::LIT_MARK_4);
         }
         St::TOOL_NAME_3 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 62u8, &[">"]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &[">"]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &[">"]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::SPACE_13;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_3,
+                    over_hold,
+                    St::SPACE_13,
+                    sink,
+                );
         }
         St::TOOL_NAME_4 => {
             c.until_start();
             c.st = St::TOOL_NAME_3;
         }
         St::SPACE_14 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::TOOL_NAME_4;
+            return c.space_state(t, last, St::TOOL_NAME_4);
         }
         St::TOOL_OPEN_2 => {
             c.tool_open(sink);
@@ -1761,81 +1258,28 @@ fn step(
             c.st = St::LOOP_HEAD_2;
         }
         St::CONTENT_TEXT_6 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<tool_call>", "<function=", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["<tool_call>", "<function=", "<|im_end|>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_2;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::Content, false, &STOPS_1, St::LOOP_2, sink);
         }
         St::CONTENT_6 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_6;
         }
         St::LOOP_HEAD_5 => {
-            if c.may_try(0usize, 0usize, None) {
-                let start = c.pos;
-                match guard_7(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 0usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::SPACE_22;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 0usize, None), true, guard_7, St::SPACE_22)
+            {
+                return flow;
             }
-            if c.may_try(0usize, 1usize, None) {
-                let start = c.pos;
-                match guard_10(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 1usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::TOOL_OPEN_4;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 1usize, None), true, guard_10, St::TOOL_OPEN_4)
+            {
+                return flow;
             }
-            if c.may_try(0usize, 2usize, None) {
-                let start = c.pos;
-                match guard_0(t, c.pos, last) {
-                    G::Match(p) => {
-                        if !c.start_round(0usize, 2usize, true, start, p) {
-                            return Flow::Fail;
-                        }
-                        c.st = St::COMMIT_3;
-                        return Flow::Go;
-                    }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+            if let Some(flow) = c
+                .round(t, last, (0usize, 2usize, None), true, guard_0, St::COMMIT_3)
+            {
+                return flow;
             }
             c.st = St::END_OF_OUTPUT;
         }
@@ -1844,119 +1288,56 @@ fn step(
             c.st = St::LOOP_HEAD_5;
         }
         St::CONTENT_TEXT_7 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<tool_call>", "<function=", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["<tool_call>", "<function=", "<|im_end|>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_HEAD_5;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_HEAD_5,
+                    sink,
+                );
         }
         St::CONTENT_7 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_7;
         }
         St::CONTENT_TEXT_8 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<tool_call>", "<function=", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["<tool_call>", "<function=", "<|im_end|>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_ROUND_DONE_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::Content,
+                    false,
+                    &STOPS_1,
+                    St::LOOP_ROUND_DONE_3,
+                    sink,
+                );
         }
         St::CONTENT_8 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_8;
         }
         St::SPACE_15 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CONTENT_8;
+            return c.space_state(t, last, St::CONTENT_8);
         }
         St::TOOL_CLOSE_2 => {
             c.tool_close(sink);
             c.st = St::SPACE_15;
         }
         St::LIT_CLOSE_TOOL_CALL_2 => {
-            match lit(t, c.pos, "</tool_call>", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE_2;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "</tool_call>", St::TOOL_CLOSE_2);
         }
         St::SPACE_16 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_CLOSE_TOOL_CALL_2;
+            return c.space_state(t, last, St::LIT_CLOSE_TOOL_CALL_2);
         }
         St::CHOICE_6 => {
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_16;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_16) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_16;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_16) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -1965,98 +1346,44 @@ fn step(
             c.st = St::CHOICE_6;
         }
         St::LOOP_HEAD_6 => {
-            match guard_6(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::ARG_NAME_6;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_6(t, c.pos, last), St::ARG_NAME_6) {
+                return flow;
             }
             c.st = St::ARGS_CLOSE_3;
         }
         St::SPACE_17 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LOOP_HEAD_6;
+            return c.space_state(t, last, St::LOOP_HEAD_6);
         }
         St::CHOICE_7 => {
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_17;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_17) {
+                return flow;
             }
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_17;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_17) {
+                return flow;
             }
-            match guard_5(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_17;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_17) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::ARG_STRING_TEXT_3 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(
-                rest,
-                60u8,
-                &["</parameter>", "</function>", "</tool_call>"],
-            );
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["</parameter>", "</function>", "</tool_call>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::ArgString, true, found, sink) {
-                Some(true) => {
-                    c.st = St::CHOICE_7;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::ArgString,
+                    true,
+                    &STOPS_2,
+                    St::CHOICE_7,
+                    sink,
+                );
         }
         St::ARG_STRING_3 => {
             c.until_start();
             c.st = St::ARG_STRING_TEXT_3;
         }
         St::SPACE_18 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_7;
+            return c.space_state(t, last, St::CHOICE_7);
         }
         St::JSON_3 => {
             match json_step(c, t, false, "", last, sink) {
@@ -2072,45 +1399,11 @@ fn step(
             c.st = St::JSON_3;
         }
         St::SPACE_19 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_3;
+            return c.space_state(t, last, St::JSON_START_3);
         }
         St::ARG_AUTO_TEXT_3 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(
-                rest,
-                60u8,
-                &["</parameter>", "</function>", "</tool_call>"],
-            );
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["</parameter>", "</function>", "</tool_call>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::ArgAuto, true, found, sink) {
-                Some(true) => {
-                    c.st = St::CHOICE_7;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::ArgAuto, true, &STOPS_2, St::CHOICE_7, sink);
         }
         St::ARG_AUTO_3 => {
             c.until_start();
@@ -2124,46 +1417,20 @@ fn step(
             };
         }
         St::LIT_MARK_5 => {
-            match lit(t, c.pos, ">", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::VALUE_BY_ARGUMENT_TYPE_3;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ">", St::VALUE_BY_ARGUMENT_TYPE_3);
         }
         St::ARG_NAME_5 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 62u8, &[">"]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &[">"]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &[">"]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ArgName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_5;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ArgName,
+                    false,
+                    &STOPS_3,
+                    over_hold,
+                    St::LIT_MARK_5,
+                    sink,
+                );
         }
         St::ARG_NAME_6 => {
             c.until_start();
@@ -2174,125 +1441,56 @@ fn step(
             c.st = St::LOOP_HEAD_6;
         }
         St::LIT_MARK_6 => {
-            match lit(t, c.pos, ">", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::ARGS_OPEN_3;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ">", St::ARGS_OPEN_3);
         }
         St::SPACE_20 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_6;
+            return c.space_state(t, last, St::LIT_MARK_6);
         }
         St::TOOL_NAME_5 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 62u8, &[">"]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &[">"]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &[">"]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::SPACE_20;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_3,
+                    over_hold,
+                    St::SPACE_20,
+                    sink,
+                );
         }
         St::TOOL_NAME_6 => {
             c.until_start();
             c.st = St::TOOL_NAME_5;
         }
         St::SPACE_21 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::TOOL_NAME_6;
+            return c.space_state(t, last, St::TOOL_NAME_6);
         }
         St::TOOL_OPEN_3 => {
             c.tool_open(sink);
             c.st = St::SPACE_21;
         }
         St::LIT_FUNCTION_2 => {
-            match lit(t, c.pos, "<function=", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_OPEN_3;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, "<function=", St::TOOL_OPEN_3);
         }
         St::SPACE_22 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_FUNCTION_2;
+            return c.space_state(t, last, St::LIT_FUNCTION_2);
         }
         St::CHOICE_8 => {
-            match guard_8(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE_2;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::TOOL_CLOSE_2) {
+                return flow;
             }
-            match guard_9(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::TOOL_CLOSE_2;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::TOOL_CLOSE_2) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::CHOICE_9 => {
-            match guard_1(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_8;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::CHOICE_8) {
+                return flow;
             }
-            match guard_2(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_8;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::CHOICE_8) {
+                return flow;
             }
             return Flow::Fail;
         }
@@ -2301,98 +1499,44 @@ fn step(
             c.st = St::CHOICE_9;
         }
         St::LOOP_HEAD_7 => {
-            match guard_6(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::ARG_NAME_8;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_6(t, c.pos, last), St::ARG_NAME_8) {
+                return flow;
             }
             c.st = St::ARGS_CLOSE_4;
         }
         St::SPACE_23 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LOOP_HEAD_7;
+            return c.space_state(t, last, St::LOOP_HEAD_7);
         }
         St::CHOICE_10 => {
-            match guard_3(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_23;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_23) {
+                return flow;
             }
-            match guard_4(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_23;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_23) {
+                return flow;
             }
-            match guard_5(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_23;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_23) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::ARG_STRING_TEXT_4 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(
-                rest,
-                60u8,
-                &["</parameter>", "</function>", "</tool_call>"],
-            );
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["</parameter>", "</function>", "</tool_call>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::ArgString, true, found, sink) {
-                Some(true) => {
-                    c.st = St::CHOICE_10;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(
+                    t,
+                    last,
+                    Kind::ArgString,
+                    true,
+                    &STOPS_2,
+                    St::CHOICE_10,
+                    sink,
+                );
         }
         St::ARG_STRING_4 => {
             c.until_start();
             c.st = St::ARG_STRING_TEXT_4;
         }
         St::SPACE_24 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_10;
+            return c.space_state(t, last, St::CHOICE_10);
         }
         St::JSON_4 => {
             match json_step(c, t, false, "", last, sink) {
@@ -2408,45 +1552,11 @@ fn step(
             c.st = St::JSON_4;
         }
         St::SPACE_25 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_4;
+            return c.space_state(t, last, St::JSON_START_4);
         }
         St::ARG_AUTO_TEXT_4 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(
-                rest,
-                60u8,
-                &["</parameter>", "</function>", "</tool_call>"],
-            );
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["</parameter>", "</function>", "</tool_call>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::ArgAuto, true, found, sink) {
-                Some(true) => {
-                    c.st = St::CHOICE_10;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::ArgAuto, true, &STOPS_2, St::CHOICE_10, sink);
         }
         St::ARG_AUTO_4 => {
             c.until_start();
@@ -2460,46 +1570,20 @@ fn step(
             };
         }
         St::LIT_MARK_7 => {
-            match lit(t, c.pos, ">", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::VALUE_BY_ARGUMENT_TYPE_4;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ">", St::VALUE_BY_ARGUMENT_TYPE_4);
         }
         St::ARG_NAME_7 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 62u8, &[">"]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &[">"]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &[">"]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ArgName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LIT_MARK_7;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ArgName,
+                    false,
+                    &STOPS_3,
+                    over_hold,
+                    St::LIT_MARK_7,
+                    sink,
+                );
         }
         St::ARG_NAME_8 => {
             c.until_start();
@@ -2510,64 +1594,30 @@ fn step(
             c.st = St::LOOP_HEAD_7;
         }
         St::LIT_MARK_8 => {
-            match lit(t, c.pos, ">", last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::ARGS_OPEN_4;
-                }
-                G::More => return Flow::More,
-                G::No => return Flow::Fail,
-            }
+            return c.literal_state(t, last, ">", St::ARGS_OPEN_4);
         }
         St::SPACE_26 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::LIT_MARK_8;
+            return c.space_state(t, last, St::LIT_MARK_8);
         }
         St::TOOL_NAME_7 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let room = c.name_room();
-            let cut = floor_boundary(&t[c.pos..], room + 1usize);
-            let rest = &rest[..cut];
-            let hit = find1(rest, 62u8, &[">"]);
-            match hit {
-                Some(i) if i > room => return Flow::Fail,
-                None if rest.len() - partial(rest, &[">"]) > room => return Flow::Fail,
-                _ => {}
-            }
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => return Flow::Fail,
-                None => {
-                    Found {
-                        take: rest.len() - partial(rest, &[">"]),
-                        done: false,
-                    }
-                }
-            };
-            if found.done && over_hold(c, t, c.pos + found.take) {
-                return Flow::Fail;
-            }
-            match c.until_step(t, Kind::ToolName, false, found, sink) {
-                Some(true) => {
-                    c.st = St::SPACE_26;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .name_state(
+                    t,
+                    last,
+                    Kind::ToolName,
+                    false,
+                    &STOPS_3,
+                    over_hold,
+                    St::SPACE_26,
+                    sink,
+                );
         }
         St::TOOL_NAME_8 => {
             c.until_start();
             c.st = St::TOOL_NAME_7;
         }
         St::SPACE_27 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::TOOL_NAME_8;
+            return c.space_state(t, last, St::TOOL_NAME_8);
         }
         St::TOOL_OPEN_4 => {
             c.tool_open(sink);
@@ -2582,101 +1632,39 @@ fn step(
             c.st = St::LOOP_HEAD_5;
         }
         St::CONTENT_TEXT_9 => {
-            let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-            let hit = find1(rest, 60u8, &["<tool_call>", "<function=", "<|im_end|>"]);
-            let found = match hit {
-                Some(i) => Found { take: i, done: true },
-                None if last => {
-                    Found {
-                        take: rest.len(),
-                        done: true,
-                    }
-                }
-                None => {
-                    Found {
-                        take: rest.len()
-                            - partial(
-                                rest,
-                                &["<tool_call>", "<function=", "<|im_end|>"],
-                            ),
-                        done: false,
-                    }
-                }
-            };
-            match c.until_step(t, Kind::Content, false, found, sink) {
-                Some(true) => {
-                    c.st = St::LOOP_3;
-                }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
-            }
+            return c
+                .text_state(t, last, Kind::Content, false, &STOPS_1, St::LOOP_3, sink);
         }
         St::CONTENT_9 => {
             c.until_start();
             c.st = St::CONTENT_TEXT_9;
         }
         St::SPACE_28 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::END_OF_OUTPUT;
+            return c.space_state(t, last, St::END_OF_OUTPUT);
         }
         St::CHOICE_11 => {
-            match guard_0(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_28;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_28) {
+                return flow;
             }
-            match guard_9(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::END_OF_OUTPUT;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::END_OF_OUTPUT) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_29 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_11;
+            return c.space_state(t, last, St::CHOICE_11);
         }
         St::CHOICE_12 => {
-            match guard_11(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_29;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_11(t, c.pos, last), St::SPACE_29) {
+                return flow;
             }
-            match guard_9(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_11;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::CHOICE_11) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_30 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_12;
+            return c.space_state(t, last, St::CHOICE_12);
         }
         St::JSON_5 => {
             match json_step(c, t, true, "", last, sink) {
@@ -2692,60 +1680,28 @@ fn step(
             c.st = St::JSON_5;
         }
         St::SPACE_31 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::JSON_START_5;
+            return c.space_state(t, last, St::JSON_START_5);
         }
         St::CHOICE_13 => {
-            match guard_12(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_31;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_12(t, c.pos, last), St::SPACE_31) {
+                return flow;
             }
-            match guard_9(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::SPACE_31;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::SPACE_31) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::CHOICE_14 => {
-            match guard_11(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::CHOICE_13;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_11(t, c.pos, last), St::CHOICE_13) {
+                return flow;
             }
-            match guard_9(t, c.pos, last) {
-                G::Match(p) => {
-                    c.pos = p;
-                    c.st = St::JSON_START_5;
-                    return Flow::Go;
-                }
-                G::More => return Flow::More,
-                G::No => {}
+            if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::JSON_START_5) {
+                return flow;
             }
             return Flow::Fail;
         }
         St::SPACE_32 => {
-            c.pos = ws_end(t, c.pos);
-            if c.pos >= t.len() && !last {
-                return Flow::More;
-            }
-            c.st = St::CHOICE_14;
+            return c.space_state(t, last, St::CHOICE_14);
         }
         _ => c.set_degraded(),
     }

@@ -202,7 +202,7 @@ fn stub_module(module: &Ident) -> TokenStream {
     quote! {
         #[allow(missing_docs, dead_code)]
         pub mod #module {
-            pub use ::chat_parser_runtime::{Options, ReasoningFormat};
+            pub use ::chat_parser_runtime::Options;
             pub const TEMPLATE: &str = "";
             pub const GENERATION_PROMPT: &str = "";
             pub const GENERATION_PROMPT_NO_THINKING: &str = "";

@@ -88,4 +88,21 @@ impl Options<'_> {
         }
         on
     }
+
+    /// Which of a generated parser's 16 grammar variants a request takes:
+    /// thinking off (8), reasoning not extracted (4), and the reply's kind
+    /// (0 no tools, 1 one call, 2 parallel calls, 3 structured output).
+    /// The module maps it to its entry state (`ENTRIES`).
+    pub fn variant(&self, switches: &[ThinkingSwitch]) -> usize {
+        let reply = if self.structured_output {
+            3
+        } else if self.tools.is_empty() {
+            0
+        } else if self.parallel_tool_calls {
+            2
+        } else {
+            1
+        };
+        usize::from(!self.thinking(switches)) * 8 + usize::from(self.reasoning_format == crate::ReasoningFormat::None) * 4 + reply
+    }
 }

@@ -44,6 +44,7 @@ pub mod json;
 pub mod kwargs;
 pub mod pack;
 pub mod machine;
+pub mod states;
 pub mod utf8;
 mod word;
 
@@ -71,6 +72,7 @@ pub mod __private {
     pub use crate::escape::{json_escape, json_unescape};
     pub use crate::input::{Input, Machine};
     pub use crate::machine::*;
+    pub use crate::states::Stops;
     pub use memchr;
     pub use crate::holdback::{find_first, partial_suffix_len, HoldBuf};
     pub use crate::json::{JsonScanner, Scan, MAX_DEPTH};

@@ -546,6 +546,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// A call begins. Its markup starts at the round that opened it, or
     /// after the last reported piece when that is later (a later call of a
     /// section, whose round began before the earlier calls).
+    #[inline(never)]
     pub fn tool_open(&mut self, sink: &mut impl Sink) {
         let round = match self.regions[..self.n_regions as usize].last() {
             Some(r) if r.pos != DROPPED => r.pos as usize,
@@ -563,6 +564,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     }
 
     /// The call ended (its closing markup matched).
+    #[inline(never)]
     pub fn tool_close(&mut self, sink: &mut impl Sink) {
         if self.flags.take(CALL_OPEN) {
             sink.event(Event::ToolCallEnd { complete: true });
@@ -571,6 +573,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     }
 
     /// A round is certain from here.
+    #[inline(never)]
     pub fn mark_commit(&mut self, text: &str, sink: &mut impl Sink) {
         self.commit(text, sink);
     }
@@ -639,6 +642,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     // ---- Loops ----
 
     /// A loop is entered: fresh counters.
+    #[inline(never)]
     pub fn enter_loop(&mut self, repeat: usize) {
         if let Some(r) = self.rounds.get_mut(repeat) {
             *r = Rounds::default();
@@ -673,6 +677,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     }
 
     /// A round's body finished: its region (if any) is closed.
+    #[inline(never)]
     pub fn end_round(&mut self, recover: bool, text: &str, sink: &mut impl Sink) {
         if recover && self.n_regions > 0 {
             self.n_regions -= 1;
@@ -1124,6 +1129,7 @@ fn args_escaped_chunk(prefix: &str, text: &str, sink: &mut impl Sink) {
 /// outcome. `marker` is the string marker of the marked dialect (`""` for
 /// JSON; see [`JsonScanner::scan_marked`]). (A free function so the scanner
 /// and the reporter borrow different fields.)
+#[inline(never)]
 pub fn json_step<const R: usize, const P: usize, const A: usize>(
     core: &mut Core<'_, R, P, A>,
     text: &str,
@@ -1149,6 +1155,7 @@ pub fn json_step<const R: usize, const P: usize, const A: usize>(
 
 /// Completes a JSON value left open before the call's end marker
 /// ([`JsonScanner::close_open`]), reporting the closers as the value's text.
+#[inline(never)]
 pub fn json_close<const R: usize, const P: usize, const A: usize>(core: &mut Core<'_, R, P, A>, content: bool, sink: &mut impl Sink) {
     core.json.close_open(&mut |piece: &str| sink.event(json_event(content, piece)));
 }
@@ -1174,7 +1181,7 @@ pub fn find1(hay: &[u8], first: u8, stops: &[&str]) -> Option<usize> {
     let mut at = 0;
     while let Some(i) = memchr::memchr(first, &hay[at..]) {
         let i = at + i;
-        if stops.iter().any(|s| hay[i..].starts_with(s.as_bytes())) {
+        if stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes())) {
             return Some(i);
         }
         at = i + 1;
@@ -1191,7 +1198,7 @@ pub fn find2(hay: &[u8], a: u8, b: u8, stops: &[&str]) -> Option<usize> {
     let mut at = 0;
     while let Some(i) = memchr::memchr2(a, b, &hay[at..]) {
         let i = at + i;
-        if stops.iter().any(|s| hay[i..].starts_with(s.as_bytes())) {
+        if stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes())) {
             return Some(i);
         }
         at = i + 1;
@@ -1208,7 +1215,7 @@ pub fn find3(hay: &[u8], a: u8, b: u8, c: u8, stops: &[&str]) -> Option<usize> {
     let mut at = 0;
     while let Some(i) = memchr::memchr3(a, b, c, &hay[at..]) {
         let i = at + i;
-        if stops.iter().any(|s| hay[i..].starts_with(s.as_bytes())) {
+        if stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes())) {
             return Some(i);
         }
         at = i + 1;
@@ -1219,15 +1226,34 @@ pub fn find3(hay: &[u8], a: u8, b: u8, c: u8, stops: &[&str]) -> Option<usize> {
 /// Below this length a plain loop beats a SIMD search's setup.
 const SHORT: usize = 32;
 
+/// Whether `hay` starts with `stop`: for stops of 4 to 16 bytes, two
+/// (overlapping) word loads from each side, not a call to `memcmp` (the
+/// stops are a module's data, so their lengths are not constants here).
+#[inline(always)]
+pub fn starts_with_stop(hay: &[u8], stop: &[u8]) -> bool {
+    let n = stop.len();
+    if hay.len() < n {
+        return false;
+    }
+    let hay = &hay[..n];
+    let u64_at = |s: &[u8], i: usize| s.get(i..i + 8).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes);
+    let u32_at = |s: &[u8], i: usize| s.get(i..i + 4).and_then(|w| w.try_into().ok()).map(u32::from_le_bytes);
+    match n {
+        8..=16 => u64_at(hay, 0) == u64_at(stop, 0) && u64_at(hay, n - 8) == u64_at(stop, n - 8),
+        4..=7 => u32_at(hay, 0) == u32_at(stop, 0) && u32_at(hay, n - 4) == u32_at(stop, n - 4),
+        _ => hay == stop,
+    }
+}
+
 #[inline]
 fn find_short(hay: &[u8], first: impl Fn(u8) -> bool, stops: &[&str]) -> Option<usize> {
-    (0..hay.len()).find(|&i| first(hay[i]) && stops.iter().any(|s| hay[i..].starts_with(s.as_bytes())))
+    (0..hay.len()).find(|&i| first(hay[i]) && stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes())))
 }
 
 /// [`find1`] for stops with more different first bytes.
 #[inline]
 pub fn find_any(hay: &[u8], stops: &[&str]) -> Option<usize> {
-    (0..hay.len()).find(|&i| stops.iter().any(|s| hay[i..].starts_with(s.as_bytes())))
+    (0..hay.len()).find(|&i| stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes())))
 }
 
 /// Whitespace at `pos`: where it ends.

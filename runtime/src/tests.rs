@@ -445,3 +445,24 @@ mod serde_shape {
         );
     }
 }
+
+/// The word-compare stop match equals `starts_with` for every stop length
+/// (0 to 20 bytes) and every place one byte differs or the text ends.
+#[test]
+fn stop_match_equals_starts_with() {
+    use crate::machine::starts_with_stop;
+    let text: Vec<u8> = (0..40u8).map(|i| b'a' + i % 26).collect();
+    for n in 0..=20usize {
+        let stop = &text[3..3 + n];
+        for len in 0..30usize {
+            let hay = &text[3..3 + len.min(37)];
+            assert_eq!(starts_with_stop(hay, stop), hay.starts_with(stop), "stop {n} hay {len}");
+            for flip in 0..n {
+                let mut other = text[3..].to_vec();
+                other[flip] ^= 0x20;
+                let hay = &other[..len.min(other.len())];
+                assert_eq!(starts_with_stop(hay, stop), hay.starts_with(stop), "stop {n} hay {len} flip {flip}");
+            }
+        }
+    }
+}

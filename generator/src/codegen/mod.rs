@@ -39,8 +39,8 @@ pub struct Flags {
 }
 
 impl Flags {
-    /// Every combination, in the order the generated `variant` function
-    /// numbers them.
+    /// Every combination, in the order the runtime's `Options::variant`
+    /// numbers them (a generated module's `ENTRIES`).
     pub fn all() -> Vec<Flags> {
         let mut all = Vec::new();
         for enable_thinking in [true, false] {
@@ -301,13 +301,10 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         quote! { const #id: u16 = #n; }
     });
     let guards = &states.guards;
+    let stop_sets = states.stop_set_items();
     let fast = match_arms(&states, &states.fast);
     let fast_partial = match_arms(&states, &states.fast_partial);
-    let entry_arms = index.iter().enumerate().map(|(combo, &g)| {
-        let combo = Literal::usize_unsuffixed(combo);
-        let e = states.state(entries[g]);
-        quote! { #combo => #e, }
-    });
+    let entry_states = index.iter().map(|&g| states.state(entries[g]));
     let resume_arms: Vec<TokenStream> = states
         .resumes
         .iter()
@@ -383,7 +380,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
 
         use chat_parser_runtime::__private::*;
         use chat_parser_runtime::{#(#runtime_uses),*};
-        pub use chat_parser_runtime::{Options, ReasoningFormat};
+        pub use chat_parser_runtime::Options;
 
         /// The template this parser was generated from.
         pub const TEMPLATE: &str = #template;
@@ -446,12 +443,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         impl<'t> Parser<'t> {
             /// A parser for a request with these options.
             pub fn new(options: Options<'t>) -> Parser<'t> {
-                let extract = options.reasoning_format != ReasoningFormat::None;
-                let tools = !options.tools.is_empty();
-                let combo = usize::from(!options.thinking(THINKING_SWITCHES)) * 8
-                    + usize::from(!extract) * 4
-                    + if options.structured_output { 3 } else if !tools { 0 } else if options.parallel_tool_calls { 2 } else { 1 };
-                let entry = match combo { #(#entry_arms)* _ => 0 };
+                let entry = ENTRIES[options.variant(THINKING_SWITCHES)];
                 Parser { core: Core::new(entry, options.tools), entry, input: Input::default() }
             }
 
@@ -528,6 +520,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         }
 
         #(#guards)*
+        #stop_sets
 
         /// Whether the markup held up to `to` is longer than the hold limit.
         /// Checked before every step, and where a name ends: a name read
@@ -554,6 +547,9 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
                 }
             }
         }
+
+        /// The entry state of each grammar variant (`Options::variant`).
+        const ENTRIES: [u16; 16] = [#(#entry_states),*];
 
         /// The machine's states, named for what they read.
         struct St;

@@ -28,6 +28,8 @@ pub struct States {
     taken: std::collections::HashSet<String>,
     /// Guard functions.
     pub guards: Vec<TokenStream>,
+    /// The distinct stop sets of text states (`STOPS_n`, module data).
+    pub stop_sets: Vec<Vec<String>>,
     /// Each guard function's body (as text), so an identical guard is
     /// written once and shared.
     guard_bodies: Vec<String>,
@@ -130,11 +132,7 @@ impl States {
                 let b = self.state(b);
             let g = self.guard(&alt.guard);
             tries.push(quote! {
-                match #g(t, c.pos, last) {
-                    G::Match(p) => { c.pos = p; c.st = #b; return Flow::Go; }
-                    G::More => return Flow::More,
-                    G::No => {}
-                }
+                if let Some(flow) = c.choose(#g(t, c.pos, last), #b) { return flow; }
             });
         }
         quote! { #(#tries)* }
@@ -165,29 +163,11 @@ impl States {
             Node::Empty => next,
             Node::Literal(s) => {
                 let lit = Literal::string(s);
-                self.push(&format!("literal {s:?}"), quote! {
-                    match lit(t, c.pos, #lit, last) {
-                        G::Match(p) => { c.pos = p; c.st = #nx; }
-                        G::More => return Flow::More,
-                        G::No => return Flow::Fail,
-                    }
-                })
+                self.push(&format!("literal {s:?}"), quote! { return c.literal_state(t, last, #lit, #nx); })
             }
-            Node::Space => self.push("space", quote! {
-                c.pos = ws_end(t, c.pos);
-                if c.pos >= t.len() && !last { return Flow::More }
-                c.st = #nx;
-            }),
-            Node::OptionalNewline => self.push("optional newline", quote! {
-                if c.pos >= t.len() && !last { return Flow::More }
-                if t.as_bytes().get(c.pos) == Some(&b'\n') { c.pos += 1; }
-                c.st = #nx;
-            }),
-            Node::End => self.push("end of output", quote! {
-                if c.pos < t.len() { return Flow::Fail }
-                if !last { return Flow::More }
-                c.st = #nx;
-            }),
+            Node::Space => self.push("space", quote! { return c.space_state(t, last, #nx); }),
+            Node::OptionalNewline => self.push("optional newline", quote! { return c.newline_state(t, last, #nx); }),
+            Node::End => self.push("end of output", quote! { return c.end_state(t, last, #nx); }),
             Node::Seq(items) => {
                 let mut at = next;
                 for item in items.iter().rev() {
@@ -228,18 +208,7 @@ impl States {
                         None => quote!(None),
                     };
                     tries.push(quote! {
-                        if c.may_try(#index, #k, #limit) {
-                            let start = c.pos;
-                            match #g(t, c.pos, last) {
-                                G::Match(p) => {
-                                    if !c.start_round(#index, #k, #has_recover, start, p) { return Flow::Fail }
-                                    c.st = #b;
-                                    return Flow::Go;
-                                }
-                                G::More => return Flow::More,
-                                G::No => {}
-                            }
-                        }
+                        if let Some(flow) = c.round(t, last, (#index, #k, #limit), #has_recover, #g, #b) { return flow; }
                     });
                 }
                 self.arms[head as usize] = quote! { #(#tries)* c.st = #nx; };
@@ -249,13 +218,7 @@ impl States {
             }
             Node::Peek(inner) => {
                 let g = self.guard(inner);
-                self.push("lookahead", quote! {
-                    match #g(t, c.pos, last) {
-                        G::Match(_) => { c.st = #nx; }
-                        G::More => return Flow::More,
-                        G::No => return Flow::Fail,
-                    }
-                })
+                self.push("lookahead", quote! { return c.peek_state(#g(t, c.pos, last), #nx); })
             }
             Node::Until { stops, kind, trim_newlines } => {
                 let scan = self.until(stops, *kind, *trim_newlines, next);
@@ -292,13 +255,7 @@ impl States {
             }
             Node::JsonStringContent(kind) => {
                 let k = kind_tokens(*kind);
-                self.push("json string", quote! {
-                    match c.json_string_step(t, #k, last, sink) {
-                        Some(true) => { c.st = #nx; }
-                        Some(false) => return Flow::More,
-                        None => return Flow::Fail,
-                    }
-                })
+                self.push("json string", quote! { return c.json_string_state(t, last, #k, #nx, sink); })
             }
             Node::ArgKey(key) => {
                 let key = Literal::string(key);
@@ -340,110 +297,72 @@ impl States {
         }
     }
 
+    /// The stop set's module constant (`STOPS_n`), each distinct set once.
+    fn stop_set(&mut self, stops: &[String]) -> proc_macro2::Ident {
+        let n = match self.stop_sets.iter().position(|s| s == stops) {
+            Some(n) => n,
+            None => {
+                self.stop_sets.push(stops.to_vec());
+                self.stop_sets.len() - 1
+            }
+        };
+        format_ident!("STOPS_{}", n)
+    }
+
     /// The state reading text up to a stop.
     fn until(&mut self, stops: &[String], kind: TextKind, trim: bool, next: u16) -> u16 {
         let nx = self.state(next);
         let k = kind_tokens(kind);
-        let stop_lits: Vec<Literal> = stops.iter().map(|s| Literal::string(s)).collect();
-        let stops_const = quote! { &[#(#stop_lits),*] };
-        let mut firsts: Vec<u8> = stops.iter().filter_map(|s| s.as_bytes().first().copied()).collect();
-        firsts.sort();
-        firsts.dedup();
-        let find = |hay: TokenStream| -> TokenStream {
-            let bytes: Vec<Literal> = firsts.iter().map(|b| Literal::u8_suffixed(*b)).collect();
-            match bytes.as_slice() {
-                [] => quote! { None::<usize> },
-                [a] => quote! { find1(#hay, #a, #stops_const) },
-                [a, b] => quote! { find2(#hay, #a, #b, #stops_const) },
-                [a, b, c] => quote! { find3(#hay, #a, #b, #c, #stops_const) },
-                _ => quote! { find_any(#hay, #stops_const) },
-            }
-        };
+        let set = self.stop_set(stops);
         let is_name = matches!(kind, TextKind::ToolName | TextKind::ToolIdName | TextKind::ArgName);
-        let longest = stops.iter().map(String::len).max().unwrap_or(0);
-        let find_rest = find(quote!(rest));
-        // The stop search runs once; a name also checks its length on it.
-        let (cut, check) = if is_name {
-            (
-                quote! {
-                    // A name is short: look no further than where it could end.
-                    let room = c.name_room();
-                    let cut = floor_boundary(&t[c.pos..], room + #longest);
-                    let rest = &rest[..cut];
-                },
-                quote! {
-                    match hit {
-                        Some(i) if i > room => return Flow::Fail,
-                        None if rest.len() - partial(rest, #stops_const) > room => return Flow::Fail,
-                        _ => {}
-                    }
-                },
-            )
-        } else {
-            (quote! {}, quote! {})
-        };
-        // A name that ends commits (or reports) in this step: the hold
-        // limit is checked where it ends, not only before the step.
-        let name_end_check = if is_name {
-            quote! {
-                if found.done && over_hold(c, t, c.pos + found.take) {
-                    return Flow::Fail
-                }
-            }
-        } else {
-            quote! {}
-        };
-        let at_end = if is_name {
-            quote! { None if last => return Flow::Fail, }
-        } else {
-            quote! { None if last => Found { take: rest.len(), done: true }, }
-        };
-        let partial_len = if stops.is_empty() { quote!(0) } else { quote!(partial(rest, #stops_const)) };
         if matches!(kind, TextKind::Content | TextKind::Reasoning | TextKind::ArgString) {
             // Chunks here are small: a plain loop beats a SIMD search's
             // setup. A stop's first byte alone (`<` in `a < b`) does not stop
             // the fast path; a stop, or the start of one at the chunk's end,
-            // does.
+            // does. (The first bytes are spelled out: `holds_any` tests
+            // them a word at a time.)
+            let mut firsts: Vec<u8> = stops.iter().filter_map(|s| s.as_bytes().first().copied()).collect();
+            firsts.sort();
+            firsts.dedup();
             let bytes: Vec<Literal> = firsts.iter().map(|b| Literal::u8_suffixed(*b)).collect();
             let markup = match bytes.as_slice() {
                 [] => quote! { false },
                 // The exact check only when a first byte is there at all.
-                more => quote! { holds_any(s.as_bytes(), w, [#(#more),*]) && !clear_of_stops(s.as_bytes(), #stops_const) },
+                more => quote! { holds_any(s.as_bytes(), w, [#(#more),*]) && !clear_of_stops(s.as_bytes(), &#set.all) },
             };
             let n = self.arms.len() as u16;
             self.fast.push((n, quote! { !(#markup) && c.fast_text(#k, #trim, s, w, sink) }));
             if !stops.is_empty() {
-                self.fast_partial.push((n, quote! { c.fast_partial(#k, #trim, s, #stops_const, max, sink) }));
+                self.fast_partial.push((n, quote! { c.fast_partial(#k, #trim, s, &#set.all, max, sink) }));
             }
         }
-        // Without stops the text runs to the end of the output.
-        let found = if stops.is_empty() && !is_name {
-            quote! {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                let found = Found { take: rest.len(), done: last };
-            }
+        let code = if is_name {
+            quote! { return c.name_state(t, last, #k, #trim, &#set, over_hold, #nx, sink); }
         } else {
-            quote! {
-                let rest = t.as_bytes().get(c.pos..).unwrap_or(&[]);
-                #cut
-                let hit = #find_rest;
-                #check
-                let found = match hit {
-                    Some(i) => Found { take: i, done: true },
-                    #at_end
-                    None => Found { take: rest.len() - #partial_len, done: false },
-                };
-            }
+            quote! { return c.text_state(t, last, #k, #trim, &#set, #nx, sink); }
         };
-        self.push(&format!("{kind:?} up to {stops:?}"), quote! {
-            #found
-            #name_end_check
-            match c.until_step(t, #k, #trim, found, sink) {
-                Some(true) => { c.st = #nx; }
-                Some(false) => return Flow::More,
-                None => return Flow::Fail,
+        self.push(&format!("{kind:?} up to {stops:?}"), code)
+    }
+
+    /// The module's stop sets, as `static STOPS_n: Stops`.
+    pub fn stop_set_items(&self) -> TokenStream {
+        let items = self.stop_sets.iter().enumerate().map(|(n, stops)| {
+            let name = format_ident!("STOPS_{}", n);
+            let mut firsts: Vec<u8> = stops.iter().filter_map(|s| s.as_bytes().first().copied()).collect();
+            firsts.sort();
+            firsts.dedup();
+            let f = Literal::usize_unsuffixed(firsts.len());
+            let n = Literal::usize_unsuffixed(stops.len());
+            let firsts = firsts.iter().map(|b| Literal::u8_unsuffixed(*b));
+            let all = stops.iter().map(|s| Literal::string(s));
+            let longest = Literal::usize_unsuffixed(stops.iter().map(String::len).max().unwrap_or(0));
+            let doc = format!(" Text ends at {stops:?}.");
+            quote! {
+                #[doc = #doc]
+                const #name: Stops<#f, #n> = Stops { firsts: [#(#firsts),*], all: [#(#all),*], longest: #longest };
             }
-        })
+        });
+        quote! { #(#items)* }
     }
 
     /// A guard function (matches markup without reporting anything).
@@ -460,7 +379,6 @@ impl States {
         let param = |x: &str| if uses_ident(&body, x) { format_ident!("{x}") } else { format_ident!("_{x}") };
         let (t, p, last) = (param("t"), param("p"), param("last"));
         self.guards.push(quote! {
-            #[inline]
             fn #name(#t: &str, #p: usize, #last: bool) -> G {
                 #body
             }

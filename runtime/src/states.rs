@@ -1,0 +1,253 @@
+//! The bodies of the generated parsers' states.
+//!
+//! A generated module keeps what is specific to its template: the states'
+//! names and successors, the markers and stop sets, the guards. What a state
+//! of a given kind does (match a literal, skip whitespace, read text up to a
+//! stop, read a JSON string) is the same in every module, so it is here,
+//! once, and a state is one call:
+//!
+//! ```text
+//! St::CONTENT_TEXT => return c.text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP_HEAD, sink),
+//! St::LIT_TOOL_CALL => return c.literal_state(t, last, "<tool_call>", St::SPACE_2),
+//! ```
+//!
+//! Each returns the [`Flow`] the state's step ends with, having moved to
+//! `next` when it is done.
+
+use crate::machine::{end, find1, find2, find3, find_any, floor_boundary, lit, partial, ws_end, Core, Flow, Found, Kind, G};
+use crate::Sink;
+
+/// What ends a run of text: the `N` stops, and their `F` distinct first
+/// bytes (sorted), which the search looks for before comparing whole
+/// stops. The counts are part of the type, so the search is compiled for
+/// each (one first byte: a `memchr`), and loops over the stops unrolled.
+#[derive(Debug)]
+pub struct Stops<const F: usize, const N: usize> {
+    pub firsts: [u8; F],
+    pub all: [&'static str; N],
+    /// The longest stop's length in bytes.
+    pub longest: usize,
+}
+
+impl<const F: usize, const N: usize> Stops<F, N> {
+    /// The first stop in `hay`.
+    #[inline]
+    pub fn find(&self, hay: &[u8]) -> Option<usize> {
+        match self.firsts.as_slice() {
+            [] => None,
+            &[a] => find1(hay, a, &self.all),
+            &[a, b] => find2(hay, a, b, &self.all),
+            &[a, b, c] => find3(hay, a, b, c, &self.all),
+            _ => find_any(hay, &self.all),
+        }
+    }
+
+    /// How many bytes at the end of `hay` may start a stop.
+    #[inline]
+    pub fn partial(&self, hay: &[u8]) -> usize {
+        partial(hay, &self.all)
+    }
+}
+
+/// The state's step result for a guard-like match: go on at `p`, wait, or fail.
+#[inline]
+fn advance<const R: usize, const P: usize, const A: usize>(c: &mut Core<'_, R, P, A>, g: G, next: u16) -> Flow {
+    match g {
+        G::Match(p) => {
+            c.pos = p;
+            c.st = next;
+            Flow::Go
+        }
+        G::More => Flow::More,
+        G::No => Flow::Fail,
+    }
+}
+
+impl<const R: usize, const P: usize, const A: usize> Core<'_, R, P, A> {
+    /// Markup that must come next, exactly.
+    #[inline(never)]
+    pub fn literal_state(&mut self, t: &str, last: bool, literal: &str, next: u16) -> Flow {
+        let g = lit(t, self.pos, literal, last);
+        advance(self, g, next)
+    }
+
+    /// Whitespace (none or more).
+    #[inline(never)]
+    pub fn space_state(&mut self, t: &str, last: bool, next: u16) -> Flow {
+        self.pos = ws_end(t, self.pos);
+        if self.pos >= t.len() && !last {
+            return Flow::More;
+        }
+        self.st = next;
+        Flow::Go
+    }
+
+    /// One newline, if there is one.
+    #[inline(never)]
+    pub fn newline_state(&mut self, t: &str, last: bool, next: u16) -> Flow {
+        if self.pos >= t.len() && !last {
+            return Flow::More;
+        }
+        if t.as_bytes().get(self.pos) == Some(&b'\n') {
+            self.pos += 1;
+        }
+        self.st = next;
+        Flow::Go
+    }
+
+    /// The end of the output.
+    #[inline(never)]
+    pub fn end_state(&mut self, t: &str, last: bool, next: u16) -> Flow {
+        let g = end(t, self.pos, last);
+        advance(self, g, next)
+    }
+
+    /// Text of `kind` up to the first of `stops` (to the end of the output
+    /// without stops): reported as it comes, or kept for the end (see
+    /// [`Core::until_step`]).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    pub fn text_state<const F: usize, const N: usize>(
+        &mut self,
+        t: &str,
+        last: bool,
+        kind: Kind,
+        trim: bool,
+        stops: &Stops<F, N>,
+        next: u16,
+        sink: &mut impl Sink,
+    ) -> Flow {
+        let rest = t.as_bytes().get(self.pos..).unwrap_or(&[]);
+        let found = match stops.find(rest) {
+            Some(i) => Found { take: i, done: true },
+            None if last => Found { take: rest.len(), done: true },
+            None => Found { take: rest.len() - stops.partial(rest), done: false },
+        };
+        self.step_done(t, kind, trim, found, next, sink)
+    }
+
+    /// A name (of a tool, an argument) up to the first of `stops`: no
+    /// longer than the name room, and never cut off by the end of the
+    /// output. A name that ends commits the call in this step, so the hold
+    /// limit (`over_hold`, the module's) is checked where it ends.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    pub fn name_state<S: Sink, const F: usize, const N: usize>(
+        &mut self,
+        t: &str,
+        last: bool,
+        kind: Kind,
+        trim: bool,
+        stops: &Stops<F, N>,
+        over_hold: fn(&Self, &str, usize) -> bool,
+        next: u16,
+        sink: &mut S,
+    ) -> Flow {
+        let rest = t.as_bytes().get(self.pos..).unwrap_or(&[]);
+        // A name is short: look no further than where it could end.
+        let room = self.name_room();
+        let cut = floor_boundary(t.get(self.pos..).unwrap_or(""), room + stops.longest);
+        let rest = &rest[..cut.min(rest.len())];
+        let hit = stops.find(rest);
+        let found = match hit {
+            Some(i) if i > room => return Flow::Fail,
+            Some(i) => Found { take: i, done: true },
+            None if last => return Flow::Fail,
+            None => {
+                let take = rest.len() - stops.partial(rest);
+                if take > room {
+                    return Flow::Fail;
+                }
+                Found { take, done: false }
+            }
+        };
+        if found.done && over_hold(self, t, self.pos + found.take) {
+            return Flow::Fail;
+        }
+        self.step_done(t, kind, trim, found, next, sink)
+    }
+
+    /// One alternative of a choice, by its guard's answer `g`: taken (on
+    /// to `next`, past the markup the guard matched), waited for, or
+    /// `None` to try the next alternative.
+    #[inline]
+    pub fn choose(&mut self, g: G, next: u16) -> Option<Flow> {
+        match g {
+            G::No => None,
+            g => Some(advance(self, g, next)),
+        }
+    }
+
+    /// A lookahead, by its guard's answer `g`: on to `next` without
+    /// reading anything when it matches.
+    #[inline]
+    pub fn peek_state(&mut self, g: G, next: u16) -> Flow {
+        match g {
+            G::Match(_) => {
+                self.st = next;
+                Flow::Go
+            }
+            G::More => Flow::More,
+            G::No => Flow::Fail,
+        }
+    }
+
+    /// One alternative of a counted loop (`repeat`, alternative `alt`, at
+    /// most `limit` rounds of it): when it may run another round and its
+    /// guard matches, the round starts and the machine goes to `body`.
+    /// `None` to try the next alternative.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    pub fn round(
+        &mut self,
+        t: &str,
+        last: bool,
+        (repeat, alt, limit): (usize, usize, Option<u8>),
+        recover: bool,
+        guard: fn(&str, usize, bool) -> G,
+        body: u16,
+    ) -> Option<Flow> {
+        if !self.may_try(repeat, alt, limit) {
+            return None;
+        }
+        let start = self.pos;
+        match guard(t, self.pos, last) {
+            G::Match(p) => {
+                if !self.start_round(repeat, alt, recover, start, p) {
+                    return Some(Flow::Fail);
+                }
+                self.st = body;
+                Some(Flow::Go)
+            }
+            G::More => Some(Flow::More),
+            G::No => None,
+        }
+    }
+
+    /// The content of a JSON string, reported as `kind`.
+    #[inline(never)]
+    pub fn json_string_state(&mut self, t: &str, last: bool, kind: Kind, next: u16, sink: &mut impl Sink) -> Flow {
+        let step = self.json_string_step(t, kind, last, sink);
+        self.flow(step, next)
+    }
+
+    /// One step of text reading, then on to `next` when the text is done.
+    #[inline]
+    fn step_done(&mut self, t: &str, kind: Kind, trim: bool, found: Found, next: u16, sink: &mut impl Sink) -> Flow {
+        let step = self.until_step(t, kind, trim, found, sink);
+        self.flow(step, next)
+    }
+
+    /// A reader's answer as the state's flow.
+    #[inline]
+    fn flow(&mut self, step: Option<bool>, next: u16) -> Flow {
+        match step {
+            Some(true) => {
+                self.st = next;
+                Flow::Go
+            }
+            Some(false) => Flow::More,
+            None => Flow::Fail,
+        }
+    }
+}
