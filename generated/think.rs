@@ -166,15 +166,7 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         sink: &mut S,
     ) -> Option<usize> {
         match c.st {
-            St::CONTENT_TEXT
-            | St::CONTENT_TEXT_2
-            | St::CONTENT_TEXT_3
-            | St::CONTENT_TEXT_4
-            | St::CONTENT_TEXT_5
-            | St::CONTENT_TEXT_6
-            | St::CONTENT_TEXT_7
-            | St::CONTENT_TEXT_8
-            | St::CONTENT_TEXT_9 => {
+            St::CONTENT_TEXT | St::CONTENT_TEXT_2 | St::CONTENT_TEXT_3 => {
                 c.fast_partial(Kind::Content, false, s, &STOPS_0.all, max, sink)
             }
             St::REASONING_TEXT | St::REASONING_TEXT_2 => {
@@ -203,15 +195,7 @@ fn fast(
         return true;
     }
     match c.st {
-        St::CONTENT_TEXT
-        | St::CONTENT_TEXT_2
-        | St::CONTENT_TEXT_3
-        | St::CONTENT_TEXT_4
-        | St::CONTENT_TEXT_5
-        | St::CONTENT_TEXT_6
-        | St::CONTENT_TEXT_7
-        | St::CONTENT_TEXT_8
-        | St::CONTENT_TEXT_9 => {
+        St::CONTENT_TEXT | St::CONTENT_TEXT_2 | St::CONTENT_TEXT_3 => {
             !(holds_any(s.as_bytes(), w, [60u8])
                 && !clear_of_stops(s.as_bytes(), &STOPS_0.all))
                 && c.fast_text(Kind::Content, false, s, w, sink)
@@ -236,14 +220,14 @@ fn resume(entry: u16, repeat: usize) -> Resume {
         }
         (St::PREFILLED, 0usize) => {
             Resume {
-                head: St::LOOP_HEAD_2,
-                recover: St::CONTENT_4,
+                head: St::LOOP_HEAD,
+                recover: St::CONTENT,
             }
         }
-        (St::CONTENT_9, 0usize) => {
+        (St::CONTENT_3, 0usize) => {
             Resume {
-                head: St::LOOP_HEAD_3,
-                recover: St::CONTENT_7,
+                head: St::LOOP_HEAD,
+                recover: St::CONTENT,
             }
         }
         _ => Resume { head: 0, recover: NONE },
@@ -320,13 +304,13 @@ const ENTRIES: [u16; 16] = [
     St::PREFILLED,
     St::PREFILLED,
     St::PREFILLED_2,
-    St::CONTENT_9,
-    St::CONTENT_9,
-    St::CONTENT_9,
+    St::CONTENT_3,
+    St::CONTENT_3,
+    St::CONTENT_3,
     St::SPACE_7,
-    St::CONTENT_9,
-    St::CONTENT_9,
-    St::CONTENT_9,
+    St::CONTENT_3,
+    St::CONTENT_3,
+    St::CONTENT_3,
     St::SPACE_7,
 ];
 /// The machine's states, named for what they read.
@@ -364,30 +348,8 @@ impl St {
     const CHOICE_6: u16 = 29;
     const REASONING_TEXT_2: u16 = 30;
     const REASONING_2: u16 = 31;
-    const LOOP_HEAD_2: u16 = 32;
-    const LOOP_ROUND_DONE_2: u16 = 33;
-    const CONTENT_TEXT_4: u16 = 34;
-    const CONTENT_4: u16 = 35;
-    const CONTENT_TEXT_5: u16 = 36;
-    const CONTENT_5: u16 = 37;
-    const SPACE_9: u16 = 38;
-    const COMMIT_2: u16 = 39;
-    const LOOP_2: u16 = 40;
-    const CONTENT_TEXT_6: u16 = 41;
-    const CONTENT_6: u16 = 42;
-    const PREFILLED: u16 = 43;
-    const PREFILLED_2: u16 = 44;
-    const LOOP_HEAD_3: u16 = 45;
-    const LOOP_ROUND_DONE_3: u16 = 46;
-    const CONTENT_TEXT_7: u16 = 47;
-    const CONTENT_7: u16 = 48;
-    const CONTENT_TEXT_8: u16 = 49;
-    const CONTENT_8: u16 = 50;
-    const SPACE_10: u16 = 51;
-    const COMMIT_3: u16 = 52;
-    const LOOP_3: u16 = 53;
-    const CONTENT_TEXT_9: u16 = 54;
-    const CONTENT_9: u16 = 55;
+    const PREFILLED: u16 = 32;
+    const PREFILLED_2: u16 = 33;
 }
 /// Runs the current state.
 #[inline(always)]
@@ -582,139 +544,13 @@ fn step(
             c.until_start();
             c.st = St::REASONING_TEXT_2;
         }
-        St::LOOP_HEAD_2 => {
-            if let Some(flow) = c
-                .round(t, last, (0usize, 0usize, None), true, guard_0, St::COMMIT_2)
-            {
-                return flow;
-            }
-            c.st = St::END_OF_OUTPUT;
-        }
-        St::LOOP_ROUND_DONE_2 => {
-            c.end_round(true, t, sink);
-            c.st = St::LOOP_HEAD_2;
-        }
-        St::CONTENT_TEXT_4 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_0,
-                    St::LOOP_HEAD_2,
-                    sink,
-                );
-        }
-        St::CONTENT_4 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_4;
-        }
-        St::CONTENT_TEXT_5 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_0,
-                    St::LOOP_ROUND_DONE_2,
-                    sink,
-                );
-        }
-        St::CONTENT_5 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_5;
-        }
-        St::SPACE_9 => {
-            return c.space_state(t, last, St::CONTENT_5);
-        }
-        St::COMMIT_2 => {
-            c.mark_commit(t, sink);
-            c.st = St::SPACE_9;
-        }
-        St::LOOP_2 => {
-            c.enter_loop(0usize);
-            c.st = St::LOOP_HEAD_2;
-        }
-        St::CONTENT_TEXT_6 => {
-            return c
-                .text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP_2, sink);
-        }
-        St::CONTENT_6 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_6;
-        }
         St::PREFILLED => {
             c.prefilled(Kind::Content, "<think>\n", sink);
-            c.st = St::CONTENT_6;
+            c.st = St::CONTENT_3;
         }
         St::PREFILLED_2 => {
             c.prefilled(Kind::Content, "<think>\n", sink);
             c.st = St::SPACE_7;
-        }
-        St::LOOP_HEAD_3 => {
-            if let Some(flow) = c
-                .round(t, last, (0usize, 0usize, None), true, guard_0, St::COMMIT_3)
-            {
-                return flow;
-            }
-            c.st = St::END_OF_OUTPUT;
-        }
-        St::LOOP_ROUND_DONE_3 => {
-            c.end_round(true, t, sink);
-            c.st = St::LOOP_HEAD_3;
-        }
-        St::CONTENT_TEXT_7 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_0,
-                    St::LOOP_HEAD_3,
-                    sink,
-                );
-        }
-        St::CONTENT_7 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_7;
-        }
-        St::CONTENT_TEXT_8 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_0,
-                    St::LOOP_ROUND_DONE_3,
-                    sink,
-                );
-        }
-        St::CONTENT_8 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_8;
-        }
-        St::SPACE_10 => {
-            return c.space_state(t, last, St::CONTENT_8);
-        }
-        St::COMMIT_3 => {
-            c.mark_commit(t, sink);
-            c.st = St::SPACE_10;
-        }
-        St::LOOP_3 => {
-            c.enter_loop(0usize);
-            c.st = St::LOOP_HEAD_3;
-        }
-        St::CONTENT_TEXT_9 => {
-            return c
-                .text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP_3, sink);
-        }
-        St::CONTENT_9 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_9;
         }
         _ => c.set_degraded(),
     }

@@ -33,8 +33,9 @@ pub struct States {
     /// Each guard function's body (as text), so an identical guard is
     /// written once and shared.
     guard_bodies: Vec<String>,
-    /// Compiled nodes without loops, by their text and successor.
-    compiled: std::collections::HashMap<(String, u16), u16>,
+    /// Compiled nodes, by their text, successor and first loop number,
+    /// with the loops they registered.
+    compiled: std::collections::HashMap<(String, u16, usize), (u16, Vec<(u16, Option<u16>)>)>,
     /// Fast-path arms: states where a whole chunk without markup can be
     /// reported without running the machine.
     pub fast: Vec<(u16, TokenStream)>,
@@ -140,20 +141,21 @@ impl States {
 
     /// The states of `node` followed by `next`. A node is compiled once per
     /// successor: the same markup in two alternatives (a field read under
-    /// the template's key and under its synonyms) shares its states. Loops
-    /// are compiled each time (each has its own counters).
+    /// the template's key and under its synonyms, or a call's markup in
+    /// the variants with and without parallel calls) shares its states.
     fn compile(&mut self, node: &Node, next: u16, v: &mut Variant) -> u16 {
-        let mut has_loop = false;
-        walk(node, &mut |n| has_loop |= matches!(n, Node::Repeat { .. }));
-        if has_loop {
-            return self.compile_node(node, next, v);
+        // A loop's states name its counters by the loop's number in the
+        // variant, so states with loops are shared only where the loops get
+        // the same numbers; the variant then registers the shared loops as
+        // its own (for its resume table).
+        let key = (format!("{node:?}"), next, v.loops.len());
+        if let Some((id, loops)) = self.compiled.get(&key) {
+            v.loops.extend(loops.iter().copied());
+            return *id;
         }
-        let key = (format!("{node:?}"), next);
-        if let Some(&id) = self.compiled.get(&key) {
-            return id;
-        }
+        let before = v.loops.len();
         let id = self.compile_node(node, next, v);
-        self.compiled.insert(key, id);
+        self.compiled.insert(key, (id, v.loops[before..].to_vec()));
         id
     }
 
