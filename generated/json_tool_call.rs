@@ -490,19 +490,19 @@ const ENTRIES: [u16; 16] = [
     St::CONTENT_3,
     St::CONTENT_6,
     St::CONTENT_9,
-    St::SPACE_38,
+    St::SPACE_18,
     St::CONTENT_3,
     St::CONTENT_6,
     St::CONTENT_9,
-    St::SPACE_38,
+    St::SPACE_18,
     St::CONTENT_3,
     St::CONTENT_6,
     St::CONTENT_9,
-    St::SPACE_38,
+    St::SPACE_18,
     St::CONTENT_3,
     St::CONTENT_6,
     St::CONTENT_9,
-    St::SPACE_38,
+    St::SPACE_18,
 ];
 /// The machine's states, named for what they read.
 struct St;
@@ -529,122 +529,102 @@ impl St {
     const SPACE_2: u16 = 19;
     const TOOL_CLOSE: u16 = 20;
     const LIT_CLOSE_TOOL_CALL: u16 = 21;
-    const SPACE_3: u16 = 22;
-    const CHOICE: u16 = 23;
-    const JSON_CLOSE: u16 = 24;
-    const JSON_END_MARKER: u16 = 25;
-    const JSON: u16 = 26;
-    const JSON_START: u16 = 27;
-    const SPACE_4: u16 = 28;
-    const LIT_COLON: u16 = 29;
-    const SPACE_5: u16 = 30;
-    const CHOICE_2: u16 = 31;
-    const SPACE_6: u16 = 32;
-    const LIT_COMMA: u16 = 33;
-    const SPACE_7: u16 = 34;
-    const LIT_MARK: u16 = 35;
-    const TOOL_NAME: u16 = 36;
-    const TOOL_NAME_2: u16 = 37;
-    const LIT_MARK_2: u16 = 38;
-    const SPACE_8: u16 = 39;
-    const LIT_COLON_2: u16 = 40;
-    const SPACE_9: u16 = 41;
-    const LIT_MARK_3: u16 = 42;
-    const TOOL_NAME_3: u16 = 43;
-    const TOOL_NAME_4: u16 = 44;
-    const LIT_MARK_4: u16 = 45;
-    const SPACE_10: u16 = 46;
-    const LIT_COLON_3: u16 = 47;
-    const SPACE_11: u16 = 48;
-    const LIT_NAME: u16 = 49;
-    const SPACE_12: u16 = 50;
-    const LIT_COMMA_2: u16 = 51;
-    const SPACE_13: u16 = 52;
-    const JSON_CLOSE_2: u16 = 53;
-    const JSON_END_MARKER_2: u16 = 54;
-    const JSON_2: u16 = 55;
-    const JSON_START_2: u16 = 56;
-    const SPACE_14: u16 = 57;
-    const LIT_COLON_4: u16 = 58;
-    const SPACE_15: u16 = 59;
-    const COMMIT_2: u16 = 60;
-    const CHOICE_3: u16 = 61;
-    const SPACE_16: u16 = 62;
-    const LIT_OPEN_BRACE: u16 = 63;
-    const TOOL_OPEN: u16 = 64;
-    const SPACE_17: u16 = 65;
-    const COMMIT_3: u16 = 66;
-    const LOOP_2: u16 = 67;
-    const CONTENT_TEXT_6: u16 = 68;
-    const CONTENT_6: u16 = 69;
-    const LOOP_HEAD_3: u16 = 70;
-    const LOOP_ROUND_DONE_3: u16 = 71;
-    const CONTENT_TEXT_7: u16 = 72;
-    const CONTENT_7: u16 = 73;
-    const CONTENT_TEXT_8: u16 = 74;
-    const CONTENT_8: u16 = 75;
-    const SPACE_18: u16 = 76;
-    const TOOL_CLOSE_2: u16 = 77;
-    const LIT_CLOSE_TOOL_CALL_2: u16 = 78;
-    const SPACE_19: u16 = 79;
-    const CHOICE_4: u16 = 80;
-    const JSON_CLOSE_3: u16 = 81;
-    const JSON_END_MARKER_3: u16 = 82;
-    const JSON_3: u16 = 83;
-    const JSON_START_3: u16 = 84;
-    const SPACE_20: u16 = 85;
-    const LIT_COLON_5: u16 = 86;
-    const SPACE_21: u16 = 87;
-    const CHOICE_5: u16 = 88;
-    const SPACE_22: u16 = 89;
-    const LIT_COMMA_3: u16 = 90;
-    const SPACE_23: u16 = 91;
-    const LIT_MARK_5: u16 = 92;
-    const TOOL_NAME_5: u16 = 93;
-    const TOOL_NAME_6: u16 = 94;
-    const LIT_MARK_6: u16 = 95;
-    const SPACE_24: u16 = 96;
-    const LIT_COLON_6: u16 = 97;
-    const SPACE_25: u16 = 98;
-    const LIT_MARK_7: u16 = 99;
-    const TOOL_NAME_7: u16 = 100;
-    const TOOL_NAME_8: u16 = 101;
-    const LIT_MARK_8: u16 = 102;
-    const SPACE_26: u16 = 103;
-    const LIT_COLON_7: u16 = 104;
-    const SPACE_27: u16 = 105;
-    const LIT_NAME_2: u16 = 106;
-    const SPACE_28: u16 = 107;
-    const LIT_COMMA_4: u16 = 108;
-    const SPACE_29: u16 = 109;
-    const JSON_CLOSE_4: u16 = 110;
-    const JSON_END_MARKER_4: u16 = 111;
-    const JSON_4: u16 = 112;
-    const JSON_START_4: u16 = 113;
-    const SPACE_30: u16 = 114;
-    const LIT_COLON_8: u16 = 115;
-    const SPACE_31: u16 = 116;
-    const COMMIT_4: u16 = 117;
-    const CHOICE_6: u16 = 118;
-    const SPACE_32: u16 = 119;
-    const LIT_OPEN_BRACE_2: u16 = 120;
-    const TOOL_OPEN_2: u16 = 121;
-    const SPACE_33: u16 = 122;
-    const COMMIT_5: u16 = 123;
-    const LOOP_3: u16 = 124;
-    const CONTENT_TEXT_9: u16 = 125;
-    const CONTENT_9: u16 = 126;
-    const SPACE_34: u16 = 127;
-    const CHOICE_7: u16 = 128;
-    const SPACE_35: u16 = 129;
-    const CHOICE_8: u16 = 130;
-    const SPACE_36: u16 = 131;
-    const JSON_5: u16 = 132;
-    const JSON_START_5: u16 = 133;
-    const SPACE_37: u16 = 134;
-    const CHOICE_9: u16 = 135;
-    const CHOICE_10: u16 = 136;
-    const SPACE_38: u16 = 137;
+    const CHOICE: u16 = 22;
+    const JSON_CLOSE: u16 = 23;
+    const JSON_END_MARKER: u16 = 24;
+    const JSON: u16 = 25;
+    const JSON_START: u16 = 26;
+    const SPACE_3: u16 = 27;
+    const LIT_COLON: u16 = 28;
+    const CHOICE_2: u16 = 29;
+    const SPACE_4: u16 = 30;
+    const LIT_COMMA: u16 = 31;
+    const LIT_MARK: u16 = 32;
+    const TOOL_NAME: u16 = 33;
+    const TOOL_NAME_2: u16 = 34;
+    const LIT_MARK_2: u16 = 35;
+    const LIT_COLON_2: u16 = 36;
+    const LIT_MARK_3: u16 = 37;
+    const TOOL_NAME_3: u16 = 38;
+    const TOOL_NAME_4: u16 = 39;
+    const LIT_MARK_4: u16 = 40;
+    const LIT_COLON_3: u16 = 41;
+    const LIT_NAME: u16 = 42;
+    const LIT_COMMA_2: u16 = 43;
+    const JSON_CLOSE_2: u16 = 44;
+    const JSON_END_MARKER_2: u16 = 45;
+    const JSON_2: u16 = 46;
+    const JSON_START_2: u16 = 47;
+    const SPACE_5: u16 = 48;
+    const LIT_COLON_4: u16 = 49;
+    const COMMIT_2: u16 = 50;
+    const CHOICE_3: u16 = 51;
+    const SPACE_6: u16 = 52;
+    const LIT_OPEN_BRACE: u16 = 53;
+    const TOOL_OPEN: u16 = 54;
+    const SPACE_7: u16 = 55;
+    const COMMIT_3: u16 = 56;
+    const LOOP_2: u16 = 57;
+    const CONTENT_TEXT_6: u16 = 58;
+    const CONTENT_6: u16 = 59;
+    const LOOP_HEAD_3: u16 = 60;
+    const LOOP_ROUND_DONE_3: u16 = 61;
+    const CONTENT_TEXT_7: u16 = 62;
+    const CONTENT_7: u16 = 63;
+    const CONTENT_TEXT_8: u16 = 64;
+    const CONTENT_8: u16 = 65;
+    const SPACE_8: u16 = 66;
+    const TOOL_CLOSE_2: u16 = 67;
+    const LIT_CLOSE_TOOL_CALL_2: u16 = 68;
+    const CHOICE_4: u16 = 69;
+    const JSON_CLOSE_3: u16 = 70;
+    const JSON_END_MARKER_3: u16 = 71;
+    const JSON_3: u16 = 72;
+    const JSON_START_3: u16 = 73;
+    const SPACE_9: u16 = 74;
+    const LIT_COLON_5: u16 = 75;
+    const CHOICE_5: u16 = 76;
+    const SPACE_10: u16 = 77;
+    const LIT_COMMA_3: u16 = 78;
+    const LIT_MARK_5: u16 = 79;
+    const TOOL_NAME_5: u16 = 80;
+    const TOOL_NAME_6: u16 = 81;
+    const LIT_MARK_6: u16 = 82;
+    const LIT_COLON_6: u16 = 83;
+    const LIT_MARK_7: u16 = 84;
+    const TOOL_NAME_7: u16 = 85;
+    const TOOL_NAME_8: u16 = 86;
+    const LIT_MARK_8: u16 = 87;
+    const LIT_COLON_7: u16 = 88;
+    const LIT_NAME_2: u16 = 89;
+    const LIT_COMMA_4: u16 = 90;
+    const JSON_CLOSE_4: u16 = 91;
+    const JSON_END_MARKER_4: u16 = 92;
+    const JSON_4: u16 = 93;
+    const JSON_START_4: u16 = 94;
+    const SPACE_11: u16 = 95;
+    const LIT_COLON_8: u16 = 96;
+    const COMMIT_4: u16 = 97;
+    const CHOICE_6: u16 = 98;
+    const SPACE_12: u16 = 99;
+    const LIT_OPEN_BRACE_2: u16 = 100;
+    const TOOL_OPEN_2: u16 = 101;
+    const SPACE_13: u16 = 102;
+    const COMMIT_5: u16 = 103;
+    const LOOP_3: u16 = 104;
+    const CONTENT_TEXT_9: u16 = 105;
+    const CONTENT_9: u16 = 106;
+    const SPACE_14: u16 = 107;
+    const CHOICE_7: u16 = 108;
+    const SPACE_15: u16 = 109;
+    const CHOICE_8: u16 = 110;
+    const SPACE_16: u16 = 111;
+    const JSON_5: u16 = 112;
+    const JSON_START_5: u16 = 113;
+    const SPACE_17: u16 = 114;
+    const CHOICE_9: u16 = 115;
+    const CHOICE_10: u16 = 116;
+    const SPACE_18: u16 = 117;
 }
 /// Runs the current state.
 #[inline(always)]
@@ -729,7 +709,7 @@ fn step(
         }
         St::LOOP_HEAD_2 => {
             if let Some(flow) = c
-                .round(t, last, (0usize, 0usize, Some(1u8)), true, guard_6, St::SPACE_17)
+                .round(t, last, (0usize, 0usize, Some(1u8)), true, guard_6, St::SPACE_7)
             {
                 return flow;
             }
@@ -784,16 +764,17 @@ fn step(
             c.st = St::SPACE_2;
         }
         St::LIT_CLOSE_TOOL_CALL => {
-            return c.literal_state(t, last, "</tool_call>", St::TOOL_CLOSE);
-        }
-        St::SPACE_3 => {
-            return c.space_state(t, last, St::LIT_CLOSE_TOOL_CALL);
+            return c.spaced_literal_state(t, last, "</tool_call>", St::TOOL_CLOSE);
         }
         St::CHOICE => {
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_3) {
+            if let Some(flow) = c
+                .choose(guard_1(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL)
+            {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_3) {
+            if let Some(flow) = c
+                .choose(guard_2(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL)
+            {
                 return flow;
             }
             return Flow::Fail;
@@ -827,35 +808,29 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON;
         }
-        St::SPACE_4 => {
+        St::SPACE_3 => {
             return c.space_state(t, last, St::JSON_START);
         }
         St::LIT_COLON => {
-            return c.literal_state(t, last, ":", St::SPACE_4);
-        }
-        St::SPACE_5 => {
-            return c.space_state(t, last, St::LIT_COLON);
+            return c.spaced_literal_state(t, last, ":", St::SPACE_3);
         }
         St::CHOICE_2 => {
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_5) {
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_5) {
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON) {
                 return flow;
             }
             return Flow::Fail;
         }
-        St::SPACE_6 => {
+        St::SPACE_4 => {
             return c.space_state(t, last, St::CHOICE_2);
         }
         St::LIT_COMMA => {
-            return c.literal_state(t, last, ",", St::SPACE_6);
-        }
-        St::SPACE_7 => {
-            return c.space_state(t, last, St::LIT_COMMA);
+            return c.spaced_literal_state(t, last, ",", St::SPACE_4);
         }
         St::LIT_MARK => {
-            return c.literal_state(t, last, "\"", St::SPACE_7);
+            return c.literal_state(t, last, "\"", St::LIT_COMMA);
         }
         St::TOOL_NAME => {
             return c
@@ -875,16 +850,10 @@ fn step(
             c.st = St::TOOL_NAME;
         }
         St::LIT_MARK_2 => {
-            return c.literal_state(t, last, "\"", St::TOOL_NAME_2);
-        }
-        St::SPACE_8 => {
-            return c.space_state(t, last, St::LIT_MARK_2);
+            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_2);
         }
         St::LIT_COLON_2 => {
-            return c.literal_state(t, last, ":", St::SPACE_8);
-        }
-        St::SPACE_9 => {
-            return c.space_state(t, last, St::LIT_COLON_2);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_2);
         }
         St::LIT_MARK_3 => {
             return c.literal_state(t, last, "\"", St::CHOICE);
@@ -907,32 +876,20 @@ fn step(
             c.st = St::TOOL_NAME_3;
         }
         St::LIT_MARK_4 => {
-            return c.literal_state(t, last, "\"", St::TOOL_NAME_4);
-        }
-        St::SPACE_10 => {
-            return c.space_state(t, last, St::LIT_MARK_4);
+            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_4);
         }
         St::LIT_COLON_3 => {
-            return c.literal_state(t, last, ":", St::SPACE_10);
-        }
-        St::SPACE_11 => {
-            return c.space_state(t, last, St::LIT_COLON_3);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_4);
         }
         St::LIT_NAME => {
-            return c.literal_state(t, last, "\"name\"", St::SPACE_11);
-        }
-        St::SPACE_12 => {
-            return c.space_state(t, last, St::LIT_NAME);
+            return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_3);
         }
         St::LIT_COMMA_2 => {
-            return c.literal_state(t, last, ",", St::SPACE_12);
-        }
-        St::SPACE_13 => {
-            return c.space_state(t, last, St::LIT_COMMA_2);
+            return c.spaced_literal_state(t, last, ",", St::LIT_NAME);
         }
         St::JSON_CLOSE_2 => {
             json_close(c, false, sink);
-            c.st = St::SPACE_13;
+            c.st = St::LIT_COMMA_2;
         }
         St::JSON_END_MARKER_2 => {
             if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE_2) {
@@ -943,7 +900,7 @@ fn step(
         St::JSON_2 => {
             match json_step(c, t, false, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_13;
+                    c.st = St::LIT_COMMA_2;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => {
@@ -959,21 +916,18 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON_2;
         }
-        St::SPACE_14 => {
+        St::SPACE_5 => {
             return c.space_state(t, last, St::JSON_START_2);
         }
         St::LIT_COLON_4 => {
-            return c.literal_state(t, last, ":", St::SPACE_14);
-        }
-        St::SPACE_15 => {
-            return c.space_state(t, last, St::LIT_COLON_4);
+            return c.spaced_literal_state(t, last, ":", St::SPACE_5);
         }
         St::COMMIT_2 => {
             c.mark_commit(t, sink);
-            c.st = St::SPACE_15;
+            c.st = St::LIT_COLON_4;
         }
         St::CHOICE_3 => {
-            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_9) {
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::LIT_COLON_2) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_2) {
@@ -984,17 +938,17 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_16 => {
+        St::SPACE_6 => {
             return c.space_state(t, last, St::CHOICE_3);
         }
         St::LIT_OPEN_BRACE => {
-            return c.literal_state(t, last, "{", St::SPACE_16);
+            return c.literal_state(t, last, "{", St::SPACE_6);
         }
         St::TOOL_OPEN => {
             c.tool_open(sink);
             c.st = St::LIT_OPEN_BRACE;
         }
-        St::SPACE_17 => {
+        St::SPACE_7 => {
             return c.space_state(t, last, St::TOOL_OPEN);
         }
         St::COMMIT_3 => {
@@ -1015,7 +969,7 @@ fn step(
         }
         St::LOOP_HEAD_3 => {
             if let Some(flow) = c
-                .round(t, last, (0usize, 0usize, None), true, guard_6, St::SPACE_33)
+                .round(t, last, (0usize, 0usize, None), true, guard_6, St::SPACE_13)
             {
                 return flow;
             }
@@ -1062,24 +1016,25 @@ fn step(
             c.until_start();
             c.st = St::CONTENT_TEXT_8;
         }
-        St::SPACE_18 => {
+        St::SPACE_8 => {
             return c.space_state(t, last, St::CONTENT_8);
         }
         St::TOOL_CLOSE_2 => {
             c.tool_close(sink);
-            c.st = St::SPACE_18;
+            c.st = St::SPACE_8;
         }
         St::LIT_CLOSE_TOOL_CALL_2 => {
-            return c.literal_state(t, last, "</tool_call>", St::TOOL_CLOSE_2);
-        }
-        St::SPACE_19 => {
-            return c.space_state(t, last, St::LIT_CLOSE_TOOL_CALL_2);
+            return c.spaced_literal_state(t, last, "</tool_call>", St::TOOL_CLOSE_2);
         }
         St::CHOICE_4 => {
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_19) {
+            if let Some(flow) = c
+                .choose(guard_1(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL_2)
+            {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_19) {
+            if let Some(flow) = c
+                .choose(guard_2(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL_2)
+            {
                 return flow;
             }
             return Flow::Fail;
@@ -1113,35 +1068,29 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON_3;
         }
-        St::SPACE_20 => {
+        St::SPACE_9 => {
             return c.space_state(t, last, St::JSON_START_3);
         }
         St::LIT_COLON_5 => {
-            return c.literal_state(t, last, ":", St::SPACE_20);
-        }
-        St::SPACE_21 => {
-            return c.space_state(t, last, St::LIT_COLON_5);
+            return c.spaced_literal_state(t, last, ":", St::SPACE_9);
         }
         St::CHOICE_5 => {
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_21) {
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_5) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_21) {
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_5) {
                 return flow;
             }
             return Flow::Fail;
         }
-        St::SPACE_22 => {
+        St::SPACE_10 => {
             return c.space_state(t, last, St::CHOICE_5);
         }
         St::LIT_COMMA_3 => {
-            return c.literal_state(t, last, ",", St::SPACE_22);
-        }
-        St::SPACE_23 => {
-            return c.space_state(t, last, St::LIT_COMMA_3);
+            return c.spaced_literal_state(t, last, ",", St::SPACE_10);
         }
         St::LIT_MARK_5 => {
-            return c.literal_state(t, last, "\"", St::SPACE_23);
+            return c.literal_state(t, last, "\"", St::LIT_COMMA_3);
         }
         St::TOOL_NAME_5 => {
             return c
@@ -1161,16 +1110,10 @@ fn step(
             c.st = St::TOOL_NAME_5;
         }
         St::LIT_MARK_6 => {
-            return c.literal_state(t, last, "\"", St::TOOL_NAME_6);
-        }
-        St::SPACE_24 => {
-            return c.space_state(t, last, St::LIT_MARK_6);
+            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_6);
         }
         St::LIT_COLON_6 => {
-            return c.literal_state(t, last, ":", St::SPACE_24);
-        }
-        St::SPACE_25 => {
-            return c.space_state(t, last, St::LIT_COLON_6);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_6);
         }
         St::LIT_MARK_7 => {
             return c.literal_state(t, last, "\"", St::CHOICE_4);
@@ -1193,32 +1136,20 @@ fn step(
             c.st = St::TOOL_NAME_7;
         }
         St::LIT_MARK_8 => {
-            return c.literal_state(t, last, "\"", St::TOOL_NAME_8);
-        }
-        St::SPACE_26 => {
-            return c.space_state(t, last, St::LIT_MARK_8);
+            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_8);
         }
         St::LIT_COLON_7 => {
-            return c.literal_state(t, last, ":", St::SPACE_26);
-        }
-        St::SPACE_27 => {
-            return c.space_state(t, last, St::LIT_COLON_7);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_8);
         }
         St::LIT_NAME_2 => {
-            return c.literal_state(t, last, "\"name\"", St::SPACE_27);
-        }
-        St::SPACE_28 => {
-            return c.space_state(t, last, St::LIT_NAME_2);
+            return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_7);
         }
         St::LIT_COMMA_4 => {
-            return c.literal_state(t, last, ",", St::SPACE_28);
-        }
-        St::SPACE_29 => {
-            return c.space_state(t, last, St::LIT_COMMA_4);
+            return c.spaced_literal_state(t, last, ",", St::LIT_NAME_2);
         }
         St::JSON_CLOSE_4 => {
             json_close(c, false, sink);
-            c.st = St::SPACE_29;
+            c.st = St::LIT_COMMA_4;
         }
         St::JSON_END_MARKER_4 => {
             if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE_4) {
@@ -1229,7 +1160,7 @@ fn step(
         St::JSON_4 => {
             match json_step(c, t, false, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_29;
+                    c.st = St::LIT_COMMA_4;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => {
@@ -1245,21 +1176,18 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON_4;
         }
-        St::SPACE_30 => {
+        St::SPACE_11 => {
             return c.space_state(t, last, St::JSON_START_4);
         }
         St::LIT_COLON_8 => {
-            return c.literal_state(t, last, ":", St::SPACE_30);
-        }
-        St::SPACE_31 => {
-            return c.space_state(t, last, St::LIT_COLON_8);
+            return c.spaced_literal_state(t, last, ":", St::SPACE_11);
         }
         St::COMMIT_4 => {
             c.mark_commit(t, sink);
-            c.st = St::SPACE_31;
+            c.st = St::LIT_COLON_8;
         }
         St::CHOICE_6 => {
-            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_25) {
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::LIT_COLON_6) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_4) {
@@ -1270,22 +1198,22 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_32 => {
+        St::SPACE_12 => {
             return c.space_state(t, last, St::CHOICE_6);
         }
         St::LIT_OPEN_BRACE_2 => {
-            return c.literal_state(t, last, "{", St::SPACE_32);
+            return c.literal_state(t, last, "{", St::SPACE_12);
         }
         St::TOOL_OPEN_2 => {
             c.tool_open(sink);
             c.st = St::LIT_OPEN_BRACE_2;
         }
-        St::SPACE_33 => {
+        St::SPACE_13 => {
             return c.space_state(t, last, St::TOOL_OPEN_2);
         }
         St::COMMIT_5 => {
             c.mark_commit(t, sink);
-            c.st = St::SPACE_18;
+            c.st = St::SPACE_8;
         }
         St::LOOP_3 => {
             c.enter_loop(0usize);
@@ -1299,11 +1227,11 @@ fn step(
             c.until_start();
             c.st = St::CONTENT_TEXT_9;
         }
-        St::SPACE_34 => {
+        St::SPACE_14 => {
             return c.space_state(t, last, St::END_OF_OUTPUT);
         }
         St::CHOICE_7 => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_34) {
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_14) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::END_OF_OUTPUT) {
@@ -1311,11 +1239,11 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_35 => {
+        St::SPACE_15 => {
             return c.space_state(t, last, St::CHOICE_7);
         }
         St::CHOICE_8 => {
-            if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::SPACE_35) {
+            if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::SPACE_15) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::CHOICE_7) {
@@ -1323,13 +1251,13 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_36 => {
+        St::SPACE_16 => {
             return c.space_state(t, last, St::CHOICE_8);
         }
         St::JSON_5 => {
             match json_step(c, t, true, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_36;
+                    c.st = St::SPACE_16;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => return Flow::Fail,
@@ -1339,14 +1267,14 @@ fn step(
             c.json = JsonScanner::new(false, false);
             c.st = St::JSON_5;
         }
-        St::SPACE_37 => {
+        St::SPACE_17 => {
             return c.space_state(t, last, St::JSON_START_5);
         }
         St::CHOICE_9 => {
-            if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::SPACE_37) {
+            if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::SPACE_17) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::SPACE_37) {
+            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::SPACE_17) {
                 return flow;
             }
             return Flow::Fail;
@@ -1360,7 +1288,7 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_38 => {
+        St::SPACE_18 => {
             return c.space_state(t, last, St::CHOICE_10);
         }
         _ => c.set_degraded(),

@@ -601,19 +601,19 @@ const ENTRIES: [u16; 16] = [
     St::CONTENT,
     St::CONTENT_4,
     St::CONTENT_7,
-    St::SPACE_78,
+    St::SPACE_26,
     St::CONTENT,
     St::CONTENT_4,
     St::CONTENT_7,
-    St::SPACE_78,
+    St::SPACE_26,
     St::CONTENT,
     St::CONTENT_4,
     St::CONTENT_7,
-    St::SPACE_78,
+    St::SPACE_26,
     St::CONTENT,
     St::CONTENT_4,
     St::CONTENT_7,
-    St::SPACE_78,
+    St::SPACE_26,
 ];
 /// The machine's states, named for what they read.
 struct St;
@@ -630,233 +630,181 @@ impl St {
     const CONTENT_3: u16 = 9;
     const SPACE: u16 = 10;
     const LIT_CLOSE_BRACKET: u16 = 11;
-    const SPACE_2: u16 = 12;
-    const LOOP_HEAD_2: u16 = 13;
-    const LOOP_ROUND_DONE_2: u16 = 14;
-    const TOOL_CLOSE: u16 = 15;
-    const LIT_CLOSE_BRACE: u16 = 16;
-    const SPACE_3: u16 = 17;
-    const LIT_MARK: u16 = 18;
-    const JSON_STRING: u16 = 19;
-    const LIT_MARK_2: u16 = 20;
-    const SPACE_4: u16 = 21;
-    const LIT_COLON: u16 = 22;
-    const SPACE_5: u16 = 23;
-    const CHOICE: u16 = 24;
-    const JSON: u16 = 25;
-    const JSON_START: u16 = 26;
-    const SPACE_6: u16 = 27;
-    const LIT_COLON_2: u16 = 28;
-    const SPACE_7: u16 = 29;
-    const CHOICE_2: u16 = 30;
-    const SPACE_8: u16 = 31;
-    const LIT_COMMA: u16 = 32;
-    const SPACE_9: u16 = 33;
-    const LIT_MARK_3: u16 = 34;
-    const TOOL_NAME: u16 = 35;
-    const TOOL_NAME_2: u16 = 36;
-    const LIT_MARK_4: u16 = 37;
-    const SPACE_10: u16 = 38;
-    const LIT_COLON_3: u16 = 39;
-    const SPACE_11: u16 = 40;
-    const LIT_MARK_5: u16 = 41;
-    const TOOL_NAME_3: u16 = 42;
-    const TOOL_NAME_4: u16 = 43;
-    const LIT_MARK_6: u16 = 44;
-    const SPACE_12: u16 = 45;
-    const LIT_COLON_4: u16 = 46;
-    const SPACE_13: u16 = 47;
-    const LIT_NAME: u16 = 48;
-    const SPACE_14: u16 = 49;
-    const LIT_COMMA_2: u16 = 50;
-    const SPACE_15: u16 = 51;
-    const JSON_2: u16 = 52;
-    const JSON_START_2: u16 = 53;
-    const SPACE_16: u16 = 54;
-    const LIT_COLON_5: u16 = 55;
-    const SPACE_17: u16 = 56;
-    const COMMIT: u16 = 57;
-    const CHOICE_3: u16 = 58;
-    const SPACE_18: u16 = 59;
-    const LIT_OPEN_BRACE: u16 = 60;
-    const TOOL_OPEN: u16 = 61;
-    const SPACE_19: u16 = 62;
-    const LOOP: u16 = 63;
-    const TOOL_CLOSE_2: u16 = 64;
-    const LIT_CLOSE_BRACE_2: u16 = 65;
-    const SPACE_20: u16 = 66;
-    const LIT_MARK_7: u16 = 67;
-    const JSON_STRING_2: u16 = 68;
-    const LIT_MARK_8: u16 = 69;
-    const SPACE_21: u16 = 70;
-    const LIT_COLON_6: u16 = 71;
-    const SPACE_22: u16 = 72;
-    const CHOICE_4: u16 = 73;
-    const JSON_3: u16 = 74;
-    const JSON_START_3: u16 = 75;
-    const SPACE_23: u16 = 76;
-    const LIT_COLON_7: u16 = 77;
-    const SPACE_24: u16 = 78;
-    const CHOICE_5: u16 = 79;
-    const SPACE_25: u16 = 80;
-    const LIT_COMMA_3: u16 = 81;
-    const SPACE_26: u16 = 82;
-    const LIT_MARK_9: u16 = 83;
-    const TOOL_NAME_5: u16 = 84;
-    const TOOL_NAME_6: u16 = 85;
-    const LIT_MARK_10: u16 = 86;
-    const SPACE_27: u16 = 87;
-    const LIT_COLON_8: u16 = 88;
-    const SPACE_28: u16 = 89;
-    const LIT_MARK_11: u16 = 90;
-    const TOOL_NAME_7: u16 = 91;
-    const TOOL_NAME_8: u16 = 92;
-    const LIT_MARK_12: u16 = 93;
-    const SPACE_29: u16 = 94;
-    const LIT_COLON_9: u16 = 95;
-    const SPACE_30: u16 = 96;
-    const LIT_NAME_2: u16 = 97;
-    const SPACE_31: u16 = 98;
-    const LIT_COMMA_4: u16 = 99;
-    const SPACE_32: u16 = 100;
-    const JSON_4: u16 = 101;
-    const JSON_START_4: u16 = 102;
-    const SPACE_33: u16 = 103;
-    const LIT_COLON_10: u16 = 104;
-    const SPACE_34: u16 = 105;
-    const COMMIT_2: u16 = 106;
-    const CHOICE_6: u16 = 107;
-    const SPACE_35: u16 = 108;
-    const LIT_OPEN_BRACE_2: u16 = 109;
-    const TOOL_OPEN_2: u16 = 110;
-    const SPACE_36: u16 = 111;
-    const LIT_OPEN_BRACKET: u16 = 112;
-    const SPACE_37: u16 = 113;
-    const LOOP_2: u16 = 114;
-    const CONTENT_TEXT_4: u16 = 115;
-    const CONTENT_4: u16 = 116;
-    const LOOP_HEAD_3: u16 = 117;
-    const LOOP_ROUND_DONE_3: u16 = 118;
-    const CONTENT_TEXT_5: u16 = 119;
-    const CONTENT_5: u16 = 120;
-    const CONTENT_TEXT_6: u16 = 121;
-    const CONTENT_6: u16 = 122;
-    const SPACE_38: u16 = 123;
-    const LIT_CLOSE_BRACKET_2: u16 = 124;
-    const SPACE_39: u16 = 125;
-    const LOOP_HEAD_4: u16 = 126;
-    const LOOP_ROUND_DONE_4: u16 = 127;
-    const TOOL_CLOSE_3: u16 = 128;
-    const LIT_CLOSE_BRACE_3: u16 = 129;
-    const SPACE_40: u16 = 130;
-    const LIT_MARK_13: u16 = 131;
-    const JSON_STRING_3: u16 = 132;
-    const LIT_MARK_14: u16 = 133;
-    const SPACE_41: u16 = 134;
-    const LIT_COLON_11: u16 = 135;
-    const SPACE_42: u16 = 136;
-    const CHOICE_7: u16 = 137;
-    const JSON_5: u16 = 138;
-    const JSON_START_5: u16 = 139;
-    const SPACE_43: u16 = 140;
-    const LIT_COLON_12: u16 = 141;
-    const SPACE_44: u16 = 142;
-    const CHOICE_8: u16 = 143;
-    const SPACE_45: u16 = 144;
-    const LIT_COMMA_5: u16 = 145;
-    const SPACE_46: u16 = 146;
-    const LIT_MARK_15: u16 = 147;
-    const TOOL_NAME_9: u16 = 148;
-    const TOOL_NAME_10: u16 = 149;
-    const LIT_MARK_16: u16 = 150;
-    const SPACE_47: u16 = 151;
-    const LIT_COLON_13: u16 = 152;
-    const SPACE_48: u16 = 153;
-    const LIT_MARK_17: u16 = 154;
-    const TOOL_NAME_11: u16 = 155;
-    const TOOL_NAME_12: u16 = 156;
-    const LIT_MARK_18: u16 = 157;
-    const SPACE_49: u16 = 158;
-    const LIT_COLON_14: u16 = 159;
-    const SPACE_50: u16 = 160;
-    const LIT_NAME_3: u16 = 161;
-    const SPACE_51: u16 = 162;
-    const LIT_COMMA_6: u16 = 163;
-    const SPACE_52: u16 = 164;
-    const JSON_6: u16 = 165;
-    const JSON_START_6: u16 = 166;
-    const SPACE_53: u16 = 167;
-    const LIT_COLON_15: u16 = 168;
-    const SPACE_54: u16 = 169;
-    const COMMIT_3: u16 = 170;
-    const CHOICE_9: u16 = 171;
-    const SPACE_55: u16 = 172;
-    const LIT_OPEN_BRACE_3: u16 = 173;
-    const TOOL_OPEN_3: u16 = 174;
-    const SPACE_56: u16 = 175;
-    const LOOP_3: u16 = 176;
-    const TOOL_CLOSE_4: u16 = 177;
-    const LIT_CLOSE_BRACE_4: u16 = 178;
-    const SPACE_57: u16 = 179;
-    const LIT_MARK_19: u16 = 180;
-    const JSON_STRING_4: u16 = 181;
-    const LIT_MARK_20: u16 = 182;
-    const SPACE_58: u16 = 183;
-    const LIT_COLON_16: u16 = 184;
-    const SPACE_59: u16 = 185;
-    const CHOICE_10: u16 = 186;
-    const JSON_7: u16 = 187;
-    const JSON_START_7: u16 = 188;
-    const SPACE_60: u16 = 189;
-    const LIT_COLON_17: u16 = 190;
-    const SPACE_61: u16 = 191;
-    const CHOICE_11: u16 = 192;
-    const SPACE_62: u16 = 193;
-    const LIT_COMMA_7: u16 = 194;
-    const SPACE_63: u16 = 195;
-    const LIT_MARK_21: u16 = 196;
-    const TOOL_NAME_13: u16 = 197;
-    const TOOL_NAME_14: u16 = 198;
-    const LIT_MARK_22: u16 = 199;
-    const SPACE_64: u16 = 200;
-    const LIT_COLON_18: u16 = 201;
-    const SPACE_65: u16 = 202;
-    const LIT_MARK_23: u16 = 203;
-    const TOOL_NAME_15: u16 = 204;
-    const TOOL_NAME_16: u16 = 205;
-    const LIT_MARK_24: u16 = 206;
-    const SPACE_66: u16 = 207;
-    const LIT_COLON_19: u16 = 208;
-    const SPACE_67: u16 = 209;
-    const LIT_NAME_4: u16 = 210;
-    const SPACE_68: u16 = 211;
-    const LIT_COMMA_8: u16 = 212;
-    const SPACE_69: u16 = 213;
-    const JSON_8: u16 = 214;
-    const JSON_START_8: u16 = 215;
-    const SPACE_70: u16 = 216;
-    const LIT_COLON_20: u16 = 217;
-    const SPACE_71: u16 = 218;
-    const COMMIT_4: u16 = 219;
-    const CHOICE_12: u16 = 220;
-    const SPACE_72: u16 = 221;
-    const LIT_OPEN_BRACE_4: u16 = 222;
-    const TOOL_OPEN_4: u16 = 223;
-    const SPACE_73: u16 = 224;
-    const LIT_OPEN_BRACKET_2: u16 = 225;
-    const SPACE_74: u16 = 226;
-    const LOOP_4: u16 = 227;
-    const CONTENT_TEXT_7: u16 = 228;
-    const CONTENT_7: u16 = 229;
-    const SPACE_75: u16 = 230;
-    const CHOICE_13: u16 = 231;
-    const SPACE_76: u16 = 232;
-    const JSON_9: u16 = 233;
-    const JSON_START_9: u16 = 234;
-    const SPACE_77: u16 = 235;
-    const CHOICE_14: u16 = 236;
-    const CHOICE_15: u16 = 237;
-    const SPACE_78: u16 = 238;
+    const LOOP_HEAD_2: u16 = 12;
+    const LOOP_ROUND_DONE_2: u16 = 13;
+    const TOOL_CLOSE: u16 = 14;
+    const LIT_CLOSE_BRACE: u16 = 15;
+    const LIT_MARK: u16 = 16;
+    const JSON_STRING: u16 = 17;
+    const LIT_MARK_2: u16 = 18;
+    const LIT_COLON: u16 = 19;
+    const CHOICE: u16 = 20;
+    const JSON: u16 = 21;
+    const JSON_START: u16 = 22;
+    const SPACE_2: u16 = 23;
+    const LIT_COLON_2: u16 = 24;
+    const CHOICE_2: u16 = 25;
+    const SPACE_3: u16 = 26;
+    const LIT_COMMA: u16 = 27;
+    const LIT_MARK_3: u16 = 28;
+    const TOOL_NAME: u16 = 29;
+    const TOOL_NAME_2: u16 = 30;
+    const LIT_MARK_4: u16 = 31;
+    const LIT_COLON_3: u16 = 32;
+    const LIT_MARK_5: u16 = 33;
+    const TOOL_NAME_3: u16 = 34;
+    const TOOL_NAME_4: u16 = 35;
+    const LIT_MARK_6: u16 = 36;
+    const LIT_COLON_4: u16 = 37;
+    const LIT_NAME: u16 = 38;
+    const LIT_COMMA_2: u16 = 39;
+    const JSON_2: u16 = 40;
+    const JSON_START_2: u16 = 41;
+    const SPACE_4: u16 = 42;
+    const LIT_COLON_5: u16 = 43;
+    const COMMIT: u16 = 44;
+    const CHOICE_3: u16 = 45;
+    const SPACE_5: u16 = 46;
+    const LIT_OPEN_BRACE: u16 = 47;
+    const TOOL_OPEN: u16 = 48;
+    const SPACE_6: u16 = 49;
+    const LOOP: u16 = 50;
+    const TOOL_CLOSE_2: u16 = 51;
+    const LIT_CLOSE_BRACE_2: u16 = 52;
+    const LIT_MARK_7: u16 = 53;
+    const JSON_STRING_2: u16 = 54;
+    const LIT_MARK_8: u16 = 55;
+    const LIT_COLON_6: u16 = 56;
+    const CHOICE_4: u16 = 57;
+    const JSON_3: u16 = 58;
+    const JSON_START_3: u16 = 59;
+    const SPACE_7: u16 = 60;
+    const LIT_COLON_7: u16 = 61;
+    const CHOICE_5: u16 = 62;
+    const SPACE_8: u16 = 63;
+    const LIT_COMMA_3: u16 = 64;
+    const LIT_MARK_9: u16 = 65;
+    const TOOL_NAME_5: u16 = 66;
+    const TOOL_NAME_6: u16 = 67;
+    const LIT_MARK_10: u16 = 68;
+    const LIT_COLON_8: u16 = 69;
+    const LIT_MARK_11: u16 = 70;
+    const TOOL_NAME_7: u16 = 71;
+    const TOOL_NAME_8: u16 = 72;
+    const LIT_MARK_12: u16 = 73;
+    const LIT_COLON_9: u16 = 74;
+    const LIT_NAME_2: u16 = 75;
+    const LIT_COMMA_4: u16 = 76;
+    const JSON_4: u16 = 77;
+    const JSON_START_4: u16 = 78;
+    const SPACE_9: u16 = 79;
+    const LIT_COLON_10: u16 = 80;
+    const COMMIT_2: u16 = 81;
+    const CHOICE_6: u16 = 82;
+    const SPACE_10: u16 = 83;
+    const LIT_OPEN_BRACE_2: u16 = 84;
+    const TOOL_OPEN_2: u16 = 85;
+    const SPACE_11: u16 = 86;
+    const LIT_OPEN_BRACKET: u16 = 87;
+    const LOOP_2: u16 = 88;
+    const CONTENT_TEXT_4: u16 = 89;
+    const CONTENT_4: u16 = 90;
+    const LOOP_HEAD_3: u16 = 91;
+    const LOOP_ROUND_DONE_3: u16 = 92;
+    const CONTENT_TEXT_5: u16 = 93;
+    const CONTENT_5: u16 = 94;
+    const CONTENT_TEXT_6: u16 = 95;
+    const CONTENT_6: u16 = 96;
+    const SPACE_12: u16 = 97;
+    const LIT_CLOSE_BRACKET_2: u16 = 98;
+    const LOOP_HEAD_4: u16 = 99;
+    const LOOP_ROUND_DONE_4: u16 = 100;
+    const TOOL_CLOSE_3: u16 = 101;
+    const LIT_CLOSE_BRACE_3: u16 = 102;
+    const LIT_MARK_13: u16 = 103;
+    const JSON_STRING_3: u16 = 104;
+    const LIT_MARK_14: u16 = 105;
+    const LIT_COLON_11: u16 = 106;
+    const CHOICE_7: u16 = 107;
+    const JSON_5: u16 = 108;
+    const JSON_START_5: u16 = 109;
+    const SPACE_13: u16 = 110;
+    const LIT_COLON_12: u16 = 111;
+    const CHOICE_8: u16 = 112;
+    const SPACE_14: u16 = 113;
+    const LIT_COMMA_5: u16 = 114;
+    const LIT_MARK_15: u16 = 115;
+    const TOOL_NAME_9: u16 = 116;
+    const TOOL_NAME_10: u16 = 117;
+    const LIT_MARK_16: u16 = 118;
+    const LIT_COLON_13: u16 = 119;
+    const LIT_MARK_17: u16 = 120;
+    const TOOL_NAME_11: u16 = 121;
+    const TOOL_NAME_12: u16 = 122;
+    const LIT_MARK_18: u16 = 123;
+    const LIT_COLON_14: u16 = 124;
+    const LIT_NAME_3: u16 = 125;
+    const LIT_COMMA_6: u16 = 126;
+    const JSON_6: u16 = 127;
+    const JSON_START_6: u16 = 128;
+    const SPACE_15: u16 = 129;
+    const LIT_COLON_15: u16 = 130;
+    const COMMIT_3: u16 = 131;
+    const CHOICE_9: u16 = 132;
+    const SPACE_16: u16 = 133;
+    const LIT_OPEN_BRACE_3: u16 = 134;
+    const TOOL_OPEN_3: u16 = 135;
+    const SPACE_17: u16 = 136;
+    const LOOP_3: u16 = 137;
+    const TOOL_CLOSE_4: u16 = 138;
+    const LIT_CLOSE_BRACE_4: u16 = 139;
+    const LIT_MARK_19: u16 = 140;
+    const JSON_STRING_4: u16 = 141;
+    const LIT_MARK_20: u16 = 142;
+    const LIT_COLON_16: u16 = 143;
+    const CHOICE_10: u16 = 144;
+    const JSON_7: u16 = 145;
+    const JSON_START_7: u16 = 146;
+    const SPACE_18: u16 = 147;
+    const LIT_COLON_17: u16 = 148;
+    const CHOICE_11: u16 = 149;
+    const SPACE_19: u16 = 150;
+    const LIT_COMMA_7: u16 = 151;
+    const LIT_MARK_21: u16 = 152;
+    const TOOL_NAME_13: u16 = 153;
+    const TOOL_NAME_14: u16 = 154;
+    const LIT_MARK_22: u16 = 155;
+    const LIT_COLON_18: u16 = 156;
+    const LIT_MARK_23: u16 = 157;
+    const TOOL_NAME_15: u16 = 158;
+    const TOOL_NAME_16: u16 = 159;
+    const LIT_MARK_24: u16 = 160;
+    const LIT_COLON_19: u16 = 161;
+    const LIT_NAME_4: u16 = 162;
+    const LIT_COMMA_8: u16 = 163;
+    const JSON_8: u16 = 164;
+    const JSON_START_8: u16 = 165;
+    const SPACE_20: u16 = 166;
+    const LIT_COLON_20: u16 = 167;
+    const COMMIT_4: u16 = 168;
+    const CHOICE_12: u16 = 169;
+    const SPACE_21: u16 = 170;
+    const LIT_OPEN_BRACE_4: u16 = 171;
+    const TOOL_OPEN_4: u16 = 172;
+    const SPACE_22: u16 = 173;
+    const LIT_OPEN_BRACKET_2: u16 = 174;
+    const LOOP_4: u16 = 175;
+    const CONTENT_TEXT_7: u16 = 176;
+    const CONTENT_7: u16 = 177;
+    const SPACE_23: u16 = 178;
+    const CHOICE_13: u16 = 179;
+    const SPACE_24: u16 = 180;
+    const JSON_9: u16 = 181;
+    const JSON_START_9: u16 = 182;
+    const SPACE_25: u16 = 183;
+    const CHOICE_14: u16 = 184;
+    const CHOICE_15: u16 = 185;
+    const SPACE_26: u16 = 186;
 }
 /// Runs the current state.
 #[inline(always)]
@@ -895,7 +843,14 @@ fn step(
         }
         St::LOOP_HEAD => {
             if let Some(flow) = c
-                .round(t, last, (0usize, 0usize, Some(1u8)), true, guard_6, St::SPACE_37)
+                .round(
+                    t,
+                    last,
+                    (0usize, 0usize, Some(1u8)),
+                    true,
+                    guard_6,
+                    St::LIT_OPEN_BRACKET,
+                )
             {
                 return flow;
             }
@@ -941,18 +896,15 @@ fn step(
             return c.space_state(t, last, St::CONTENT_3);
         }
         St::LIT_CLOSE_BRACKET => {
-            return c.literal_state(t, last, "]", St::SPACE);
-        }
-        St::SPACE_2 => {
-            return c.space_state(t, last, St::LIT_CLOSE_BRACKET);
+            return c.spaced_literal_state(t, last, "]", St::SPACE);
         }
         St::LOOP_HEAD_2 => {
             if let Some(flow) = c
-                .round(t, last, (1usize, 0usize, Some(0u8)), true, guard_5, St::SPACE_19)
+                .round(t, last, (1usize, 0usize, Some(0u8)), true, guard_5, St::SPACE_6)
             {
                 return flow;
             }
-            c.st = St::SPACE_2;
+            c.st = St::LIT_CLOSE_BRACKET;
         }
         St::LOOP_ROUND_DONE_2 => {
             c.end_round(true, t, sink);
@@ -963,34 +915,25 @@ fn step(
             c.st = St::LOOP_ROUND_DONE_2;
         }
         St::LIT_CLOSE_BRACE => {
-            return c.literal_state(t, last, "}", St::TOOL_CLOSE);
-        }
-        St::SPACE_3 => {
-            return c.space_state(t, last, St::LIT_CLOSE_BRACE);
+            return c.spaced_literal_state(t, last, "}", St::TOOL_CLOSE);
         }
         St::LIT_MARK => {
-            return c.literal_state(t, last, "\"", St::SPACE_3);
+            return c.literal_state(t, last, "\"", St::LIT_CLOSE_BRACE);
         }
         St::JSON_STRING => {
             return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK, sink);
         }
         St::LIT_MARK_2 => {
-            return c.literal_state(t, last, "\"", St::JSON_STRING);
-        }
-        St::SPACE_4 => {
-            return c.space_state(t, last, St::LIT_MARK_2);
+            return c.spaced_literal_state(t, last, "\"", St::JSON_STRING);
         }
         St::LIT_COLON => {
-            return c.literal_state(t, last, ":", St::SPACE_4);
-        }
-        St::SPACE_5 => {
-            return c.space_state(t, last, St::LIT_COLON);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_2);
         }
         St::CHOICE => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_5) {
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::LIT_COLON) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_3) {
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::LIT_CLOSE_BRACE) {
                 return flow;
             }
             return Flow::Fail;
@@ -1008,35 +951,29 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON;
         }
-        St::SPACE_6 => {
+        St::SPACE_2 => {
             return c.space_state(t, last, St::JSON_START);
         }
         St::LIT_COLON_2 => {
-            return c.literal_state(t, last, ":", St::SPACE_6);
-        }
-        St::SPACE_7 => {
-            return c.space_state(t, last, St::LIT_COLON_2);
+            return c.spaced_literal_state(t, last, ":", St::SPACE_2);
         }
         St::CHOICE_2 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_7) {
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::LIT_COLON_2) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_7) {
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_2) {
                 return flow;
             }
             return Flow::Fail;
         }
-        St::SPACE_8 => {
+        St::SPACE_3 => {
             return c.space_state(t, last, St::CHOICE_2);
         }
         St::LIT_COMMA => {
-            return c.literal_state(t, last, ",", St::SPACE_8);
-        }
-        St::SPACE_9 => {
-            return c.space_state(t, last, St::LIT_COMMA);
+            return c.spaced_literal_state(t, last, ",", St::SPACE_3);
         }
         St::LIT_MARK_3 => {
-            return c.literal_state(t, last, "\"", St::SPACE_9);
+            return c.literal_state(t, last, "\"", St::LIT_COMMA);
         }
         St::TOOL_NAME => {
             return c
@@ -1056,16 +993,10 @@ fn step(
             c.st = St::TOOL_NAME;
         }
         St::LIT_MARK_4 => {
-            return c.literal_state(t, last, "\"", St::TOOL_NAME_2);
-        }
-        St::SPACE_10 => {
-            return c.space_state(t, last, St::LIT_MARK_4);
+            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_2);
         }
         St::LIT_COLON_3 => {
-            return c.literal_state(t, last, ":", St::SPACE_10);
-        }
-        St::SPACE_11 => {
-            return c.space_state(t, last, St::LIT_COLON_3);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_4);
         }
         St::LIT_MARK_5 => {
             return c.literal_state(t, last, "\"", St::CHOICE);
@@ -1088,33 +1019,21 @@ fn step(
             c.st = St::TOOL_NAME_3;
         }
         St::LIT_MARK_6 => {
-            return c.literal_state(t, last, "\"", St::TOOL_NAME_4);
-        }
-        St::SPACE_12 => {
-            return c.space_state(t, last, St::LIT_MARK_6);
+            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_4);
         }
         St::LIT_COLON_4 => {
-            return c.literal_state(t, last, ":", St::SPACE_12);
-        }
-        St::SPACE_13 => {
-            return c.space_state(t, last, St::LIT_COLON_4);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_6);
         }
         St::LIT_NAME => {
-            return c.literal_state(t, last, "\"name\"", St::SPACE_13);
-        }
-        St::SPACE_14 => {
-            return c.space_state(t, last, St::LIT_NAME);
+            return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_4);
         }
         St::LIT_COMMA_2 => {
-            return c.literal_state(t, last, ",", St::SPACE_14);
-        }
-        St::SPACE_15 => {
-            return c.space_state(t, last, St::LIT_COMMA_2);
+            return c.spaced_literal_state(t, last, ",", St::LIT_NAME);
         }
         St::JSON_2 => {
             match json_step(c, t, false, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_15;
+                    c.st = St::LIT_COMMA_2;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => return Flow::Fail,
@@ -1124,21 +1043,18 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON_2;
         }
-        St::SPACE_16 => {
+        St::SPACE_4 => {
             return c.space_state(t, last, St::JSON_START_2);
         }
         St::LIT_COLON_5 => {
-            return c.literal_state(t, last, ":", St::SPACE_16);
-        }
-        St::SPACE_17 => {
-            return c.space_state(t, last, St::LIT_COLON_5);
+            return c.spaced_literal_state(t, last, ":", St::SPACE_4);
         }
         St::COMMIT => {
             c.mark_commit(t, sink);
-            c.st = St::SPACE_17;
+            c.st = St::LIT_COLON_5;
         }
         St::CHOICE_3 => {
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_11) {
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_3) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT) {
@@ -1149,17 +1065,17 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_18 => {
+        St::SPACE_5 => {
             return c.space_state(t, last, St::CHOICE_3);
         }
         St::LIT_OPEN_BRACE => {
-            return c.literal_state(t, last, "{", St::SPACE_18);
+            return c.literal_state(t, last, "{", St::SPACE_5);
         }
         St::TOOL_OPEN => {
             c.tool_open(sink);
             c.st = St::LIT_OPEN_BRACE;
         }
-        St::SPACE_19 => {
+        St::SPACE_6 => {
             return c.space_state(t, last, St::TOOL_OPEN);
         }
         St::LOOP => {
@@ -1171,34 +1087,26 @@ fn step(
             c.st = St::LOOP;
         }
         St::LIT_CLOSE_BRACE_2 => {
-            return c.literal_state(t, last, "}", St::TOOL_CLOSE_2);
-        }
-        St::SPACE_20 => {
-            return c.space_state(t, last, St::LIT_CLOSE_BRACE_2);
+            return c.spaced_literal_state(t, last, "}", St::TOOL_CLOSE_2);
         }
         St::LIT_MARK_7 => {
-            return c.literal_state(t, last, "\"", St::SPACE_20);
+            return c.literal_state(t, last, "\"", St::LIT_CLOSE_BRACE_2);
         }
         St::JSON_STRING_2 => {
             return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK_7, sink);
         }
         St::LIT_MARK_8 => {
-            return c.literal_state(t, last, "\"", St::JSON_STRING_2);
-        }
-        St::SPACE_21 => {
-            return c.space_state(t, last, St::LIT_MARK_8);
+            return c.spaced_literal_state(t, last, "\"", St::JSON_STRING_2);
         }
         St::LIT_COLON_6 => {
-            return c.literal_state(t, last, ":", St::SPACE_21);
-        }
-        St::SPACE_22 => {
-            return c.space_state(t, last, St::LIT_COLON_6);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_8);
         }
         St::CHOICE_4 => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_22) {
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::LIT_COLON_6) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_20) {
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::LIT_CLOSE_BRACE_2)
+            {
                 return flow;
             }
             return Flow::Fail;
@@ -1216,35 +1124,29 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON_3;
         }
-        St::SPACE_23 => {
+        St::SPACE_7 => {
             return c.space_state(t, last, St::JSON_START_3);
         }
         St::LIT_COLON_7 => {
-            return c.literal_state(t, last, ":", St::SPACE_23);
-        }
-        St::SPACE_24 => {
-            return c.space_state(t, last, St::LIT_COLON_7);
+            return c.spaced_literal_state(t, last, ":", St::SPACE_7);
         }
         St::CHOICE_5 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_24) {
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::LIT_COLON_7) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_24) {
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_7) {
                 return flow;
             }
             return Flow::Fail;
         }
-        St::SPACE_25 => {
+        St::SPACE_8 => {
             return c.space_state(t, last, St::CHOICE_5);
         }
         St::LIT_COMMA_3 => {
-            return c.literal_state(t, last, ",", St::SPACE_25);
-        }
-        St::SPACE_26 => {
-            return c.space_state(t, last, St::LIT_COMMA_3);
+            return c.spaced_literal_state(t, last, ",", St::SPACE_8);
         }
         St::LIT_MARK_9 => {
-            return c.literal_state(t, last, "\"", St::SPACE_26);
+            return c.literal_state(t, last, "\"", St::LIT_COMMA_3);
         }
         St::TOOL_NAME_5 => {
             return c
@@ -1264,16 +1166,10 @@ fn step(
             c.st = St::TOOL_NAME_5;
         }
         St::LIT_MARK_10 => {
-            return c.literal_state(t, last, "\"", St::TOOL_NAME_6);
-        }
-        St::SPACE_27 => {
-            return c.space_state(t, last, St::LIT_MARK_10);
+            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_6);
         }
         St::LIT_COLON_8 => {
-            return c.literal_state(t, last, ":", St::SPACE_27);
-        }
-        St::SPACE_28 => {
-            return c.space_state(t, last, St::LIT_COLON_8);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_10);
         }
         St::LIT_MARK_11 => {
             return c.literal_state(t, last, "\"", St::CHOICE_4);
@@ -1296,33 +1192,21 @@ fn step(
             c.st = St::TOOL_NAME_7;
         }
         St::LIT_MARK_12 => {
-            return c.literal_state(t, last, "\"", St::TOOL_NAME_8);
-        }
-        St::SPACE_29 => {
-            return c.space_state(t, last, St::LIT_MARK_12);
+            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_8);
         }
         St::LIT_COLON_9 => {
-            return c.literal_state(t, last, ":", St::SPACE_29);
-        }
-        St::SPACE_30 => {
-            return c.space_state(t, last, St::LIT_COLON_9);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_12);
         }
         St::LIT_NAME_2 => {
-            return c.literal_state(t, last, "\"name\"", St::SPACE_30);
-        }
-        St::SPACE_31 => {
-            return c.space_state(t, last, St::LIT_NAME_2);
+            return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_9);
         }
         St::LIT_COMMA_4 => {
-            return c.literal_state(t, last, ",", St::SPACE_31);
-        }
-        St::SPACE_32 => {
-            return c.space_state(t, last, St::LIT_COMMA_4);
+            return c.spaced_literal_state(t, last, ",", St::LIT_NAME_2);
         }
         St::JSON_4 => {
             match json_step(c, t, false, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_32;
+                    c.st = St::LIT_COMMA_4;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => return Flow::Fail,
@@ -1332,21 +1216,18 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON_4;
         }
-        St::SPACE_33 => {
+        St::SPACE_9 => {
             return c.space_state(t, last, St::JSON_START_4);
         }
         St::LIT_COLON_10 => {
-            return c.literal_state(t, last, ":", St::SPACE_33);
-        }
-        St::SPACE_34 => {
-            return c.space_state(t, last, St::LIT_COLON_10);
+            return c.spaced_literal_state(t, last, ":", St::SPACE_9);
         }
         St::COMMIT_2 => {
             c.mark_commit(t, sink);
-            c.st = St::SPACE_34;
+            c.st = St::LIT_COLON_10;
         }
         St::CHOICE_6 => {
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_28) {
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_8) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT_2) {
@@ -1357,24 +1238,21 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_35 => {
+        St::SPACE_10 => {
             return c.space_state(t, last, St::CHOICE_6);
         }
         St::LIT_OPEN_BRACE_2 => {
-            return c.literal_state(t, last, "{", St::SPACE_35);
+            return c.literal_state(t, last, "{", St::SPACE_10);
         }
         St::TOOL_OPEN_2 => {
             c.tool_open(sink);
             c.st = St::LIT_OPEN_BRACE_2;
         }
-        St::SPACE_36 => {
+        St::SPACE_11 => {
             return c.space_state(t, last, St::TOOL_OPEN_2);
         }
         St::LIT_OPEN_BRACKET => {
-            return c.literal_state(t, last, "[", St::SPACE_36);
-        }
-        St::SPACE_37 => {
-            return c.space_state(t, last, St::LIT_OPEN_BRACKET);
+            return c.spaced_literal_state(t, last, "[", St::SPACE_11);
         }
         St::LOOP_2 => {
             c.enter_loop(0usize);
@@ -1390,7 +1268,14 @@ fn step(
         }
         St::LOOP_HEAD_3 => {
             if let Some(flow) = c
-                .round(t, last, (0usize, 0usize, None), true, guard_6, St::SPACE_74)
+                .round(
+                    t,
+                    last,
+                    (0usize, 0usize, None),
+                    true,
+                    guard_6,
+                    St::LIT_OPEN_BRACKET_2,
+                )
             {
                 return flow;
             }
@@ -1432,22 +1317,19 @@ fn step(
             c.until_start();
             c.st = St::CONTENT_TEXT_6;
         }
-        St::SPACE_38 => {
+        St::SPACE_12 => {
             return c.space_state(t, last, St::CONTENT_6);
         }
         St::LIT_CLOSE_BRACKET_2 => {
-            return c.literal_state(t, last, "]", St::SPACE_38);
-        }
-        St::SPACE_39 => {
-            return c.space_state(t, last, St::LIT_CLOSE_BRACKET_2);
+            return c.spaced_literal_state(t, last, "]", St::SPACE_12);
         }
         St::LOOP_HEAD_4 => {
             if let Some(flow) = c
-                .round(t, last, (1usize, 0usize, None), true, guard_5, St::SPACE_56)
+                .round(t, last, (1usize, 0usize, None), true, guard_5, St::SPACE_17)
             {
                 return flow;
             }
-            c.st = St::SPACE_39;
+            c.st = St::LIT_CLOSE_BRACKET_2;
         }
         St::LOOP_ROUND_DONE_4 => {
             c.end_round(true, t, sink);
@@ -1458,34 +1340,26 @@ fn step(
             c.st = St::LOOP_ROUND_DONE_4;
         }
         St::LIT_CLOSE_BRACE_3 => {
-            return c.literal_state(t, last, "}", St::TOOL_CLOSE_3);
-        }
-        St::SPACE_40 => {
-            return c.space_state(t, last, St::LIT_CLOSE_BRACE_3);
+            return c.spaced_literal_state(t, last, "}", St::TOOL_CLOSE_3);
         }
         St::LIT_MARK_13 => {
-            return c.literal_state(t, last, "\"", St::SPACE_40);
+            return c.literal_state(t, last, "\"", St::LIT_CLOSE_BRACE_3);
         }
         St::JSON_STRING_3 => {
             return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK_13, sink);
         }
         St::LIT_MARK_14 => {
-            return c.literal_state(t, last, "\"", St::JSON_STRING_3);
-        }
-        St::SPACE_41 => {
-            return c.space_state(t, last, St::LIT_MARK_14);
+            return c.spaced_literal_state(t, last, "\"", St::JSON_STRING_3);
         }
         St::LIT_COLON_11 => {
-            return c.literal_state(t, last, ":", St::SPACE_41);
-        }
-        St::SPACE_42 => {
-            return c.space_state(t, last, St::LIT_COLON_11);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_14);
         }
         St::CHOICE_7 => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_42) {
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::LIT_COLON_11) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_40) {
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::LIT_CLOSE_BRACE_3)
+            {
                 return flow;
             }
             return Flow::Fail;
@@ -1503,35 +1377,29 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON_5;
         }
-        St::SPACE_43 => {
+        St::SPACE_13 => {
             return c.space_state(t, last, St::JSON_START_5);
         }
         St::LIT_COLON_12 => {
-            return c.literal_state(t, last, ":", St::SPACE_43);
-        }
-        St::SPACE_44 => {
-            return c.space_state(t, last, St::LIT_COLON_12);
+            return c.spaced_literal_state(t, last, ":", St::SPACE_13);
         }
         St::CHOICE_8 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_44) {
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::LIT_COLON_12) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_44) {
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_12) {
                 return flow;
             }
             return Flow::Fail;
         }
-        St::SPACE_45 => {
+        St::SPACE_14 => {
             return c.space_state(t, last, St::CHOICE_8);
         }
         St::LIT_COMMA_5 => {
-            return c.literal_state(t, last, ",", St::SPACE_45);
-        }
-        St::SPACE_46 => {
-            return c.space_state(t, last, St::LIT_COMMA_5);
+            return c.spaced_literal_state(t, last, ",", St::SPACE_14);
         }
         St::LIT_MARK_15 => {
-            return c.literal_state(t, last, "\"", St::SPACE_46);
+            return c.literal_state(t, last, "\"", St::LIT_COMMA_5);
         }
         St::TOOL_NAME_9 => {
             return c
@@ -1551,16 +1419,10 @@ fn step(
             c.st = St::TOOL_NAME_9;
         }
         St::LIT_MARK_16 => {
-            return c.literal_state(t, last, "\"", St::TOOL_NAME_10);
-        }
-        St::SPACE_47 => {
-            return c.space_state(t, last, St::LIT_MARK_16);
+            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_10);
         }
         St::LIT_COLON_13 => {
-            return c.literal_state(t, last, ":", St::SPACE_47);
-        }
-        St::SPACE_48 => {
-            return c.space_state(t, last, St::LIT_COLON_13);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_16);
         }
         St::LIT_MARK_17 => {
             return c.literal_state(t, last, "\"", St::CHOICE_7);
@@ -1583,33 +1445,21 @@ fn step(
             c.st = St::TOOL_NAME_11;
         }
         St::LIT_MARK_18 => {
-            return c.literal_state(t, last, "\"", St::TOOL_NAME_12);
-        }
-        St::SPACE_49 => {
-            return c.space_state(t, last, St::LIT_MARK_18);
+            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_12);
         }
         St::LIT_COLON_14 => {
-            return c.literal_state(t, last, ":", St::SPACE_49);
-        }
-        St::SPACE_50 => {
-            return c.space_state(t, last, St::LIT_COLON_14);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_18);
         }
         St::LIT_NAME_3 => {
-            return c.literal_state(t, last, "\"name\"", St::SPACE_50);
-        }
-        St::SPACE_51 => {
-            return c.space_state(t, last, St::LIT_NAME_3);
+            return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_14);
         }
         St::LIT_COMMA_6 => {
-            return c.literal_state(t, last, ",", St::SPACE_51);
-        }
-        St::SPACE_52 => {
-            return c.space_state(t, last, St::LIT_COMMA_6);
+            return c.spaced_literal_state(t, last, ",", St::LIT_NAME_3);
         }
         St::JSON_6 => {
             match json_step(c, t, false, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_52;
+                    c.st = St::LIT_COMMA_6;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => return Flow::Fail,
@@ -1619,21 +1469,18 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON_6;
         }
-        St::SPACE_53 => {
+        St::SPACE_15 => {
             return c.space_state(t, last, St::JSON_START_6);
         }
         St::LIT_COLON_15 => {
-            return c.literal_state(t, last, ":", St::SPACE_53);
-        }
-        St::SPACE_54 => {
-            return c.space_state(t, last, St::LIT_COLON_15);
+            return c.spaced_literal_state(t, last, ":", St::SPACE_15);
         }
         St::COMMIT_3 => {
             c.mark_commit(t, sink);
-            c.st = St::SPACE_54;
+            c.st = St::LIT_COLON_15;
         }
         St::CHOICE_9 => {
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_48) {
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_13) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT_3) {
@@ -1644,17 +1491,17 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_55 => {
+        St::SPACE_16 => {
             return c.space_state(t, last, St::CHOICE_9);
         }
         St::LIT_OPEN_BRACE_3 => {
-            return c.literal_state(t, last, "{", St::SPACE_55);
+            return c.literal_state(t, last, "{", St::SPACE_16);
         }
         St::TOOL_OPEN_3 => {
             c.tool_open(sink);
             c.st = St::LIT_OPEN_BRACE_3;
         }
-        St::SPACE_56 => {
+        St::SPACE_17 => {
             return c.space_state(t, last, St::TOOL_OPEN_3);
         }
         St::LOOP_3 => {
@@ -1666,34 +1513,26 @@ fn step(
             c.st = St::LOOP_3;
         }
         St::LIT_CLOSE_BRACE_4 => {
-            return c.literal_state(t, last, "}", St::TOOL_CLOSE_4);
-        }
-        St::SPACE_57 => {
-            return c.space_state(t, last, St::LIT_CLOSE_BRACE_4);
+            return c.spaced_literal_state(t, last, "}", St::TOOL_CLOSE_4);
         }
         St::LIT_MARK_19 => {
-            return c.literal_state(t, last, "\"", St::SPACE_57);
+            return c.literal_state(t, last, "\"", St::LIT_CLOSE_BRACE_4);
         }
         St::JSON_STRING_4 => {
             return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK_19, sink);
         }
         St::LIT_MARK_20 => {
-            return c.literal_state(t, last, "\"", St::JSON_STRING_4);
-        }
-        St::SPACE_58 => {
-            return c.space_state(t, last, St::LIT_MARK_20);
+            return c.spaced_literal_state(t, last, "\"", St::JSON_STRING_4);
         }
         St::LIT_COLON_16 => {
-            return c.literal_state(t, last, ":", St::SPACE_58);
-        }
-        St::SPACE_59 => {
-            return c.space_state(t, last, St::LIT_COLON_16);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_20);
         }
         St::CHOICE_10 => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_59) {
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::LIT_COLON_16) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_57) {
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::LIT_CLOSE_BRACE_4)
+            {
                 return flow;
             }
             return Flow::Fail;
@@ -1711,35 +1550,29 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON_7;
         }
-        St::SPACE_60 => {
+        St::SPACE_18 => {
             return c.space_state(t, last, St::JSON_START_7);
         }
         St::LIT_COLON_17 => {
-            return c.literal_state(t, last, ":", St::SPACE_60);
-        }
-        St::SPACE_61 => {
-            return c.space_state(t, last, St::LIT_COLON_17);
+            return c.spaced_literal_state(t, last, ":", St::SPACE_18);
         }
         St::CHOICE_11 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_61) {
+            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::LIT_COLON_17) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_61) {
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_17) {
                 return flow;
             }
             return Flow::Fail;
         }
-        St::SPACE_62 => {
+        St::SPACE_19 => {
             return c.space_state(t, last, St::CHOICE_11);
         }
         St::LIT_COMMA_7 => {
-            return c.literal_state(t, last, ",", St::SPACE_62);
-        }
-        St::SPACE_63 => {
-            return c.space_state(t, last, St::LIT_COMMA_7);
+            return c.spaced_literal_state(t, last, ",", St::SPACE_19);
         }
         St::LIT_MARK_21 => {
-            return c.literal_state(t, last, "\"", St::SPACE_63);
+            return c.literal_state(t, last, "\"", St::LIT_COMMA_7);
         }
         St::TOOL_NAME_13 => {
             return c
@@ -1759,16 +1592,10 @@ fn step(
             c.st = St::TOOL_NAME_13;
         }
         St::LIT_MARK_22 => {
-            return c.literal_state(t, last, "\"", St::TOOL_NAME_14);
-        }
-        St::SPACE_64 => {
-            return c.space_state(t, last, St::LIT_MARK_22);
+            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_14);
         }
         St::LIT_COLON_18 => {
-            return c.literal_state(t, last, ":", St::SPACE_64);
-        }
-        St::SPACE_65 => {
-            return c.space_state(t, last, St::LIT_COLON_18);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_22);
         }
         St::LIT_MARK_23 => {
             return c.literal_state(t, last, "\"", St::CHOICE_10);
@@ -1791,33 +1618,21 @@ fn step(
             c.st = St::TOOL_NAME_15;
         }
         St::LIT_MARK_24 => {
-            return c.literal_state(t, last, "\"", St::TOOL_NAME_16);
-        }
-        St::SPACE_66 => {
-            return c.space_state(t, last, St::LIT_MARK_24);
+            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_16);
         }
         St::LIT_COLON_19 => {
-            return c.literal_state(t, last, ":", St::SPACE_66);
-        }
-        St::SPACE_67 => {
-            return c.space_state(t, last, St::LIT_COLON_19);
+            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_24);
         }
         St::LIT_NAME_4 => {
-            return c.literal_state(t, last, "\"name\"", St::SPACE_67);
-        }
-        St::SPACE_68 => {
-            return c.space_state(t, last, St::LIT_NAME_4);
+            return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_19);
         }
         St::LIT_COMMA_8 => {
-            return c.literal_state(t, last, ",", St::SPACE_68);
-        }
-        St::SPACE_69 => {
-            return c.space_state(t, last, St::LIT_COMMA_8);
+            return c.spaced_literal_state(t, last, ",", St::LIT_NAME_4);
         }
         St::JSON_8 => {
             match json_step(c, t, false, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_69;
+                    c.st = St::LIT_COMMA_8;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => return Flow::Fail,
@@ -1827,21 +1642,18 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON_8;
         }
-        St::SPACE_70 => {
+        St::SPACE_20 => {
             return c.space_state(t, last, St::JSON_START_8);
         }
         St::LIT_COLON_20 => {
-            return c.literal_state(t, last, ":", St::SPACE_70);
-        }
-        St::SPACE_71 => {
-            return c.space_state(t, last, St::LIT_COLON_20);
+            return c.spaced_literal_state(t, last, ":", St::SPACE_20);
         }
         St::COMMIT_4 => {
             c.mark_commit(t, sink);
-            c.st = St::SPACE_71;
+            c.st = St::LIT_COLON_20;
         }
         St::CHOICE_12 => {
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_65) {
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_18) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT_4) {
@@ -1852,24 +1664,21 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_72 => {
+        St::SPACE_21 => {
             return c.space_state(t, last, St::CHOICE_12);
         }
         St::LIT_OPEN_BRACE_4 => {
-            return c.literal_state(t, last, "{", St::SPACE_72);
+            return c.literal_state(t, last, "{", St::SPACE_21);
         }
         St::TOOL_OPEN_4 => {
             c.tool_open(sink);
             c.st = St::LIT_OPEN_BRACE_4;
         }
-        St::SPACE_73 => {
+        St::SPACE_22 => {
             return c.space_state(t, last, St::TOOL_OPEN_4);
         }
         St::LIT_OPEN_BRACKET_2 => {
-            return c.literal_state(t, last, "[", St::SPACE_73);
-        }
-        St::SPACE_74 => {
-            return c.space_state(t, last, St::LIT_OPEN_BRACKET_2);
+            return c.spaced_literal_state(t, last, "[", St::SPACE_22);
         }
         St::LOOP_4 => {
             c.enter_loop(0usize);
@@ -1883,11 +1692,11 @@ fn step(
             c.until_start();
             c.st = St::CONTENT_TEXT_7;
         }
-        St::SPACE_75 => {
+        St::SPACE_23 => {
             return c.space_state(t, last, St::END_OF_OUTPUT);
         }
         St::CHOICE_13 => {
-            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::SPACE_75) {
+            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::SPACE_23) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::END_OF_OUTPUT) {
@@ -1895,13 +1704,13 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_76 => {
+        St::SPACE_24 => {
             return c.space_state(t, last, St::CHOICE_13);
         }
         St::JSON_9 => {
             match json_step(c, t, true, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_76;
+                    c.st = St::SPACE_24;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => return Flow::Fail,
@@ -1911,14 +1720,14 @@ fn step(
             c.json = JsonScanner::new(false, false);
             c.st = St::JSON_9;
         }
-        St::SPACE_77 => {
+        St::SPACE_25 => {
             return c.space_state(t, last, St::JSON_START_9);
         }
         St::CHOICE_14 => {
-            if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::SPACE_77) {
+            if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::SPACE_25) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_77) {
+            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_25) {
                 return flow;
             }
             return Flow::Fail;
@@ -1932,7 +1741,7 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_78 => {
+        St::SPACE_26 => {
             return c.space_state(t, last, St::CHOICE_15);
         }
         _ => c.set_degraded(),

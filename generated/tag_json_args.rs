@@ -383,19 +383,19 @@ const ENTRIES: [u16; 16] = [
     St::CONTENT_3,
     St::CONTENT_6,
     St::CONTENT_9,
-    St::SPACE_16,
+    St::SPACE_12,
     St::CONTENT_3,
     St::CONTENT_6,
     St::CONTENT_9,
-    St::SPACE_16,
+    St::SPACE_12,
     St::CONTENT_3,
     St::CONTENT_6,
     St::CONTENT_9,
-    St::SPACE_16,
+    St::SPACE_12,
     St::CONTENT_3,
     St::CONTENT_6,
     St::CONTENT_9,
-    St::SPACE_16,
+    St::SPACE_12,
 ];
 /// The machine's states, named for what they read.
 struct St;
@@ -422,58 +422,54 @@ impl St {
     const SPACE_2: u16 = 19;
     const TOOL_CLOSE: u16 = 20;
     const LIT_CLOSE_FUNCTION: u16 = 21;
-    const SPACE_3: u16 = 22;
-    const JSON_CLOSE: u16 = 23;
-    const JSON_END_MARKER: u16 = 24;
-    const JSON: u16 = 25;
-    const JSON_START: u16 = 26;
-    const SPACE_4: u16 = 27;
-    const LIT_MARK: u16 = 28;
-    const SPACE_5: u16 = 29;
-    const TOOL_NAME: u16 = 30;
-    const TOOL_NAME_2: u16 = 31;
-    const SPACE_6: u16 = 32;
-    const TOOL_OPEN: u16 = 33;
-    const COMMIT_2: u16 = 34;
-    const LOOP_2: u16 = 35;
-    const CONTENT_TEXT_6: u16 = 36;
-    const CONTENT_6: u16 = 37;
-    const LOOP_HEAD_3: u16 = 38;
-    const LOOP_ROUND_DONE_3: u16 = 39;
-    const CONTENT_TEXT_7: u16 = 40;
-    const CONTENT_7: u16 = 41;
-    const CONTENT_TEXT_8: u16 = 42;
-    const CONTENT_8: u16 = 43;
-    const SPACE_7: u16 = 44;
-    const TOOL_CLOSE_2: u16 = 45;
-    const LIT_CLOSE_FUNCTION_2: u16 = 46;
-    const SPACE_8: u16 = 47;
-    const JSON_CLOSE_2: u16 = 48;
-    const JSON_END_MARKER_2: u16 = 49;
-    const JSON_2: u16 = 50;
-    const JSON_START_2: u16 = 51;
-    const SPACE_9: u16 = 52;
-    const LIT_MARK_2: u16 = 53;
-    const SPACE_10: u16 = 54;
-    const TOOL_NAME_3: u16 = 55;
-    const TOOL_NAME_4: u16 = 56;
-    const SPACE_11: u16 = 57;
-    const TOOL_OPEN_2: u16 = 58;
-    const COMMIT_3: u16 = 59;
-    const LOOP_3: u16 = 60;
-    const CONTENT_TEXT_9: u16 = 61;
-    const CONTENT_9: u16 = 62;
-    const SPACE_12: u16 = 63;
-    const CHOICE: u16 = 64;
-    const SPACE_13: u16 = 65;
-    const CHOICE_2: u16 = 66;
-    const SPACE_14: u16 = 67;
-    const JSON_3: u16 = 68;
-    const JSON_START_3: u16 = 69;
-    const SPACE_15: u16 = 70;
-    const CHOICE_3: u16 = 71;
-    const CHOICE_4: u16 = 72;
-    const SPACE_16: u16 = 73;
+    const JSON_CLOSE: u16 = 22;
+    const JSON_END_MARKER: u16 = 23;
+    const JSON: u16 = 24;
+    const JSON_START: u16 = 25;
+    const SPACE_3: u16 = 26;
+    const LIT_MARK: u16 = 27;
+    const TOOL_NAME: u16 = 28;
+    const TOOL_NAME_2: u16 = 29;
+    const SPACE_4: u16 = 30;
+    const TOOL_OPEN: u16 = 31;
+    const COMMIT_2: u16 = 32;
+    const LOOP_2: u16 = 33;
+    const CONTENT_TEXT_6: u16 = 34;
+    const CONTENT_6: u16 = 35;
+    const LOOP_HEAD_3: u16 = 36;
+    const LOOP_ROUND_DONE_3: u16 = 37;
+    const CONTENT_TEXT_7: u16 = 38;
+    const CONTENT_7: u16 = 39;
+    const CONTENT_TEXT_8: u16 = 40;
+    const CONTENT_8: u16 = 41;
+    const SPACE_5: u16 = 42;
+    const TOOL_CLOSE_2: u16 = 43;
+    const LIT_CLOSE_FUNCTION_2: u16 = 44;
+    const JSON_CLOSE_2: u16 = 45;
+    const JSON_END_MARKER_2: u16 = 46;
+    const JSON_2: u16 = 47;
+    const JSON_START_2: u16 = 48;
+    const SPACE_6: u16 = 49;
+    const LIT_MARK_2: u16 = 50;
+    const TOOL_NAME_3: u16 = 51;
+    const TOOL_NAME_4: u16 = 52;
+    const SPACE_7: u16 = 53;
+    const TOOL_OPEN_2: u16 = 54;
+    const COMMIT_3: u16 = 55;
+    const LOOP_3: u16 = 56;
+    const CONTENT_TEXT_9: u16 = 57;
+    const CONTENT_9: u16 = 58;
+    const SPACE_8: u16 = 59;
+    const CHOICE: u16 = 60;
+    const SPACE_9: u16 = 61;
+    const CHOICE_2: u16 = 62;
+    const SPACE_10: u16 = 63;
+    const JSON_3: u16 = 64;
+    const JSON_START_3: u16 = 65;
+    const SPACE_11: u16 = 66;
+    const CHOICE_3: u16 = 67;
+    const CHOICE_4: u16 = 68;
+    const SPACE_12: u16 = 69;
 }
 /// Runs the current state.
 #[inline(always)]
@@ -620,14 +616,11 @@ fn step(
             c.st = St::SPACE_2;
         }
         St::LIT_CLOSE_FUNCTION => {
-            return c.literal_state(t, last, "</function>", St::TOOL_CLOSE);
-        }
-        St::SPACE_3 => {
-            return c.space_state(t, last, St::LIT_CLOSE_FUNCTION);
+            return c.spaced_literal_state(t, last, "</function>", St::TOOL_CLOSE);
         }
         St::JSON_CLOSE => {
             json_close(c, false, sink);
-            c.st = St::SPACE_3;
+            c.st = St::LIT_CLOSE_FUNCTION;
         }
         St::JSON_END_MARKER => {
             if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::JSON_CLOSE) {
@@ -638,7 +631,7 @@ fn step(
         St::JSON => {
             match json_step(c, t, false, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_3;
+                    c.st = St::LIT_CLOSE_FUNCTION;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => {
@@ -654,14 +647,11 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON;
         }
-        St::SPACE_4 => {
+        St::SPACE_3 => {
             return c.space_state(t, last, St::JSON_START);
         }
         St::LIT_MARK => {
-            return c.literal_state(t, last, ">", St::SPACE_4);
-        }
-        St::SPACE_5 => {
-            return c.space_state(t, last, St::LIT_MARK);
+            return c.spaced_literal_state(t, last, ">", St::SPACE_3);
         }
         St::TOOL_NAME => {
             return c
@@ -672,7 +662,7 @@ fn step(
                     false,
                     &STOPS_2,
                     over_hold,
-                    St::SPACE_5,
+                    St::LIT_MARK,
                     sink,
                 );
         }
@@ -680,12 +670,12 @@ fn step(
             c.until_start();
             c.st = St::TOOL_NAME;
         }
-        St::SPACE_6 => {
+        St::SPACE_4 => {
             return c.space_state(t, last, St::TOOL_NAME_2);
         }
         St::TOOL_OPEN => {
             c.tool_open(sink);
-            c.st = St::SPACE_6;
+            c.st = St::SPACE_4;
         }
         St::COMMIT_2 => {
             c.mark_commit(t, sink);
@@ -752,22 +742,19 @@ fn step(
             c.until_start();
             c.st = St::CONTENT_TEXT_8;
         }
-        St::SPACE_7 => {
+        St::SPACE_5 => {
             return c.space_state(t, last, St::CONTENT_8);
         }
         St::TOOL_CLOSE_2 => {
             c.tool_close(sink);
-            c.st = St::SPACE_7;
+            c.st = St::SPACE_5;
         }
         St::LIT_CLOSE_FUNCTION_2 => {
-            return c.literal_state(t, last, "</function>", St::TOOL_CLOSE_2);
-        }
-        St::SPACE_8 => {
-            return c.space_state(t, last, St::LIT_CLOSE_FUNCTION_2);
+            return c.spaced_literal_state(t, last, "</function>", St::TOOL_CLOSE_2);
         }
         St::JSON_CLOSE_2 => {
             json_close(c, false, sink);
-            c.st = St::SPACE_8;
+            c.st = St::LIT_CLOSE_FUNCTION_2;
         }
         St::JSON_END_MARKER_2 => {
             if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::JSON_CLOSE_2) {
@@ -778,7 +765,7 @@ fn step(
         St::JSON_2 => {
             match json_step(c, t, false, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_8;
+                    c.st = St::LIT_CLOSE_FUNCTION_2;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => {
@@ -794,14 +781,11 @@ fn step(
             c.json = JsonScanner::new(false, true);
             c.st = St::JSON_2;
         }
-        St::SPACE_9 => {
+        St::SPACE_6 => {
             return c.space_state(t, last, St::JSON_START_2);
         }
         St::LIT_MARK_2 => {
-            return c.literal_state(t, last, ">", St::SPACE_9);
-        }
-        St::SPACE_10 => {
-            return c.space_state(t, last, St::LIT_MARK_2);
+            return c.spaced_literal_state(t, last, ">", St::SPACE_6);
         }
         St::TOOL_NAME_3 => {
             return c
@@ -812,7 +796,7 @@ fn step(
                     false,
                     &STOPS_2,
                     over_hold,
-                    St::SPACE_10,
+                    St::LIT_MARK_2,
                     sink,
                 );
         }
@@ -820,16 +804,16 @@ fn step(
             c.until_start();
             c.st = St::TOOL_NAME_3;
         }
-        St::SPACE_11 => {
+        St::SPACE_7 => {
             return c.space_state(t, last, St::TOOL_NAME_4);
         }
         St::TOOL_OPEN_2 => {
             c.tool_open(sink);
-            c.st = St::SPACE_11;
+            c.st = St::SPACE_7;
         }
         St::COMMIT_3 => {
             c.mark_commit(t, sink);
-            c.st = St::SPACE_7;
+            c.st = St::SPACE_5;
         }
         St::LOOP_3 => {
             c.enter_loop(0usize);
@@ -843,11 +827,11 @@ fn step(
             c.until_start();
             c.st = St::CONTENT_TEXT_9;
         }
-        St::SPACE_12 => {
+        St::SPACE_8 => {
             return c.space_state(t, last, St::END_OF_OUTPUT);
         }
         St::CHOICE => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_12) {
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_8) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::END_OF_OUTPUT) {
@@ -855,11 +839,11 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_13 => {
+        St::SPACE_9 => {
             return c.space_state(t, last, St::CHOICE);
         }
         St::CHOICE_2 => {
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_13) {
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_9) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::CHOICE) {
@@ -867,13 +851,13 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_14 => {
+        St::SPACE_10 => {
             return c.space_state(t, last, St::CHOICE_2);
         }
         St::JSON_3 => {
             match json_step(c, t, true, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_14;
+                    c.st = St::SPACE_10;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => return Flow::Fail,
@@ -883,14 +867,14 @@ fn step(
             c.json = JsonScanner::new(false, false);
             c.st = St::JSON_3;
         }
-        St::SPACE_15 => {
+        St::SPACE_11 => {
             return c.space_state(t, last, St::JSON_START_3);
         }
         St::CHOICE_3 => {
-            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_15) {
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_11) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_15) {
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_11) {
                 return flow;
             }
             return Flow::Fail;
@@ -904,7 +888,7 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_16 => {
+        St::SPACE_12 => {
             return c.space_state(t, last, St::CHOICE_4);
         }
         _ => c.set_degraded(),

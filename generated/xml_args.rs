@@ -631,19 +631,19 @@ const ENTRIES: [u16; 16] = [
     St::CONTENT_3,
     St::CONTENT_6,
     St::CONTENT_9,
-    St::SPACE_32,
+    St::SPACE_24,
     St::CONTENT_3,
     St::CONTENT_6,
     St::CONTENT_9,
-    St::SPACE_32,
+    St::SPACE_24,
     St::CONTENT_3,
     St::CONTENT_6,
     St::CONTENT_9,
-    St::SPACE_32,
+    St::SPACE_24,
     St::CONTENT_3,
     St::CONTENT_6,
     St::CONTENT_9,
-    St::SPACE_32,
+    St::SPACE_24,
 ];
 /// The machine's states, named for what they read.
 struct St;
@@ -670,138 +670,130 @@ impl St {
     const SPACE_2: u16 = 19;
     const TOOL_CLOSE: u16 = 20;
     const LIT_CLOSE_TOOL_CALL: u16 = 21;
-    const SPACE_3: u16 = 22;
-    const CHOICE: u16 = 23;
-    const ARGS_CLOSE: u16 = 24;
-    const LOOP_HEAD_3: u16 = 25;
-    const SPACE_4: u16 = 26;
-    const CHOICE_2: u16 = 27;
-    const ARG_STRING_TEXT: u16 = 28;
-    const ARG_STRING: u16 = 29;
-    const SPACE_5: u16 = 30;
-    const JSON: u16 = 31;
-    const JSON_START: u16 = 32;
-    const SPACE_6: u16 = 33;
-    const ARG_AUTO_TEXT: u16 = 34;
-    const ARG_AUTO: u16 = 35;
-    const VALUE_BY_ARGUMENT_TYPE: u16 = 36;
-    const LIT_MARK: u16 = 37;
-    const ARG_NAME: u16 = 38;
-    const ARG_NAME_2: u16 = 39;
-    const ARGS_OPEN: u16 = 40;
-    const LIT_MARK_2: u16 = 41;
-    const SPACE_7: u16 = 42;
-    const TOOL_NAME: u16 = 43;
-    const TOOL_NAME_2: u16 = 44;
-    const SPACE_8: u16 = 45;
-    const TOOL_OPEN: u16 = 46;
-    const LIT_FUNCTION: u16 = 47;
-    const SPACE_9: u16 = 48;
-    const CHOICE_3: u16 = 49;
-    const CHOICE_4: u16 = 50;
-    const ARGS_CLOSE_2: u16 = 51;
-    const LOOP_HEAD_4: u16 = 52;
-    const SPACE_10: u16 = 53;
-    const CHOICE_5: u16 = 54;
-    const ARG_STRING_TEXT_2: u16 = 55;
-    const ARG_STRING_2: u16 = 56;
-    const SPACE_11: u16 = 57;
-    const JSON_2: u16 = 58;
-    const JSON_START_2: u16 = 59;
-    const SPACE_12: u16 = 60;
-    const ARG_AUTO_TEXT_2: u16 = 61;
-    const ARG_AUTO_2: u16 = 62;
-    const VALUE_BY_ARGUMENT_TYPE_2: u16 = 63;
-    const LIT_MARK_3: u16 = 64;
-    const ARG_NAME_3: u16 = 65;
-    const ARG_NAME_4: u16 = 66;
-    const ARGS_OPEN_2: u16 = 67;
-    const LIT_MARK_4: u16 = 68;
-    const SPACE_13: u16 = 69;
-    const TOOL_NAME_3: u16 = 70;
-    const TOOL_NAME_4: u16 = 71;
-    const SPACE_14: u16 = 72;
-    const TOOL_OPEN_2: u16 = 73;
-    const COMMIT_2: u16 = 74;
-    const LOOP_2: u16 = 75;
-    const CONTENT_TEXT_6: u16 = 76;
-    const CONTENT_6: u16 = 77;
-    const LOOP_HEAD_5: u16 = 78;
-    const LOOP_ROUND_DONE_3: u16 = 79;
-    const CONTENT_TEXT_7: u16 = 80;
-    const CONTENT_7: u16 = 81;
-    const CONTENT_TEXT_8: u16 = 82;
-    const CONTENT_8: u16 = 83;
-    const SPACE_15: u16 = 84;
-    const TOOL_CLOSE_2: u16 = 85;
-    const LIT_CLOSE_TOOL_CALL_2: u16 = 86;
-    const SPACE_16: u16 = 87;
-    const CHOICE_6: u16 = 88;
-    const ARGS_CLOSE_3: u16 = 89;
-    const LOOP_HEAD_6: u16 = 90;
-    const SPACE_17: u16 = 91;
-    const CHOICE_7: u16 = 92;
-    const ARG_STRING_TEXT_3: u16 = 93;
-    const ARG_STRING_3: u16 = 94;
-    const SPACE_18: u16 = 95;
-    const JSON_3: u16 = 96;
-    const JSON_START_3: u16 = 97;
-    const SPACE_19: u16 = 98;
-    const ARG_AUTO_TEXT_3: u16 = 99;
-    const ARG_AUTO_3: u16 = 100;
-    const VALUE_BY_ARGUMENT_TYPE_3: u16 = 101;
-    const LIT_MARK_5: u16 = 102;
-    const ARG_NAME_5: u16 = 103;
-    const ARG_NAME_6: u16 = 104;
-    const ARGS_OPEN_3: u16 = 105;
-    const LIT_MARK_6: u16 = 106;
-    const SPACE_20: u16 = 107;
-    const TOOL_NAME_5: u16 = 108;
-    const TOOL_NAME_6: u16 = 109;
-    const SPACE_21: u16 = 110;
-    const TOOL_OPEN_3: u16 = 111;
-    const LIT_FUNCTION_2: u16 = 112;
-    const SPACE_22: u16 = 113;
-    const CHOICE_8: u16 = 114;
-    const CHOICE_9: u16 = 115;
-    const ARGS_CLOSE_4: u16 = 116;
-    const LOOP_HEAD_7: u16 = 117;
-    const SPACE_23: u16 = 118;
-    const CHOICE_10: u16 = 119;
-    const ARG_STRING_TEXT_4: u16 = 120;
-    const ARG_STRING_4: u16 = 121;
-    const SPACE_24: u16 = 122;
-    const JSON_4: u16 = 123;
-    const JSON_START_4: u16 = 124;
-    const SPACE_25: u16 = 125;
-    const ARG_AUTO_TEXT_4: u16 = 126;
-    const ARG_AUTO_4: u16 = 127;
-    const VALUE_BY_ARGUMENT_TYPE_4: u16 = 128;
-    const LIT_MARK_7: u16 = 129;
-    const ARG_NAME_7: u16 = 130;
-    const ARG_NAME_8: u16 = 131;
-    const ARGS_OPEN_4: u16 = 132;
-    const LIT_MARK_8: u16 = 133;
-    const SPACE_26: u16 = 134;
-    const TOOL_NAME_7: u16 = 135;
-    const TOOL_NAME_8: u16 = 136;
-    const SPACE_27: u16 = 137;
-    const TOOL_OPEN_4: u16 = 138;
-    const COMMIT_3: u16 = 139;
-    const LOOP_3: u16 = 140;
-    const CONTENT_TEXT_9: u16 = 141;
-    const CONTENT_9: u16 = 142;
-    const SPACE_28: u16 = 143;
-    const CHOICE_11: u16 = 144;
-    const SPACE_29: u16 = 145;
-    const CHOICE_12: u16 = 146;
-    const SPACE_30: u16 = 147;
-    const JSON_5: u16 = 148;
-    const JSON_START_5: u16 = 149;
-    const SPACE_31: u16 = 150;
-    const CHOICE_13: u16 = 151;
-    const CHOICE_14: u16 = 152;
-    const SPACE_32: u16 = 153;
+    const CHOICE: u16 = 22;
+    const ARGS_CLOSE: u16 = 23;
+    const LOOP_HEAD_3: u16 = 24;
+    const SPACE_3: u16 = 25;
+    const CHOICE_2: u16 = 26;
+    const ARG_STRING_TEXT: u16 = 27;
+    const ARG_STRING: u16 = 28;
+    const SPACE_4: u16 = 29;
+    const JSON: u16 = 30;
+    const JSON_START: u16 = 31;
+    const SPACE_5: u16 = 32;
+    const ARG_AUTO_TEXT: u16 = 33;
+    const ARG_AUTO: u16 = 34;
+    const VALUE_BY_ARGUMENT_TYPE: u16 = 35;
+    const LIT_MARK: u16 = 36;
+    const ARG_NAME: u16 = 37;
+    const ARG_NAME_2: u16 = 38;
+    const ARGS_OPEN: u16 = 39;
+    const LIT_MARK_2: u16 = 40;
+    const TOOL_NAME: u16 = 41;
+    const TOOL_NAME_2: u16 = 42;
+    const SPACE_6: u16 = 43;
+    const TOOL_OPEN: u16 = 44;
+    const LIT_FUNCTION: u16 = 45;
+    const CHOICE_3: u16 = 46;
+    const CHOICE_4: u16 = 47;
+    const ARGS_CLOSE_2: u16 = 48;
+    const LOOP_HEAD_4: u16 = 49;
+    const SPACE_7: u16 = 50;
+    const CHOICE_5: u16 = 51;
+    const ARG_STRING_TEXT_2: u16 = 52;
+    const ARG_STRING_2: u16 = 53;
+    const SPACE_8: u16 = 54;
+    const JSON_2: u16 = 55;
+    const JSON_START_2: u16 = 56;
+    const SPACE_9: u16 = 57;
+    const ARG_AUTO_TEXT_2: u16 = 58;
+    const ARG_AUTO_2: u16 = 59;
+    const VALUE_BY_ARGUMENT_TYPE_2: u16 = 60;
+    const LIT_MARK_3: u16 = 61;
+    const ARG_NAME_3: u16 = 62;
+    const ARG_NAME_4: u16 = 63;
+    const ARGS_OPEN_2: u16 = 64;
+    const LIT_MARK_4: u16 = 65;
+    const TOOL_NAME_3: u16 = 66;
+    const TOOL_NAME_4: u16 = 67;
+    const SPACE_10: u16 = 68;
+    const TOOL_OPEN_2: u16 = 69;
+    const COMMIT_2: u16 = 70;
+    const LOOP_2: u16 = 71;
+    const CONTENT_TEXT_6: u16 = 72;
+    const CONTENT_6: u16 = 73;
+    const LOOP_HEAD_5: u16 = 74;
+    const LOOP_ROUND_DONE_3: u16 = 75;
+    const CONTENT_TEXT_7: u16 = 76;
+    const CONTENT_7: u16 = 77;
+    const CONTENT_TEXT_8: u16 = 78;
+    const CONTENT_8: u16 = 79;
+    const SPACE_11: u16 = 80;
+    const TOOL_CLOSE_2: u16 = 81;
+    const LIT_CLOSE_TOOL_CALL_2: u16 = 82;
+    const CHOICE_6: u16 = 83;
+    const ARGS_CLOSE_3: u16 = 84;
+    const LOOP_HEAD_6: u16 = 85;
+    const SPACE_12: u16 = 86;
+    const CHOICE_7: u16 = 87;
+    const ARG_STRING_TEXT_3: u16 = 88;
+    const ARG_STRING_3: u16 = 89;
+    const SPACE_13: u16 = 90;
+    const JSON_3: u16 = 91;
+    const JSON_START_3: u16 = 92;
+    const SPACE_14: u16 = 93;
+    const ARG_AUTO_TEXT_3: u16 = 94;
+    const ARG_AUTO_3: u16 = 95;
+    const VALUE_BY_ARGUMENT_TYPE_3: u16 = 96;
+    const LIT_MARK_5: u16 = 97;
+    const ARG_NAME_5: u16 = 98;
+    const ARG_NAME_6: u16 = 99;
+    const ARGS_OPEN_3: u16 = 100;
+    const LIT_MARK_6: u16 = 101;
+    const TOOL_NAME_5: u16 = 102;
+    const TOOL_NAME_6: u16 = 103;
+    const SPACE_15: u16 = 104;
+    const TOOL_OPEN_3: u16 = 105;
+    const LIT_FUNCTION_2: u16 = 106;
+    const CHOICE_8: u16 = 107;
+    const CHOICE_9: u16 = 108;
+    const ARGS_CLOSE_4: u16 = 109;
+    const LOOP_HEAD_7: u16 = 110;
+    const SPACE_16: u16 = 111;
+    const CHOICE_10: u16 = 112;
+    const ARG_STRING_TEXT_4: u16 = 113;
+    const ARG_STRING_4: u16 = 114;
+    const SPACE_17: u16 = 115;
+    const JSON_4: u16 = 116;
+    const JSON_START_4: u16 = 117;
+    const SPACE_18: u16 = 118;
+    const ARG_AUTO_TEXT_4: u16 = 119;
+    const ARG_AUTO_4: u16 = 120;
+    const VALUE_BY_ARGUMENT_TYPE_4: u16 = 121;
+    const LIT_MARK_7: u16 = 122;
+    const ARG_NAME_7: u16 = 123;
+    const ARG_NAME_8: u16 = 124;
+    const ARGS_OPEN_4: u16 = 125;
+    const LIT_MARK_8: u16 = 126;
+    const TOOL_NAME_7: u16 = 127;
+    const TOOL_NAME_8: u16 = 128;
+    const SPACE_19: u16 = 129;
+    const TOOL_OPEN_4: u16 = 130;
+    const COMMIT_3: u16 = 131;
+    const LOOP_3: u16 = 132;
+    const CONTENT_TEXT_9: u16 = 133;
+    const CONTENT_9: u16 = 134;
+    const SPACE_20: u16 = 135;
+    const CHOICE_11: u16 = 136;
+    const SPACE_21: u16 = 137;
+    const CHOICE_12: u16 = 138;
+    const SPACE_22: u16 = 139;
+    const JSON_5: u16 = 140;
+    const JSON_START_5: u16 = 141;
+    const SPACE_23: u16 = 142;
+    const CHOICE_13: u16 = 143;
+    const CHOICE_14: u16 = 144;
+    const SPACE_24: u16 = 145;
 }
 /// Runs the current state.
 #[inline(always)]
@@ -886,7 +878,14 @@ fn step(
         }
         St::LOOP_HEAD_2 => {
             if let Some(flow) = c
-                .round(t, last, (0usize, 0usize, Some(1u8)), true, guard_7, St::SPACE_9)
+                .round(
+                    t,
+                    last,
+                    (0usize, 0usize, Some(1u8)),
+                    true,
+                    guard_7,
+                    St::LIT_FUNCTION,
+                )
             {
                 return flow;
             }
@@ -953,16 +952,17 @@ fn step(
             c.st = St::SPACE_2;
         }
         St::LIT_CLOSE_TOOL_CALL => {
-            return c.literal_state(t, last, "</tool_call>", St::TOOL_CLOSE);
-        }
-        St::SPACE_3 => {
-            return c.space_state(t, last, St::LIT_CLOSE_TOOL_CALL);
+            return c.spaced_literal_state(t, last, "</tool_call>", St::TOOL_CLOSE);
         }
         St::CHOICE => {
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_3) {
+            if let Some(flow) = c
+                .choose(guard_1(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL)
+            {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_3) {
+            if let Some(flow) = c
+                .choose(guard_2(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL)
+            {
                 return flow;
             }
             return Flow::Fail;
@@ -977,17 +977,17 @@ fn step(
             }
             c.st = St::ARGS_CLOSE;
         }
-        St::SPACE_4 => {
+        St::SPACE_3 => {
             return c.space_state(t, last, St::LOOP_HEAD_3);
         }
         St::CHOICE_2 => {
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_4) {
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_3) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_4) {
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_3) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_4) {
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_3) {
                 return flow;
             }
             return Flow::Fail;
@@ -1008,13 +1008,13 @@ fn step(
             c.until_start();
             c.st = St::ARG_STRING_TEXT;
         }
-        St::SPACE_5 => {
+        St::SPACE_4 => {
             return c.space_state(t, last, St::CHOICE_2);
         }
         St::JSON => {
             match json_step(c, t, false, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_5;
+                    c.st = St::SPACE_4;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => return Flow::Fail,
@@ -1024,7 +1024,7 @@ fn step(
             c.json = JsonScanner::new(false, false);
             c.st = St::JSON;
         }
-        St::SPACE_6 => {
+        St::SPACE_5 => {
             return c.space_state(t, last, St::JSON_START);
         }
         St::ARG_AUTO_TEXT => {
@@ -1038,7 +1038,7 @@ fn step(
         St::VALUE_BY_ARGUMENT_TYPE => {
             c.st = match c.arg_type() {
                 ArgType::String => St::ARG_STRING,
-                ArgType::Json => St::SPACE_6,
+                ArgType::Json => St::SPACE_5,
                 ArgType::Auto | ArgType::StringOrNull => St::ARG_AUTO,
             };
         }
@@ -1067,10 +1067,7 @@ fn step(
             c.st = St::LOOP_HEAD_3;
         }
         St::LIT_MARK_2 => {
-            return c.literal_state(t, last, ">", St::ARGS_OPEN);
-        }
-        St::SPACE_7 => {
-            return c.space_state(t, last, St::LIT_MARK_2);
+            return c.spaced_literal_state(t, last, ">", St::ARGS_OPEN);
         }
         St::TOOL_NAME => {
             return c
@@ -1081,7 +1078,7 @@ fn step(
                     false,
                     &STOPS_3,
                     over_hold,
-                    St::SPACE_7,
+                    St::LIT_MARK_2,
                     sink,
                 );
         }
@@ -1089,18 +1086,15 @@ fn step(
             c.until_start();
             c.st = St::TOOL_NAME;
         }
-        St::SPACE_8 => {
+        St::SPACE_6 => {
             return c.space_state(t, last, St::TOOL_NAME_2);
         }
         St::TOOL_OPEN => {
             c.tool_open(sink);
-            c.st = St::SPACE_8;
+            c.st = St::SPACE_6;
         }
         St::LIT_FUNCTION => {
-            return c.literal_state(t, last, "<function=", St::TOOL_OPEN);
-        }
-        St::SPACE_9 => {
-            return c.space_state(t, last, St::LIT_FUNCTION);
+            return c.spaced_literal_state(t, last, "<function=", St::TOOL_OPEN);
         }
         St::CHOICE_3 => {
             if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::TOOL_CLOSE) {
@@ -1130,17 +1124,17 @@ fn step(
             }
             c.st = St::ARGS_CLOSE_2;
         }
-        St::SPACE_10 => {
+        St::SPACE_7 => {
             return c.space_state(t, last, St::LOOP_HEAD_4);
         }
         St::CHOICE_5 => {
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_10) {
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_7) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_10) {
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_7) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_10) {
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_7) {
                 return flow;
             }
             return Flow::Fail;
@@ -1161,13 +1155,13 @@ fn step(
             c.until_start();
             c.st = St::ARG_STRING_TEXT_2;
         }
-        St::SPACE_11 => {
+        St::SPACE_8 => {
             return c.space_state(t, last, St::CHOICE_5);
         }
         St::JSON_2 => {
             match json_step(c, t, false, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_11;
+                    c.st = St::SPACE_8;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => return Flow::Fail,
@@ -1177,7 +1171,7 @@ fn step(
             c.json = JsonScanner::new(false, false);
             c.st = St::JSON_2;
         }
-        St::SPACE_12 => {
+        St::SPACE_9 => {
             return c.space_state(t, last, St::JSON_START_2);
         }
         St::ARG_AUTO_TEXT_2 => {
@@ -1191,7 +1185,7 @@ fn step(
         St::VALUE_BY_ARGUMENT_TYPE_2 => {
             c.st = match c.arg_type() {
                 ArgType::String => St::ARG_STRING_2,
-                ArgType::Json => St::SPACE_12,
+                ArgType::Json => St::SPACE_9,
                 ArgType::Auto | ArgType::StringOrNull => St::ARG_AUTO_2,
             };
         }
@@ -1220,10 +1214,7 @@ fn step(
             c.st = St::LOOP_HEAD_4;
         }
         St::LIT_MARK_4 => {
-            return c.literal_state(t, last, ">", St::ARGS_OPEN_2);
-        }
-        St::SPACE_13 => {
-            return c.space_state(t, last, St::LIT_MARK_4);
+            return c.spaced_literal_state(t, last, ">", St::ARGS_OPEN_2);
         }
         St::TOOL_NAME_3 => {
             return c
@@ -1234,7 +1225,7 @@ fn step(
                     false,
                     &STOPS_3,
                     over_hold,
-                    St::SPACE_13,
+                    St::LIT_MARK_4,
                     sink,
                 );
         }
@@ -1242,12 +1233,12 @@ fn step(
             c.until_start();
             c.st = St::TOOL_NAME_3;
         }
-        St::SPACE_14 => {
+        St::SPACE_10 => {
             return c.space_state(t, last, St::TOOL_NAME_4);
         }
         St::TOOL_OPEN_2 => {
             c.tool_open(sink);
-            c.st = St::SPACE_14;
+            c.st = St::SPACE_10;
         }
         St::COMMIT_2 => {
             c.mark_commit(t, sink);
@@ -1267,7 +1258,14 @@ fn step(
         }
         St::LOOP_HEAD_5 => {
             if let Some(flow) = c
-                .round(t, last, (0usize, 0usize, None), true, guard_7, St::SPACE_22)
+                .round(
+                    t,
+                    last,
+                    (0usize, 0usize, None),
+                    true,
+                    guard_7,
+                    St::LIT_FUNCTION_2,
+                )
             {
                 return flow;
             }
@@ -1319,24 +1317,25 @@ fn step(
             c.until_start();
             c.st = St::CONTENT_TEXT_8;
         }
-        St::SPACE_15 => {
+        St::SPACE_11 => {
             return c.space_state(t, last, St::CONTENT_8);
         }
         St::TOOL_CLOSE_2 => {
             c.tool_close(sink);
-            c.st = St::SPACE_15;
+            c.st = St::SPACE_11;
         }
         St::LIT_CLOSE_TOOL_CALL_2 => {
-            return c.literal_state(t, last, "</tool_call>", St::TOOL_CLOSE_2);
-        }
-        St::SPACE_16 => {
-            return c.space_state(t, last, St::LIT_CLOSE_TOOL_CALL_2);
+            return c.spaced_literal_state(t, last, "</tool_call>", St::TOOL_CLOSE_2);
         }
         St::CHOICE_6 => {
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_16) {
+            if let Some(flow) = c
+                .choose(guard_1(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL_2)
+            {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_16) {
+            if let Some(flow) = c
+                .choose(guard_2(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL_2)
+            {
                 return flow;
             }
             return Flow::Fail;
@@ -1351,17 +1350,17 @@ fn step(
             }
             c.st = St::ARGS_CLOSE_3;
         }
-        St::SPACE_17 => {
+        St::SPACE_12 => {
             return c.space_state(t, last, St::LOOP_HEAD_6);
         }
         St::CHOICE_7 => {
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_17) {
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_12) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_17) {
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_12) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_17) {
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_12) {
                 return flow;
             }
             return Flow::Fail;
@@ -1382,13 +1381,13 @@ fn step(
             c.until_start();
             c.st = St::ARG_STRING_TEXT_3;
         }
-        St::SPACE_18 => {
+        St::SPACE_13 => {
             return c.space_state(t, last, St::CHOICE_7);
         }
         St::JSON_3 => {
             match json_step(c, t, false, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_18;
+                    c.st = St::SPACE_13;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => return Flow::Fail,
@@ -1398,7 +1397,7 @@ fn step(
             c.json = JsonScanner::new(false, false);
             c.st = St::JSON_3;
         }
-        St::SPACE_19 => {
+        St::SPACE_14 => {
             return c.space_state(t, last, St::JSON_START_3);
         }
         St::ARG_AUTO_TEXT_3 => {
@@ -1412,7 +1411,7 @@ fn step(
         St::VALUE_BY_ARGUMENT_TYPE_3 => {
             c.st = match c.arg_type() {
                 ArgType::String => St::ARG_STRING_3,
-                ArgType::Json => St::SPACE_19,
+                ArgType::Json => St::SPACE_14,
                 ArgType::Auto | ArgType::StringOrNull => St::ARG_AUTO_3,
             };
         }
@@ -1441,10 +1440,7 @@ fn step(
             c.st = St::LOOP_HEAD_6;
         }
         St::LIT_MARK_6 => {
-            return c.literal_state(t, last, ">", St::ARGS_OPEN_3);
-        }
-        St::SPACE_20 => {
-            return c.space_state(t, last, St::LIT_MARK_6);
+            return c.spaced_literal_state(t, last, ">", St::ARGS_OPEN_3);
         }
         St::TOOL_NAME_5 => {
             return c
@@ -1455,7 +1451,7 @@ fn step(
                     false,
                     &STOPS_3,
                     over_hold,
-                    St::SPACE_20,
+                    St::LIT_MARK_6,
                     sink,
                 );
         }
@@ -1463,18 +1459,15 @@ fn step(
             c.until_start();
             c.st = St::TOOL_NAME_5;
         }
-        St::SPACE_21 => {
+        St::SPACE_15 => {
             return c.space_state(t, last, St::TOOL_NAME_6);
         }
         St::TOOL_OPEN_3 => {
             c.tool_open(sink);
-            c.st = St::SPACE_21;
+            c.st = St::SPACE_15;
         }
         St::LIT_FUNCTION_2 => {
-            return c.literal_state(t, last, "<function=", St::TOOL_OPEN_3);
-        }
-        St::SPACE_22 => {
-            return c.space_state(t, last, St::LIT_FUNCTION_2);
+            return c.spaced_literal_state(t, last, "<function=", St::TOOL_OPEN_3);
         }
         St::CHOICE_8 => {
             if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::TOOL_CLOSE_2) {
@@ -1504,17 +1497,17 @@ fn step(
             }
             c.st = St::ARGS_CLOSE_4;
         }
-        St::SPACE_23 => {
+        St::SPACE_16 => {
             return c.space_state(t, last, St::LOOP_HEAD_7);
         }
         St::CHOICE_10 => {
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_23) {
+            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_16) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_23) {
+            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::SPACE_16) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_23) {
+            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::SPACE_16) {
                 return flow;
             }
             return Flow::Fail;
@@ -1535,13 +1528,13 @@ fn step(
             c.until_start();
             c.st = St::ARG_STRING_TEXT_4;
         }
-        St::SPACE_24 => {
+        St::SPACE_17 => {
             return c.space_state(t, last, St::CHOICE_10);
         }
         St::JSON_4 => {
             match json_step(c, t, false, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_24;
+                    c.st = St::SPACE_17;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => return Flow::Fail,
@@ -1551,7 +1544,7 @@ fn step(
             c.json = JsonScanner::new(false, false);
             c.st = St::JSON_4;
         }
-        St::SPACE_25 => {
+        St::SPACE_18 => {
             return c.space_state(t, last, St::JSON_START_4);
         }
         St::ARG_AUTO_TEXT_4 => {
@@ -1565,7 +1558,7 @@ fn step(
         St::VALUE_BY_ARGUMENT_TYPE_4 => {
             c.st = match c.arg_type() {
                 ArgType::String => St::ARG_STRING_4,
-                ArgType::Json => St::SPACE_25,
+                ArgType::Json => St::SPACE_18,
                 ArgType::Auto | ArgType::StringOrNull => St::ARG_AUTO_4,
             };
         }
@@ -1594,10 +1587,7 @@ fn step(
             c.st = St::LOOP_HEAD_7;
         }
         St::LIT_MARK_8 => {
-            return c.literal_state(t, last, ">", St::ARGS_OPEN_4);
-        }
-        St::SPACE_26 => {
-            return c.space_state(t, last, St::LIT_MARK_8);
+            return c.spaced_literal_state(t, last, ">", St::ARGS_OPEN_4);
         }
         St::TOOL_NAME_7 => {
             return c
@@ -1608,7 +1598,7 @@ fn step(
                     false,
                     &STOPS_3,
                     over_hold,
-                    St::SPACE_26,
+                    St::LIT_MARK_8,
                     sink,
                 );
         }
@@ -1616,16 +1606,16 @@ fn step(
             c.until_start();
             c.st = St::TOOL_NAME_7;
         }
-        St::SPACE_27 => {
+        St::SPACE_19 => {
             return c.space_state(t, last, St::TOOL_NAME_8);
         }
         St::TOOL_OPEN_4 => {
             c.tool_open(sink);
-            c.st = St::SPACE_27;
+            c.st = St::SPACE_19;
         }
         St::COMMIT_3 => {
             c.mark_commit(t, sink);
-            c.st = St::SPACE_15;
+            c.st = St::SPACE_11;
         }
         St::LOOP_3 => {
             c.enter_loop(0usize);
@@ -1639,11 +1629,11 @@ fn step(
             c.until_start();
             c.st = St::CONTENT_TEXT_9;
         }
-        St::SPACE_28 => {
+        St::SPACE_20 => {
             return c.space_state(t, last, St::END_OF_OUTPUT);
         }
         St::CHOICE_11 => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_28) {
+            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_20) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::END_OF_OUTPUT) {
@@ -1651,11 +1641,11 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_29 => {
+        St::SPACE_21 => {
             return c.space_state(t, last, St::CHOICE_11);
         }
         St::CHOICE_12 => {
-            if let Some(flow) = c.choose(guard_11(t, c.pos, last), St::SPACE_29) {
+            if let Some(flow) = c.choose(guard_11(t, c.pos, last), St::SPACE_21) {
                 return flow;
             }
             if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::CHOICE_11) {
@@ -1663,13 +1653,13 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_30 => {
+        St::SPACE_22 => {
             return c.space_state(t, last, St::CHOICE_12);
         }
         St::JSON_5 => {
             match json_step(c, t, true, "", last, sink) {
                 Scan::Done => {
-                    c.st = St::SPACE_30;
+                    c.st = St::SPACE_22;
                 }
                 Scan::NeedMore => return Flow::More,
                 Scan::Invalid => return Flow::Fail,
@@ -1679,14 +1669,14 @@ fn step(
             c.json = JsonScanner::new(false, false);
             c.st = St::JSON_5;
         }
-        St::SPACE_31 => {
+        St::SPACE_23 => {
             return c.space_state(t, last, St::JSON_START_5);
         }
         St::CHOICE_13 => {
-            if let Some(flow) = c.choose(guard_12(t, c.pos, last), St::SPACE_31) {
+            if let Some(flow) = c.choose(guard_12(t, c.pos, last), St::SPACE_23) {
                 return flow;
             }
-            if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::SPACE_31) {
+            if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::SPACE_23) {
                 return flow;
             }
             return Flow::Fail;
@@ -1700,7 +1690,7 @@ fn step(
             }
             return Flow::Fail;
         }
-        St::SPACE_32 => {
+        St::SPACE_24 => {
             return c.space_state(t, last, St::CHOICE_14);
         }
         _ => c.set_degraded(),

@@ -71,6 +71,17 @@ impl<const R: usize, const P: usize, const A: usize> Core<'_, R, P, A> {
         advance(self, g, next)
     }
 
+    /// Whitespace (none or more), then markup that must come next, exactly.
+    #[inline(never)]
+    pub fn spaced_literal_state(&mut self, t: &str, last: bool, literal: &str, next: u16) -> Flow {
+        self.pos = ws_end(t, self.pos);
+        if self.pos >= t.len() && !last {
+            return Flow::More;
+        }
+        let g = lit(t, self.pos, literal, last);
+        advance(self, g, next)
+    }
+
     /// Whitespace (none or more).
     #[inline(never)]
     pub fn space_state(&mut self, t: &str, last: bool, next: u16) -> Flow {

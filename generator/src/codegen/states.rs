@@ -172,8 +172,17 @@ impl States {
             Node::End => self.push("end of output", quote! { return c.end_state(t, last, #nx); }),
             Node::Seq(items) => {
                 let mut at = next;
-                for item in items.iter().rev() {
-                    at = self.compile(item, at, v);
+                let mut i = items.len();
+                while i > 0 {
+                    i -= 1;
+                    // Whitespace before a literal is one state (the layout
+                    // around markers is most of a grammar's spaces).
+                    if let (Node::Literal(lit), Some(Node::Space)) = (&items[i], i.checked_sub(1).map(|j| &items[j])) {
+                        at = self.spaced_literal(lit, at);
+                        i -= 1;
+                        continue;
+                    }
+                    at = self.compile(&items[i], at, v);
                 }
                 at
             }
@@ -297,6 +306,19 @@ impl States {
                 self.push(&format!("{m:?}"), quote! { #code c.st = #nx; })
             }
         }
+    }
+
+    /// The state reading whitespace, then `lit` (once per literal and successor).
+    fn spaced_literal(&mut self, lit: &str, next: u16) -> u16 {
+        let key = (format!("space, then {lit:?}"), next, usize::MAX);
+        if let Some((id, _)) = self.compiled.get(&key) {
+            return *id;
+        }
+        let nx = self.state(next);
+        let text = Literal::string(lit);
+        let id = self.push(&format!("literal {lit:?}"), quote! { return c.spaced_literal_state(t, last, #text, #nx); });
+        self.compiled.insert(key, (id, Vec::new()));
+        id
     }
 
     /// The stop set's module constant (`STOPS_n`), each distinct set once.
