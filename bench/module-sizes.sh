@@ -3,17 +3,23 @@
 # binary: `nm -S` sizes of the symbols under `parsers::<module>::`, summed
 # per module, largest first, then the count, min and max.
 #
-#   cargo build --release -p chat-parser-bench --bins
-#   bench/module-sizes.sh target/release/chat-parser-bench
+#   RUSTFLAGS="-C symbol-mangling-version=v0" CARGO_TARGET_DIR=target/v0 \
+#     cargo build --release -p chat-parser-bench --bins
+#   bench/module-sizes.sh target/v0/release/chat-parser-bench
 #
-# Runtime code the modules share (monomorphized under the runtime's own
-# names) and anonymous constants are not counted.
+# Build with v0 symbol mangling: its names show generic arguments, so the
+# runtime code instantiated for a module (`Input::feed_slow::<module::Grammar,
+# ...>`) counts as the module's. With the default mangling those copies
+# carry only the runtime's names and are left out. Runtime code the modules
+# share (instantiated for the same sizes, not for a module's type) and
+# anonymous constants are not counted.
 set -euo pipefail
 bin="${1:-target/release/chat-parser-bench}"
 nm -S -C "$bin" | awk '
   # nm prints sizes in hex; not every awk reads "0x..." as a number.
   function hex(s,   i, v) { v = 0; s = tolower(s); for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
-  NF >= 4 && match($0, /parsers::[a-z0-9_]+::/) {
+  # A symbol listed twice (an alias at the same address) counts once.
+  NF >= 4 && !seen[$1]++ && match($0, /parsers::[a-z0-9_]+::/) {
     name = substr($0, RSTART + 9, RLENGTH - 11)
     size[name] += hex($2)
   }

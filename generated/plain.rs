@@ -3,6 +3,9 @@
 
 use chat_parser_runtime::__private::*;
 use chat_parser_runtime::Sink;
+/// The request options `Parser::new` takes (re-exported for callers,
+/// which may not use it: a module need not).
+#[allow(unused_imports)]
 pub use chat_parser_runtime::Options;
 /// The template this parser was generated from.
 pub const TEMPLATE: &str = "templates/plain.jinja";
@@ -64,62 +67,51 @@ const F: usize = 78;
 pub const PACK: &[&str] = &[];
 /// A streaming parser of the model's output: feed it bytes as they
 /// arrive, then `finish`. Fixed-size state, no heap allocation.
-pub struct Parser<'t> {
-    core: Core<'t, 1usize, 1usize, 1usize>,
-    entry: u16,
-    input: Input<W, F>,
-}
-impl<'t> Parser<'t> {
-    /// A parser for a request with these options.
-    pub fn new(options: Options<'t>) -> Parser<'t> {
-        let entry = ENTRIES[options.variant(THINKING_SWITCHES)];
-        Parser {
-            core: Core::new(entry, options.tools),
-            entry,
-            input: Input::default(),
-        }
-    }
-    /// Parses the next chunk of output (any size, any split), reporting
-    /// what is certain so far.
-    #[inline]
-    pub fn feed(&mut self, bytes: &[u8], sink: &mut impl Sink) {
-        self.input
-            .feed::<
-                Grammar,
-                1usize,
-                1usize,
-                1usize,
-            >(&mut self.core, self.entry, bytes, sink);
-    }
-    /// Ends the output: reports what was held back, and ends a call
-    /// the output cut off (`complete: false`).
-    pub fn finish(&mut self, sink: &mut impl Sink) {
-        self.input
-            .finish::<Grammar, 1usize, 1usize, 1usize>(&mut self.core, self.entry, sink);
-    }
-}
-impl chat_parser_runtime::Parse for Parser<'_> {
-    #[inline]
-    fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
-        Parser::feed(self, bytes, sink)
-    }
-    fn finish<S: Sink>(&mut self, sink: &mut S) {
-        Parser::finish(self, sink)
-    }
-}
-/// This template's state machine.
-struct Grammar;
+pub type Parser<'t> = chat_parser_runtime::parser::Parser<
+    't,
+    Grammar,
+    W,
+    F,
+    1usize,
+    1usize,
+    1usize,
+>;
+/// This template's state machine (the runtime's parser drives it).
+#[doc(hidden)]
+pub struct Grammar;
 impl Machine<1usize, 1usize, 1usize> for Grammar {
     const PACK: &'static [&'static str] = PACK;
-    #[inline]
-    fn run<S: Sink>(
+    const ENTRIES: [u16; 16] = [
+        St::CONTENT_3,
+        St::CONTENT_3,
+        St::CONTENT_3,
+        St::SPACE_6,
+        St::CONTENT_3,
+        St::CONTENT_3,
+        St::CONTENT_3,
+        St::SPACE_6,
+        St::CONTENT_3,
+        St::CONTENT_3,
+        St::CONTENT_3,
+        St::SPACE_6,
+        St::CONTENT_3,
+        St::CONTENT_3,
+        St::CONTENT_3,
+        St::SPACE_6,
+    ];
+    const SWITCHES: &'static [chat_parser_runtime::kwargs::ThinkingSwitch] = THINKING_SWITCHES;
+    #[inline(always)]
+    fn step<S: Sink>(
         c: &mut Core<'_, 1usize, 1usize, 1usize>,
-        entry: u16,
         t: &str,
         last: bool,
         sink: &mut S,
-    ) {
-        run(c, entry, t, last, sink)
+    ) -> Flow {
+        step(c, t, last, sink)
+    }
+    #[inline]
+    fn over_hold(c: &Core<'_, 1usize, 1usize, 1usize>, t: &str, to: usize) -> bool {
+        over_hold(c, t, to)
     }
     #[inline(always)]
     fn fast<S: Sink>(
@@ -210,51 +202,6 @@ const STOPS_0: Stops<1, 1> = Stops {
 fn over_hold(c: &Core<'_, 1usize, 1usize, 1usize>, _t: &str, to: usize) -> bool {
     to - c.keep() > HOLD_LIMIT
 }
-/// Runs the state machine over `t` from the current position.
-fn run(
-    c: &mut Core<'_, 1usize, 1usize, 1usize>,
-    entry: u16,
-    t: &str,
-    last: bool,
-    sink: &mut impl Sink,
-) {
-    loop {
-        if c.degraded() {
-            c.degrade(t, sink);
-            return;
-        }
-        let flow = if over_hold(c, t, c.pos) {
-            Flow::Fail
-        } else {
-            step(c, t, last, sink)
-        };
-        match flow {
-            Flow::Go => {}
-            Flow::More if !last => return,
-            Flow::Stop => return,
-            Flow::More | Flow::Fail => c.fail(t, sink, |r| resume(entry, r)),
-        }
-    }
-}
-/// The entry state of each grammar variant (`Options::variant`).
-const ENTRIES: [u16; 16] = [
-    St::CONTENT_3,
-    St::CONTENT_3,
-    St::CONTENT_3,
-    St::SPACE_6,
-    St::CONTENT_3,
-    St::CONTENT_3,
-    St::CONTENT_3,
-    St::SPACE_6,
-    St::CONTENT_3,
-    St::CONTENT_3,
-    St::CONTENT_3,
-    St::SPACE_6,
-    St::CONTENT_3,
-    St::CONTENT_3,
-    St::CONTENT_3,
-    St::SPACE_6,
-];
 /// The machine's states, named for what they read.
 struct St;
 impl St {

@@ -6,7 +6,8 @@
 //! machine differs. [`Input`] is that handling, generic over the module's
 //! [`Machine`] and window size.
 
-use crate::machine::{floor_boundary, Core, Resume};
+use crate::kwargs::ThinkingSwitch;
+use crate::machine::{floor_boundary, Core, Flow, Resume};
 use crate::pack::{pack, unpack};
 use crate::utf8::{ascii_str, complete_prefix, Utf8Carry};
 use crate::word::{is_ascii, Word};
@@ -34,10 +35,24 @@ const HELD_SMALL: usize = 8;
 /// bytes and a carried character end with at most 11).
 const SMALL_HOLD: usize = 16;
 
-/// What a generated module provides: its state machine.
+/// What a generated module provides: its state machine, as data and one
+/// `match` over its states ([`Machine::step`]); the runtime drives it
+/// ([`Machine::run`], [`crate::parser::Parser`]).
 pub trait Machine<const R: usize, const P: usize, const A: usize> {
-    /// Runs the machine over `text` from the current position.
-    fn run<S: Sink>(c: &mut Core<'_, R, P, A>, entry: u16, text: &str, last: bool, sink: &mut S);
+    /// The template's pack table ([`crate::pack`]): empty for most.
+    const PACK: &'static [&'static str] = &[];
+    /// The entry state of each grammar variant, by
+    /// [`Options::variant`](crate::Options::variant).
+    const ENTRIES: [u16; 16];
+    /// The `chat_template_kwargs` variables that switch thinking.
+    const SWITCHES: &'static [ThinkingSwitch];
+    /// Runs the current state once: what comes next.
+    fn step<S: Sink>(c: &mut Core<'_, R, P, A>, text: &str, last: bool, sink: &mut S) -> Flow;
+    /// Whether the markup held up to `to` is longer than the hold limit.
+    /// Checked before every step, and where a name ends: a name read whole
+    /// commits in the same step, so it is checked there too, and whole and
+    /// streamed output break the same markup.
+    fn over_hold(c: &Core<'_, R, P, A>, text: &str, to: usize) -> bool;
     /// Reports `chunk` whole when the current state would report it
     /// unchanged; false when the machine must run. `word` is the chunk as a
     /// [`Word`] when it has at most 8 bytes, else [`Word::NONE`].
@@ -47,10 +62,29 @@ pub trait Machine<const R: usize, const P: usize, const A: usize> {
     /// before it and returns the length of that start, for the caller to
     /// hold back. `None` (and nothing reported) when the machine must run.
     fn fast_partial<S: Sink>(c: &mut Core<'_, R, P, A>, chunk: &str, max: usize, sink: &mut S) -> Option<usize>;
-    /// The template's pack table ([`crate::pack`]): empty for most.
-    const PACK: &'static [&'static str] = &[];
     /// Where a loop resumes after a broken round.
     fn resume(entry: u16, repeat: usize) -> Resume;
+
+    /// Runs the machine over `text` from the current position: steps until
+    /// the input runs out (`More`) or the grammar ends (`Stop`), falling back
+    /// to the last region when a step fails (or the held markup grows over
+    /// the hold limit), and reporting the rest as content once degraded.
+    #[inline]
+    fn run<S: Sink>(c: &mut Core<'_, R, P, A>, entry: u16, text: &str, last: bool, sink: &mut S) {
+        loop {
+            if c.degraded() {
+                c.degrade(text, sink);
+                return;
+            }
+            let flow = if Self::over_hold(c, text, c.pos) { Flow::Fail } else { Self::step(c, text, last, sink) };
+            match flow {
+                Flow::Go => {}
+                Flow::More if !last => return,
+                Flow::Stop => return,
+                Flow::More | Flow::Fail => c.fail(text, sink, |r| Self::resume(entry, r)),
+            }
+        }
+    }
 }
 
 /// Input state: the window of held-back text (`W` bytes) and an incomplete

@@ -44,6 +44,7 @@ pub mod json;
 pub mod kwargs;
 pub mod pack;
 pub mod machine;
+pub mod parser;
 pub mod states;
 pub mod utf8;
 mod word;

@@ -1,7 +1,8 @@
 //! Rust code generation: one parser module per template.
 //!
 //! The module holds the template's constants (generation prompts, reasoning
-//! markers, preserved tokens, grammar triggers) and a `Parser` type: a
+//! markers, preserved tokens, grammar triggers) and a `Parser` type (the
+//! runtime's `parser::Parser` over the module's `Grammar`): a
 //! fixed-size state machine built from the format IR, one variant per
 //! combination of the request flags that change the output grammar
 //! (thinking on/off, reasoning extracted or not, tools on/off, parallel
@@ -15,7 +16,7 @@
 //! let spec = spec_from_source("tiny.jinja", source).unwrap();
 //! let code = codegen::module(&spec, "chat-parser generate tiny.jinja").unwrap();
 //! assert!(code.starts_with("// @generated"));
-//! assert!(code.contains("pub struct Parser"));
+//! assert!(code.contains("pub type Parser<'t>"));
 //! ```
 
 mod states;
@@ -380,6 +381,9 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
 
         use chat_parser_runtime::__private::*;
         use chat_parser_runtime::{#(#runtime_uses),*};
+        /// The request options `Parser::new` takes (re-exported for callers,
+        /// which may not use it: a module need not).
+        #[allow(unused_imports)]
         pub use chat_parser_runtime::Options;
 
         /// The template this parser was generated from.
@@ -434,54 +438,26 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
 
         /// A streaming parser of the model's output: feed it bytes as they
         /// arrive, then `finish`. Fixed-size state, no heap allocation.
-        pub struct Parser<'t> {
-            core: Core<'t, #regions, #loops, #alts>,
-            entry: u16,
-            input: Input<W, F>,
-        }
+        pub type Parser<'t> = chat_parser_runtime::parser::Parser<'t, Grammar, W, F, #regions, #loops, #alts>;
 
-        impl<'t> Parser<'t> {
-            /// A parser for a request with these options.
-            pub fn new(options: Options<'t>) -> Parser<'t> {
-                let entry = ENTRIES[options.variant(THINKING_SWITCHES)];
-                Parser { core: Core::new(entry, options.tools), entry, input: Input::default() }
-            }
-
-            /// Parses the next chunk of output (any size, any split), reporting
-            /// what is certain so far.
-            #[inline]
-            pub fn feed(&mut self, bytes: &[u8], sink: &mut impl Sink) {
-                self.input.feed::<Grammar, #regions, #loops, #alts>(&mut self.core, self.entry, bytes, sink);
-            }
-
-            /// Ends the output: reports what was held back, and ends a call
-            /// the output cut off (`complete: false`).
-            pub fn finish(&mut self, sink: &mut impl Sink) {
-                self.input.finish::<Grammar, #regions, #loops, #alts>(&mut self.core, self.entry, sink);
-            }
-        }
-
-        impl chat_parser_runtime::Parse for Parser<'_> {
-            #[inline]
-            fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
-                Parser::feed(self, bytes, sink)
-            }
-            fn finish<S: Sink>(&mut self, sink: &mut S) {
-                Parser::finish(self, sink)
-            }
-        }
-
-        /// This template's state machine.
-        struct Grammar;
+        /// This template's state machine (the runtime's parser drives it).
+        #[doc(hidden)]
+        pub struct Grammar;
 
         impl Machine<#regions, #loops, #alts> for Grammar {
             const PACK: &'static [&'static str] = PACK;
+            const ENTRIES: [u16; 16] = [#(#entry_states),*];
+            const SWITCHES: &'static [chat_parser_runtime::kwargs::ThinkingSwitch] = THINKING_SWITCHES;
+            #[inline(always)]
+            fn step<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, t: &str, last: bool, sink: &mut S) -> Flow {
+                step(c, t, last, sink)
+            }
             #[inline]
-            fn run<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, entry: u16, t: &str, last: bool, sink: &mut S) {
-                run(c, entry, t, last, sink)
+            fn over_hold(c: &Core<'_, #regions, #loops, #alts>, t: &str, to: usize) -> bool {
+                over_hold(c, t, to)
             }
             #[inline(always)]
-                        fn fast<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, w: Word, sink: &mut S) -> bool {
+            fn fast<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, w: Word, sink: &mut S) -> bool {
                 fast(c, s, w, sink)
             }
             fn fast_partial<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, max: usize, sink: &mut S) -> Option<usize> {
@@ -530,26 +506,6 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         fn over_hold(c: &Core<'_, #regions, #loops, #alts>, #hold_t: &str, to: usize) -> bool {
             #hold_check
         }
-
-        /// Runs the state machine over `t` from the current position.
-        fn run(c: &mut Core<'_, #regions, #loops, #alts>, entry: u16, t: &str, last: bool, sink: &mut impl Sink) {
-            loop {
-                if c.degraded() {
-                    c.degrade(t, sink);
-                    return;
-                }
-                let flow = if over_hold(c, t, c.pos) { Flow::Fail } else { step(c, t, last, sink) };
-                match flow {
-                    Flow::Go => {}
-                    Flow::More if !last => return,
-                    Flow::Stop => return,
-                    Flow::More | Flow::Fail => c.fail(t, sink, |r| resume(entry, r)),
-                }
-            }
-        }
-
-        /// The entry state of each grammar variant (`Options::variant`).
-        const ENTRIES: [u16; 16] = [#(#entry_states),*];
 
         /// The machine's states, named for what they read.
         struct St;

@@ -1,0 +1,60 @@
+//! The parser every generated module exports: the runtime's input handling
+//! and fixed state, driven by the module's [`Machine`].
+//!
+//! A module names it with its own machine and sizes,
+//!
+//! ```text
+//! pub type Parser<'t> = chat_parser_runtime::parser::Parser<'t, Grammar, W, F, 1, 1, 2>;
+//! ```
+//!
+//! so `module::Parser::new(options)`, `feed` and `finish` are the same code
+//! for every template, and a module holds only what is its template's own.
+
+use core::marker::PhantomData;
+
+use crate::input::{Input, Machine};
+use crate::machine::{Core, Options};
+use crate::{Parse, Sink};
+
+/// A streaming parser of a model's output: feed it bytes as they arrive,
+/// then `finish`. Fixed-size state (`W` bytes of window, `R` regions, `P`
+/// loops, `A` loop alternatives: the module's sizes), no heap allocation.
+pub struct Parser<'t, M, const W: usize, const F: usize, const R: usize, const P: usize, const A: usize> {
+    core: Core<'t, R, P, A>,
+    entry: u16,
+    input: Input<W, F>,
+    machine: PhantomData<M>,
+}
+
+impl<'t, M: Machine<R, P, A>, const W: usize, const F: usize, const R: usize, const P: usize, const A: usize> Parser<'t, M, W, F, R, P, A> {
+    /// A parser for a request with these options (the grammar variant they
+    /// select, and the tools names and argument types are checked against).
+    pub fn new(options: Options<'t>) -> Self {
+        let entry = M::ENTRIES[options.variant(M::SWITCHES)];
+        Parser { core: Core::new(entry, options.tools), entry, input: Input::default(), machine: PhantomData }
+    }
+
+    /// Parses the next chunk of output (any size, any split), reporting
+    /// what is certain so far.
+    #[inline]
+    pub fn feed(&mut self, bytes: &[u8], sink: &mut impl Sink) {
+        self.input.feed::<M, R, P, A>(&mut self.core, self.entry, bytes, sink);
+    }
+
+    /// Ends the output: reports what was held back, and ends a call the
+    /// output cut off (`complete: false`).
+    pub fn finish(&mut self, sink: &mut impl Sink) {
+        self.input.finish::<M, R, P, A>(&mut self.core, self.entry, sink);
+    }
+}
+
+impl<M: Machine<R, P, A>, const W: usize, const F: usize, const R: usize, const P: usize, const A: usize> Parse for Parser<'_, M, W, F, R, P, A> {
+    #[inline]
+    fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
+        Parser::feed(self, bytes, sink)
+    }
+
+    fn finish<S: Sink>(&mut self, sink: &mut S) {
+        Parser::finish(self, sink)
+    }
+}
