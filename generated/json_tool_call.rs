@@ -266,11 +266,673 @@ impl Machine<1usize, 1usize, 2usize> for Grammar {
         last: bool,
         sink: &mut S,
     ) -> Flow {
-        step(c, t, last, sink)
+        match c.st {
+            St::DONE => {
+                return c.done_state(t);
+            }
+            St::END_OF_OUTPUT => {
+                return c.end_state(t, last, St::DONE);
+            }
+            St::LOOP_HEAD => {
+                if let Some(flow) = c
+                    .round(t, last, (0usize, 0usize, None), true, guard_0, St::COMMIT)
+                {
+                    return flow;
+                }
+                c.st = St::END_OF_OUTPUT;
+            }
+            St::LOOP_ROUND_DONE => {
+                c.end_round(true, t, sink);
+                c.st = St::LOOP_HEAD;
+            }
+            St::CONTENT_TEXT => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_0,
+                        St::LOOP_HEAD,
+                        sink,
+                    );
+            }
+            St::CONTENT => {
+                return c.text_start(St::CONTENT_TEXT);
+            }
+            St::CONTENT_TEXT_2 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_0,
+                        St::LOOP_ROUND_DONE,
+                        sink,
+                    );
+            }
+            St::CONTENT_2 => {
+                return c.text_start(St::CONTENT_TEXT_2);
+            }
+            St::SPACE => {
+                return c.space_state(t, last, St::CONTENT_2);
+            }
+            St::COMMIT => {
+                c.mark_commit(t, sink);
+                c.st = St::SPACE;
+            }
+            St::LOOP => {
+                c.enter_loop(0usize);
+                c.st = St::LOOP_HEAD;
+            }
+            St::CONTENT_TEXT_3 => {
+                return c
+                    .text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP, sink);
+            }
+            St::CONTENT_3 => {
+                return c.text_start(St::CONTENT_TEXT_3);
+            }
+            St::LOOP_HEAD_2 => {
+                if let Some(flow) = c
+                    .round(
+                        t,
+                        last,
+                        (0usize, 0usize, Some(1u8)),
+                        true,
+                        guard_6,
+                        St::SPACE_7,
+                    )
+                {
+                    return flow;
+                }
+                if let Some(flow) = c
+                    .round(t, last, (0usize, 1usize, None), true, guard_0, St::COMMIT_3)
+                {
+                    return flow;
+                }
+                c.st = St::END_OF_OUTPUT;
+            }
+            St::LOOP_ROUND_DONE_2 => {
+                c.end_round(true, t, sink);
+                c.st = St::LOOP_HEAD_2;
+            }
+            St::CONTENT_TEXT_4 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_1,
+                        St::LOOP_HEAD_2,
+                        sink,
+                    );
+            }
+            St::CONTENT_4 => {
+                return c.text_start(St::CONTENT_TEXT_4);
+            }
+            St::CONTENT_TEXT_5 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_1,
+                        St::LOOP_ROUND_DONE_2,
+                        sink,
+                    );
+            }
+            St::CONTENT_5 => {
+                return c.text_start(St::CONTENT_TEXT_5);
+            }
+            St::SPACE_2 => {
+                return c.space_state(t, last, St::CONTENT_5);
+            }
+            St::TOOL_CLOSE => {
+                c.tool_close(sink);
+                c.st = St::SPACE_2;
+            }
+            St::LIT_CLOSE_TOOL_CALL => {
+                return c.spaced_literal_state(t, last, "</tool_call>", St::TOOL_CLOSE);
+            }
+            St::CHOICE => {
+                if let Some(flow) = c
+                    .choose(guard_1(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL)
+                {
+                    return flow;
+                }
+                if let Some(flow) = c
+                    .choose(guard_2(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL)
+                {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::JSON_CLOSE => {
+                json_close(c, false, sink);
+                c.st = St::CHOICE;
+            }
+            St::JSON_END_MARKER => {
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::JSON => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::CHOICE;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => {
+                        if c.json.can_close() {
+                            c.st = St::JSON_END_MARKER;
+                        } else {
+                            return Flow::Fail
+                        }
+                    }
+                }
+            }
+            St::JSON_START => {
+                return c.json_start(false, true, St::JSON);
+            }
+            St::SPACE_3 => {
+                return c.space_state(t, last, St::JSON_START);
+            }
+            St::LIT_COLON => {
+                return c.spaced_literal_state(t, last, ":", St::SPACE_3);
+            }
+            St::CHOICE_2 => {
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_4 => {
+                return c.space_state(t, last, St::CHOICE_2);
+            }
+            St::LIT_COMMA => {
+                return c.spaced_literal_state(t, last, ",", St::SPACE_4);
+            }
+            St::LIT_MARK => {
+                return c.literal_state(t, last, "\"", St::LIT_COMMA);
+            }
+            St::TOOL_NAME => {
+                return c
+                    .name_state(
+                        t,
+                        last,
+                        Kind::ToolName,
+                        false,
+                        &STOPS_2,
+                        Grammar::over_hold,
+                        St::LIT_MARK,
+                        sink,
+                    );
+            }
+            St::TOOL_NAME_2 => {
+                return c.text_start(St::TOOL_NAME);
+            }
+            St::LIT_MARK_2 => {
+                return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_2);
+            }
+            St::LIT_COLON_2 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_2);
+            }
+            St::LIT_MARK_3 => {
+                return c.literal_state(t, last, "\"", St::CHOICE);
+            }
+            St::TOOL_NAME_3 => {
+                return c
+                    .name_state(
+                        t,
+                        last,
+                        Kind::ToolName,
+                        false,
+                        &STOPS_2,
+                        Grammar::over_hold,
+                        St::LIT_MARK_3,
+                        sink,
+                    );
+            }
+            St::TOOL_NAME_4 => {
+                return c.text_start(St::TOOL_NAME_3);
+            }
+            St::LIT_MARK_4 => {
+                return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_4);
+            }
+            St::LIT_COLON_3 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_4);
+            }
+            St::LIT_NAME => {
+                return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_3);
+            }
+            St::LIT_COMMA_2 => {
+                return c.spaced_literal_state(t, last, ",", St::LIT_NAME);
+            }
+            St::JSON_CLOSE_2 => {
+                json_close(c, false, sink);
+                c.st = St::LIT_COMMA_2;
+            }
+            St::JSON_END_MARKER_2 => {
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE_2) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::JSON_2 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::LIT_COMMA_2;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => {
+                        if c.json.can_close() {
+                            c.st = St::JSON_END_MARKER_2;
+                        } else {
+                            return Flow::Fail
+                        }
+                    }
+                }
+            }
+            St::JSON_START_2 => {
+                return c.json_start(false, true, St::JSON_2);
+            }
+            St::SPACE_5 => {
+                return c.space_state(t, last, St::JSON_START_2);
+            }
+            St::LIT_COLON_4 => {
+                return c.spaced_literal_state(t, last, ":", St::SPACE_5);
+            }
+            St::COMMIT_2 => {
+                c.mark_commit(t, sink);
+                c.st = St::LIT_COLON_4;
+            }
+            St::CHOICE_3 => {
+                if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::LIT_COLON_2) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_2) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::COMMIT_2) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_6 => {
+                return c.space_state(t, last, St::CHOICE_3);
+            }
+            St::LIT_OPEN_BRACE => {
+                return c.literal_state(t, last, "{", St::SPACE_6);
+            }
+            St::TOOL_OPEN => {
+                c.tool_open(sink);
+                c.st = St::LIT_OPEN_BRACE;
+            }
+            St::SPACE_7 => {
+                return c.space_state(t, last, St::TOOL_OPEN);
+            }
+            St::COMMIT_3 => {
+                c.mark_commit(t, sink);
+                c.st = St::SPACE_2;
+            }
+            St::LOOP_2 => {
+                c.enter_loop(0usize);
+                c.st = St::LOOP_HEAD_2;
+            }
+            St::CONTENT_TEXT_6 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_1,
+                        St::LOOP_2,
+                        sink,
+                    );
+            }
+            St::CONTENT_6 => {
+                return c.text_start(St::CONTENT_TEXT_6);
+            }
+            St::LOOP_HEAD_3 => {
+                if let Some(flow) = c
+                    .round(t, last, (0usize, 0usize, None), true, guard_6, St::SPACE_13)
+                {
+                    return flow;
+                }
+                if let Some(flow) = c
+                    .round(t, last, (0usize, 1usize, None), true, guard_0, St::COMMIT_5)
+                {
+                    return flow;
+                }
+                c.st = St::END_OF_OUTPUT;
+            }
+            St::LOOP_ROUND_DONE_3 => {
+                c.end_round(true, t, sink);
+                c.st = St::LOOP_HEAD_3;
+            }
+            St::CONTENT_TEXT_7 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_1,
+                        St::LOOP_HEAD_3,
+                        sink,
+                    );
+            }
+            St::CONTENT_7 => {
+                return c.text_start(St::CONTENT_TEXT_7);
+            }
+            St::CONTENT_TEXT_8 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_1,
+                        St::LOOP_ROUND_DONE_3,
+                        sink,
+                    );
+            }
+            St::CONTENT_8 => {
+                return c.text_start(St::CONTENT_TEXT_8);
+            }
+            St::SPACE_8 => {
+                return c.space_state(t, last, St::CONTENT_8);
+            }
+            St::TOOL_CLOSE_2 => {
+                c.tool_close(sink);
+                c.st = St::SPACE_8;
+            }
+            St::LIT_CLOSE_TOOL_CALL_2 => {
+                return c.spaced_literal_state(t, last, "</tool_call>", St::TOOL_CLOSE_2);
+            }
+            St::CHOICE_4 => {
+                if let Some(flow) = c
+                    .choose(guard_1(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL_2)
+                {
+                    return flow;
+                }
+                if let Some(flow) = c
+                    .choose(guard_2(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL_2)
+                {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::JSON_CLOSE_3 => {
+                json_close(c, false, sink);
+                c.st = St::CHOICE_4;
+            }
+            St::JSON_END_MARKER_3 => {
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE_3) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::JSON_3 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::CHOICE_4;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => {
+                        if c.json.can_close() {
+                            c.st = St::JSON_END_MARKER_3;
+                        } else {
+                            return Flow::Fail
+                        }
+                    }
+                }
+            }
+            St::JSON_START_3 => {
+                return c.json_start(false, true, St::JSON_3);
+            }
+            St::SPACE_9 => {
+                return c.space_state(t, last, St::JSON_START_3);
+            }
+            St::LIT_COLON_5 => {
+                return c.spaced_literal_state(t, last, ":", St::SPACE_9);
+            }
+            St::CHOICE_5 => {
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_5) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_5) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_10 => {
+                return c.space_state(t, last, St::CHOICE_5);
+            }
+            St::LIT_COMMA_3 => {
+                return c.spaced_literal_state(t, last, ",", St::SPACE_10);
+            }
+            St::LIT_MARK_5 => {
+                return c.literal_state(t, last, "\"", St::LIT_COMMA_3);
+            }
+            St::TOOL_NAME_5 => {
+                return c
+                    .name_state(
+                        t,
+                        last,
+                        Kind::ToolName,
+                        false,
+                        &STOPS_2,
+                        Grammar::over_hold,
+                        St::LIT_MARK_5,
+                        sink,
+                    );
+            }
+            St::TOOL_NAME_6 => {
+                return c.text_start(St::TOOL_NAME_5);
+            }
+            St::LIT_MARK_6 => {
+                return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_6);
+            }
+            St::LIT_COLON_6 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_6);
+            }
+            St::LIT_MARK_7 => {
+                return c.literal_state(t, last, "\"", St::CHOICE_4);
+            }
+            St::TOOL_NAME_7 => {
+                return c
+                    .name_state(
+                        t,
+                        last,
+                        Kind::ToolName,
+                        false,
+                        &STOPS_2,
+                        Grammar::over_hold,
+                        St::LIT_MARK_7,
+                        sink,
+                    );
+            }
+            St::TOOL_NAME_8 => {
+                return c.text_start(St::TOOL_NAME_7);
+            }
+            St::LIT_MARK_8 => {
+                return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_8);
+            }
+            St::LIT_COLON_7 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_8);
+            }
+            St::LIT_NAME_2 => {
+                return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_7);
+            }
+            St::LIT_COMMA_4 => {
+                return c.spaced_literal_state(t, last, ",", St::LIT_NAME_2);
+            }
+            St::JSON_CLOSE_4 => {
+                json_close(c, false, sink);
+                c.st = St::LIT_COMMA_4;
+            }
+            St::JSON_END_MARKER_4 => {
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE_4) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::JSON_4 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::LIT_COMMA_4;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => {
+                        if c.json.can_close() {
+                            c.st = St::JSON_END_MARKER_4;
+                        } else {
+                            return Flow::Fail
+                        }
+                    }
+                }
+            }
+            St::JSON_START_4 => {
+                return c.json_start(false, true, St::JSON_4);
+            }
+            St::SPACE_11 => {
+                return c.space_state(t, last, St::JSON_START_4);
+            }
+            St::LIT_COLON_8 => {
+                return c.spaced_literal_state(t, last, ":", St::SPACE_11);
+            }
+            St::COMMIT_4 => {
+                c.mark_commit(t, sink);
+                c.st = St::LIT_COLON_8;
+            }
+            St::CHOICE_6 => {
+                if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::LIT_COLON_6) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_4) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::COMMIT_4) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_12 => {
+                return c.space_state(t, last, St::CHOICE_6);
+            }
+            St::LIT_OPEN_BRACE_2 => {
+                return c.literal_state(t, last, "{", St::SPACE_12);
+            }
+            St::TOOL_OPEN_2 => {
+                c.tool_open(sink);
+                c.st = St::LIT_OPEN_BRACE_2;
+            }
+            St::SPACE_13 => {
+                return c.space_state(t, last, St::TOOL_OPEN_2);
+            }
+            St::COMMIT_5 => {
+                c.mark_commit(t, sink);
+                c.st = St::SPACE_8;
+            }
+            St::LOOP_3 => {
+                c.enter_loop(0usize);
+                c.st = St::LOOP_HEAD_3;
+            }
+            St::CONTENT_TEXT_9 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_1,
+                        St::LOOP_3,
+                        sink,
+                    );
+            }
+            St::CONTENT_9 => {
+                return c.text_start(St::CONTENT_TEXT_9);
+            }
+            St::SPACE_14 => {
+                return c.space_state(t, last, St::END_OF_OUTPUT);
+            }
+            St::CHOICE_7 => {
+                if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_14) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::END_OF_OUTPUT)
+                {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_15 => {
+                return c.space_state(t, last, St::CHOICE_7);
+            }
+            St::CHOICE_8 => {
+                if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::SPACE_15) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::CHOICE_7) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_16 => {
+                return c.space_state(t, last, St::CHOICE_8);
+            }
+            St::JSON_5 => {
+                match json_step(c, t, true, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::SPACE_16;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => return Flow::Fail,
+                }
+            }
+            St::JSON_START_5 => {
+                return c.json_start(false, false, St::JSON_5);
+            }
+            St::SPACE_17 => {
+                return c.space_state(t, last, St::JSON_START_5);
+            }
+            St::CHOICE_9 => {
+                if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::SPACE_17) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::SPACE_17) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::CHOICE_10 => {
+                if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::CHOICE_9) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::JSON_START_5) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_18 => {
+                return c.space_state(t, last, St::CHOICE_10);
+            }
+            _ => c.set_degraded(),
+        }
+        Flow::Go
     }
     #[inline]
-    fn over_hold(c: &Core<'_, 1usize, 1usize, 2usize>, t: &str, to: usize) -> bool {
-        over_hold(c, t, to)
+    fn over_hold(c: &Core<'_, 1usize, 1usize, 2usize>, _t: &str, to: usize) -> bool {
+        to - c.keep() > HOLD_LIMIT
     }
     #[inline(always)]
     fn fast<S: Sink>(
@@ -279,7 +941,28 @@ impl Machine<1usize, 1usize, 2usize> for Grammar {
         w: Word,
         sink: &mut S,
     ) -> bool {
-        fast(c, s, w, sink)
+        match c.st {
+            St::CONTENT_TEXT | St::CONTENT_TEXT_2 | St::CONTENT_TEXT_3 => {
+                !(holds_any(s.as_bytes(), w, [60u8])
+                    && !clear_of_stops(s.as_bytes(), &STOPS_0.all))
+                    && c.fast_text(Kind::Content, false, s, w, sink)
+            }
+            St::CONTENT_TEXT_4
+            | St::CONTENT_TEXT_5
+            | St::CONTENT_TEXT_6
+            | St::CONTENT_TEXT_7
+            | St::CONTENT_TEXT_8
+            | St::CONTENT_TEXT_9 => {
+                !(holds_any(s.as_bytes(), w, [60u8])
+                    && !clear_of_stops(s.as_bytes(), &STOPS_1.all))
+                    && c.fast_text(Kind::Content, false, s, w, sink)
+            }
+            St::JSON | St::JSON_2 | St::JSON_3 | St::JSON_4 => {
+                c.fast_json(false, "", s, w, sink)
+            }
+            St::JSON_5 => c.fast_json(true, "", s, w, sink),
+            _ => false,
+        }
     }
     fn fast_partial<S: Sink>(
         c: &mut Core<'_, 1usize, 1usize, 2usize>,
@@ -303,69 +986,27 @@ impl Machine<1usize, 1usize, 2usize> for Grammar {
         }
     }
     fn resume(entry: u16, repeat: usize) -> Resume {
-        resume(entry, repeat)
-    }
-}
-/// Reports a whole chunk without running the machine when the current
-/// state would report it as it is (text in which no stop starts, JSON
-/// string content with whole one-character escapes). Returns false,
-/// having changed nothing, when the machine must run.
-#[inline(always)]
-fn fast(
-    c: &mut Core<'_, 1usize, 1usize, 2usize>,
-    s: &str,
-    w: Word,
-    sink: &mut impl Sink,
-) -> bool {
-    if c.degraded() {
-        sink.event(chat_parser_runtime::Event::Content(s));
-        return true;
-    }
-    match c.st {
-        St::CONTENT_TEXT | St::CONTENT_TEXT_2 | St::CONTENT_TEXT_3 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &STOPS_0.all))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        St::CONTENT_TEXT_4
-        | St::CONTENT_TEXT_5
-        | St::CONTENT_TEXT_6
-        | St::CONTENT_TEXT_7
-        | St::CONTENT_TEXT_8
-        | St::CONTENT_TEXT_9 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &STOPS_1.all))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        St::JSON | St::JSON_2 | St::JSON_3 | St::JSON_4 => {
-            c.fast_json(false, "", s, w, sink)
-        }
-        St::JSON_5 => c.fast_json(true, "", s, w, sink),
-        _ => false,
-    }
-}
-/// Where each loop resumes, by variant entry and loop.
-fn resume(entry: u16, repeat: usize) -> Resume {
-    match (entry, repeat) {
-        (St::CONTENT_3, 0usize) => {
-            Resume {
-                head: St::LOOP_HEAD,
-                recover: St::CONTENT,
+        match (entry, repeat) {
+            (St::CONTENT_3, 0usize) => {
+                Resume {
+                    head: St::LOOP_HEAD,
+                    recover: St::CONTENT,
+                }
             }
-        }
-        (St::CONTENT_6, 0usize) => {
-            Resume {
-                head: St::LOOP_HEAD_2,
-                recover: St::CONTENT_4,
+            (St::CONTENT_6, 0usize) => {
+                Resume {
+                    head: St::LOOP_HEAD_2,
+                    recover: St::CONTENT_4,
+                }
             }
-        }
-        (St::CONTENT_9, 0usize) => {
-            Resume {
-                head: St::LOOP_HEAD_3,
-                recover: St::CONTENT_7,
+            (St::CONTENT_9, 0usize) => {
+                Resume {
+                    head: St::LOOP_HEAD_3,
+                    recover: St::CONTENT_7,
+                }
             }
+            _ => Resume { head: 0, recover: NONE },
         }
-        _ => Resume { head: 0, recover: NONE },
     }
 }
 fn guard_0(t: &str, p: usize, last: bool) -> G {
@@ -443,14 +1084,6 @@ const STOPS_2: Stops<1, 1> = Stops {
     all: ["\""],
     longest: 1,
 };
-/// Whether the markup held up to `to` is longer than the hold limit.
-/// Checked before every step, and where a name ends: a name read
-/// whole commits in the same step, so it is checked there too, and
-/// whole and streamed output break the same markup.
-#[inline]
-fn over_hold(c: &Core<'_, 1usize, 1usize, 2usize>, _t: &str, to: usize) -> bool {
-    to - c.keep() > HOLD_LIMIT
-}
 /// The machine's states, named for what they read.
 struct St;
 impl St {
@@ -572,673 +1205,4 @@ impl St {
     const CHOICE_9: u16 = 115;
     const CHOICE_10: u16 = 116;
     const SPACE_18: u16 = 117;
-}
-/// Runs the current state.
-#[inline(always)]
-fn step(
-    c: &mut Core<'_, 1usize, 1usize, 2usize>,
-    t: &str,
-    last: bool,
-    sink: &mut impl Sink,
-) -> Flow {
-    match c.st {
-        St::DONE => {
-            if c.pos < t.len() {
-                c.set_degraded();
-                return Flow::Go;
-            }
-            return Flow::Stop;
-        }
-        St::END_OF_OUTPUT => {
-            return c.end_state(t, last, St::DONE);
-        }
-        St::LOOP_HEAD => {
-            if let Some(flow) = c
-                .round(t, last, (0usize, 0usize, None), true, guard_0, St::COMMIT)
-            {
-                return flow;
-            }
-            c.st = St::END_OF_OUTPUT;
-        }
-        St::LOOP_ROUND_DONE => {
-            c.end_round(true, t, sink);
-            c.st = St::LOOP_HEAD;
-        }
-        St::CONTENT_TEXT => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_0,
-                    St::LOOP_HEAD,
-                    sink,
-                );
-        }
-        St::CONTENT => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT;
-        }
-        St::CONTENT_TEXT_2 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_0,
-                    St::LOOP_ROUND_DONE,
-                    sink,
-                );
-        }
-        St::CONTENT_2 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_2;
-        }
-        St::SPACE => {
-            return c.space_state(t, last, St::CONTENT_2);
-        }
-        St::COMMIT => {
-            c.mark_commit(t, sink);
-            c.st = St::SPACE;
-        }
-        St::LOOP => {
-            c.enter_loop(0usize);
-            c.st = St::LOOP_HEAD;
-        }
-        St::CONTENT_TEXT_3 => {
-            return c.text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP, sink);
-        }
-        St::CONTENT_3 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_3;
-        }
-        St::LOOP_HEAD_2 => {
-            if let Some(flow) = c
-                .round(t, last, (0usize, 0usize, Some(1u8)), true, guard_6, St::SPACE_7)
-            {
-                return flow;
-            }
-            if let Some(flow) = c
-                .round(t, last, (0usize, 1usize, None), true, guard_0, St::COMMIT_3)
-            {
-                return flow;
-            }
-            c.st = St::END_OF_OUTPUT;
-        }
-        St::LOOP_ROUND_DONE_2 => {
-            c.end_round(true, t, sink);
-            c.st = St::LOOP_HEAD_2;
-        }
-        St::CONTENT_TEXT_4 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_1,
-                    St::LOOP_HEAD_2,
-                    sink,
-                );
-        }
-        St::CONTENT_4 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_4;
-        }
-        St::CONTENT_TEXT_5 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_1,
-                    St::LOOP_ROUND_DONE_2,
-                    sink,
-                );
-        }
-        St::CONTENT_5 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_5;
-        }
-        St::SPACE_2 => {
-            return c.space_state(t, last, St::CONTENT_5);
-        }
-        St::TOOL_CLOSE => {
-            c.tool_close(sink);
-            c.st = St::SPACE_2;
-        }
-        St::LIT_CLOSE_TOOL_CALL => {
-            return c.spaced_literal_state(t, last, "</tool_call>", St::TOOL_CLOSE);
-        }
-        St::CHOICE => {
-            if let Some(flow) = c
-                .choose(guard_1(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL)
-            {
-                return flow;
-            }
-            if let Some(flow) = c
-                .choose(guard_2(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL)
-            {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::JSON_CLOSE => {
-            json_close(c, false, sink);
-            c.st = St::CHOICE;
-        }
-        St::JSON_END_MARKER => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::JSON => {
-            match json_step(c, t, false, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::CHOICE;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => {
-                    if c.json.can_close() {
-                        c.st = St::JSON_END_MARKER;
-                    } else {
-                        return Flow::Fail
-                    }
-                }
-            }
-        }
-        St::JSON_START => {
-            c.json = JsonScanner::new(false, true);
-            c.st = St::JSON;
-        }
-        St::SPACE_3 => {
-            return c.space_state(t, last, St::JSON_START);
-        }
-        St::LIT_COLON => {
-            return c.spaced_literal_state(t, last, ":", St::SPACE_3);
-        }
-        St::CHOICE_2 => {
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_4 => {
-            return c.space_state(t, last, St::CHOICE_2);
-        }
-        St::LIT_COMMA => {
-            return c.spaced_literal_state(t, last, ",", St::SPACE_4);
-        }
-        St::LIT_MARK => {
-            return c.literal_state(t, last, "\"", St::LIT_COMMA);
-        }
-        St::TOOL_NAME => {
-            return c
-                .name_state(
-                    t,
-                    last,
-                    Kind::ToolName,
-                    false,
-                    &STOPS_2,
-                    over_hold,
-                    St::LIT_MARK,
-                    sink,
-                );
-        }
-        St::TOOL_NAME_2 => {
-            c.until_start();
-            c.st = St::TOOL_NAME;
-        }
-        St::LIT_MARK_2 => {
-            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_2);
-        }
-        St::LIT_COLON_2 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_2);
-        }
-        St::LIT_MARK_3 => {
-            return c.literal_state(t, last, "\"", St::CHOICE);
-        }
-        St::TOOL_NAME_3 => {
-            return c
-                .name_state(
-                    t,
-                    last,
-                    Kind::ToolName,
-                    false,
-                    &STOPS_2,
-                    over_hold,
-                    St::LIT_MARK_3,
-                    sink,
-                );
-        }
-        St::TOOL_NAME_4 => {
-            c.until_start();
-            c.st = St::TOOL_NAME_3;
-        }
-        St::LIT_MARK_4 => {
-            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_4);
-        }
-        St::LIT_COLON_3 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_4);
-        }
-        St::LIT_NAME => {
-            return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_3);
-        }
-        St::LIT_COMMA_2 => {
-            return c.spaced_literal_state(t, last, ",", St::LIT_NAME);
-        }
-        St::JSON_CLOSE_2 => {
-            json_close(c, false, sink);
-            c.st = St::LIT_COMMA_2;
-        }
-        St::JSON_END_MARKER_2 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE_2) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::JSON_2 => {
-            match json_step(c, t, false, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::LIT_COMMA_2;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => {
-                    if c.json.can_close() {
-                        c.st = St::JSON_END_MARKER_2;
-                    } else {
-                        return Flow::Fail
-                    }
-                }
-            }
-        }
-        St::JSON_START_2 => {
-            c.json = JsonScanner::new(false, true);
-            c.st = St::JSON_2;
-        }
-        St::SPACE_5 => {
-            return c.space_state(t, last, St::JSON_START_2);
-        }
-        St::LIT_COLON_4 => {
-            return c.spaced_literal_state(t, last, ":", St::SPACE_5);
-        }
-        St::COMMIT_2 => {
-            c.mark_commit(t, sink);
-            c.st = St::LIT_COLON_4;
-        }
-        St::CHOICE_3 => {
-            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::LIT_COLON_2) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_2) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::COMMIT_2) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_6 => {
-            return c.space_state(t, last, St::CHOICE_3);
-        }
-        St::LIT_OPEN_BRACE => {
-            return c.literal_state(t, last, "{", St::SPACE_6);
-        }
-        St::TOOL_OPEN => {
-            c.tool_open(sink);
-            c.st = St::LIT_OPEN_BRACE;
-        }
-        St::SPACE_7 => {
-            return c.space_state(t, last, St::TOOL_OPEN);
-        }
-        St::COMMIT_3 => {
-            c.mark_commit(t, sink);
-            c.st = St::SPACE_2;
-        }
-        St::LOOP_2 => {
-            c.enter_loop(0usize);
-            c.st = St::LOOP_HEAD_2;
-        }
-        St::CONTENT_TEXT_6 => {
-            return c
-                .text_state(t, last, Kind::Content, false, &STOPS_1, St::LOOP_2, sink);
-        }
-        St::CONTENT_6 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_6;
-        }
-        St::LOOP_HEAD_3 => {
-            if let Some(flow) = c
-                .round(t, last, (0usize, 0usize, None), true, guard_6, St::SPACE_13)
-            {
-                return flow;
-            }
-            if let Some(flow) = c
-                .round(t, last, (0usize, 1usize, None), true, guard_0, St::COMMIT_5)
-            {
-                return flow;
-            }
-            c.st = St::END_OF_OUTPUT;
-        }
-        St::LOOP_ROUND_DONE_3 => {
-            c.end_round(true, t, sink);
-            c.st = St::LOOP_HEAD_3;
-        }
-        St::CONTENT_TEXT_7 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_1,
-                    St::LOOP_HEAD_3,
-                    sink,
-                );
-        }
-        St::CONTENT_7 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_7;
-        }
-        St::CONTENT_TEXT_8 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_1,
-                    St::LOOP_ROUND_DONE_3,
-                    sink,
-                );
-        }
-        St::CONTENT_8 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_8;
-        }
-        St::SPACE_8 => {
-            return c.space_state(t, last, St::CONTENT_8);
-        }
-        St::TOOL_CLOSE_2 => {
-            c.tool_close(sink);
-            c.st = St::SPACE_8;
-        }
-        St::LIT_CLOSE_TOOL_CALL_2 => {
-            return c.spaced_literal_state(t, last, "</tool_call>", St::TOOL_CLOSE_2);
-        }
-        St::CHOICE_4 => {
-            if let Some(flow) = c
-                .choose(guard_1(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL_2)
-            {
-                return flow;
-            }
-            if let Some(flow) = c
-                .choose(guard_2(t, c.pos, last), St::LIT_CLOSE_TOOL_CALL_2)
-            {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::JSON_CLOSE_3 => {
-            json_close(c, false, sink);
-            c.st = St::CHOICE_4;
-        }
-        St::JSON_END_MARKER_3 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE_3) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::JSON_3 => {
-            match json_step(c, t, false, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::CHOICE_4;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => {
-                    if c.json.can_close() {
-                        c.st = St::JSON_END_MARKER_3;
-                    } else {
-                        return Flow::Fail
-                    }
-                }
-            }
-        }
-        St::JSON_START_3 => {
-            c.json = JsonScanner::new(false, true);
-            c.st = St::JSON_3;
-        }
-        St::SPACE_9 => {
-            return c.space_state(t, last, St::JSON_START_3);
-        }
-        St::LIT_COLON_5 => {
-            return c.spaced_literal_state(t, last, ":", St::SPACE_9);
-        }
-        St::CHOICE_5 => {
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_5) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_5) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_10 => {
-            return c.space_state(t, last, St::CHOICE_5);
-        }
-        St::LIT_COMMA_3 => {
-            return c.spaced_literal_state(t, last, ",", St::SPACE_10);
-        }
-        St::LIT_MARK_5 => {
-            return c.literal_state(t, last, "\"", St::LIT_COMMA_3);
-        }
-        St::TOOL_NAME_5 => {
-            return c
-                .name_state(
-                    t,
-                    last,
-                    Kind::ToolName,
-                    false,
-                    &STOPS_2,
-                    over_hold,
-                    St::LIT_MARK_5,
-                    sink,
-                );
-        }
-        St::TOOL_NAME_6 => {
-            c.until_start();
-            c.st = St::TOOL_NAME_5;
-        }
-        St::LIT_MARK_6 => {
-            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_6);
-        }
-        St::LIT_COLON_6 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_6);
-        }
-        St::LIT_MARK_7 => {
-            return c.literal_state(t, last, "\"", St::CHOICE_4);
-        }
-        St::TOOL_NAME_7 => {
-            return c
-                .name_state(
-                    t,
-                    last,
-                    Kind::ToolName,
-                    false,
-                    &STOPS_2,
-                    over_hold,
-                    St::LIT_MARK_7,
-                    sink,
-                );
-        }
-        St::TOOL_NAME_8 => {
-            c.until_start();
-            c.st = St::TOOL_NAME_7;
-        }
-        St::LIT_MARK_8 => {
-            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_8);
-        }
-        St::LIT_COLON_7 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_8);
-        }
-        St::LIT_NAME_2 => {
-            return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_7);
-        }
-        St::LIT_COMMA_4 => {
-            return c.spaced_literal_state(t, last, ",", St::LIT_NAME_2);
-        }
-        St::JSON_CLOSE_4 => {
-            json_close(c, false, sink);
-            c.st = St::LIT_COMMA_4;
-        }
-        St::JSON_END_MARKER_4 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::JSON_CLOSE_4) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::JSON_4 => {
-            match json_step(c, t, false, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::LIT_COMMA_4;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => {
-                    if c.json.can_close() {
-                        c.st = St::JSON_END_MARKER_4;
-                    } else {
-                        return Flow::Fail
-                    }
-                }
-            }
-        }
-        St::JSON_START_4 => {
-            c.json = JsonScanner::new(false, true);
-            c.st = St::JSON_4;
-        }
-        St::SPACE_11 => {
-            return c.space_state(t, last, St::JSON_START_4);
-        }
-        St::LIT_COLON_8 => {
-            return c.spaced_literal_state(t, last, ":", St::SPACE_11);
-        }
-        St::COMMIT_4 => {
-            c.mark_commit(t, sink);
-            c.st = St::LIT_COLON_8;
-        }
-        St::CHOICE_6 => {
-            if let Some(flow) = c.choose(guard_5(t, c.pos, last), St::LIT_COLON_6) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_4) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::COMMIT_4) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_12 => {
-            return c.space_state(t, last, St::CHOICE_6);
-        }
-        St::LIT_OPEN_BRACE_2 => {
-            return c.literal_state(t, last, "{", St::SPACE_12);
-        }
-        St::TOOL_OPEN_2 => {
-            c.tool_open(sink);
-            c.st = St::LIT_OPEN_BRACE_2;
-        }
-        St::SPACE_13 => {
-            return c.space_state(t, last, St::TOOL_OPEN_2);
-        }
-        St::COMMIT_5 => {
-            c.mark_commit(t, sink);
-            c.st = St::SPACE_8;
-        }
-        St::LOOP_3 => {
-            c.enter_loop(0usize);
-            c.st = St::LOOP_HEAD_3;
-        }
-        St::CONTENT_TEXT_9 => {
-            return c
-                .text_state(t, last, Kind::Content, false, &STOPS_1, St::LOOP_3, sink);
-        }
-        St::CONTENT_9 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_9;
-        }
-        St::SPACE_14 => {
-            return c.space_state(t, last, St::END_OF_OUTPUT);
-        }
-        St::CHOICE_7 => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_14) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::END_OF_OUTPUT) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_15 => {
-            return c.space_state(t, last, St::CHOICE_7);
-        }
-        St::CHOICE_8 => {
-            if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::SPACE_15) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::CHOICE_7) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_16 => {
-            return c.space_state(t, last, St::CHOICE_8);
-        }
-        St::JSON_5 => {
-            match json_step(c, t, true, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::SPACE_16;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => return Flow::Fail,
-            }
-        }
-        St::JSON_START_5 => {
-            c.json = JsonScanner::new(false, false);
-            c.st = St::JSON_5;
-        }
-        St::SPACE_17 => {
-            return c.space_state(t, last, St::JSON_START_5);
-        }
-        St::CHOICE_9 => {
-            if let Some(flow) = c.choose(guard_9(t, c.pos, last), St::SPACE_17) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::SPACE_17) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::CHOICE_10 => {
-            if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::CHOICE_9) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::JSON_START_5) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_18 => {
-            return c.space_state(t, last, St::CHOICE_10);
-        }
-        _ => c.set_degraded(),
-    }
-    Flow::Go
 }

@@ -370,11 +370,944 @@ impl Machine<2usize, 2usize, 1usize> for Grammar {
         last: bool,
         sink: &mut S,
     ) -> Flow {
-        step(c, t, last, sink)
+        match c.st {
+            St::DONE => {
+                return c.done_state(t);
+            }
+            St::END_OF_OUTPUT => {
+                return c.end_state(t, last, St::DONE);
+            }
+            St::CONTENT_TEXT => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_0,
+                        St::END_OF_OUTPUT,
+                        sink,
+                    );
+            }
+            St::CONTENT => {
+                return c.text_start(St::CONTENT_TEXT);
+            }
+            St::LOOP_HEAD => {
+                if let Some(flow) = c
+                    .round(
+                        t,
+                        last,
+                        (0usize, 0usize, Some(1u8)),
+                        true,
+                        guard_6,
+                        St::LIT_OPEN_BRACKET,
+                    )
+                {
+                    return flow;
+                }
+                c.st = St::END_OF_OUTPUT;
+            }
+            St::LOOP_ROUND_DONE => {
+                c.end_round(true, t, sink);
+                c.st = St::LOOP_HEAD;
+            }
+            St::CONTENT_TEXT_2 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_1,
+                        St::LOOP_HEAD,
+                        sink,
+                    );
+            }
+            St::CONTENT_2 => {
+                return c.text_start(St::CONTENT_TEXT_2);
+            }
+            St::CONTENT_TEXT_3 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_1,
+                        St::LOOP_ROUND_DONE,
+                        sink,
+                    );
+            }
+            St::CONTENT_3 => {
+                return c.text_start(St::CONTENT_TEXT_3);
+            }
+            St::SPACE => {
+                return c.space_state(t, last, St::CONTENT_3);
+            }
+            St::LIT_CLOSE_BRACKET => {
+                return c.spaced_literal_state(t, last, "]", St::SPACE);
+            }
+            St::LOOP_HEAD_2 => {
+                if let Some(flow) = c
+                    .round(
+                        t,
+                        last,
+                        (1usize, 0usize, Some(0u8)),
+                        true,
+                        guard_5,
+                        St::SPACE_6,
+                    )
+                {
+                    return flow;
+                }
+                c.st = St::LIT_CLOSE_BRACKET;
+            }
+            St::LOOP_ROUND_DONE_2 => {
+                c.end_round(true, t, sink);
+                c.st = St::LOOP_HEAD_2;
+            }
+            St::TOOL_CLOSE => {
+                c.tool_close(sink);
+                c.st = St::LOOP_ROUND_DONE_2;
+            }
+            St::LIT_CLOSE_BRACE => {
+                return c.spaced_literal_state(t, last, "}", St::TOOL_CLOSE);
+            }
+            St::LIT_MARK => {
+                return c.literal_state(t, last, "\"", St::LIT_CLOSE_BRACE);
+            }
+            St::JSON_STRING => {
+                return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK, sink);
+            }
+            St::LIT_MARK_2 => {
+                return c.spaced_literal_state(t, last, "\"", St::JSON_STRING);
+            }
+            St::LIT_COLON => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_2);
+            }
+            St::CHOICE => {
+                if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::LIT_COLON) {
+                    return flow;
+                }
+                if let Some(flow) = c
+                    .choose(guard_1(t, c.pos, last), St::LIT_CLOSE_BRACE)
+                {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::JSON => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::CHOICE;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => return Flow::Fail,
+                }
+            }
+            St::JSON_START => {
+                return c.json_start(false, true, St::JSON);
+            }
+            St::SPACE_2 => {
+                return c.space_state(t, last, St::JSON_START);
+            }
+            St::LIT_COLON_2 => {
+                return c.spaced_literal_state(t, last, ":", St::SPACE_2);
+            }
+            St::CHOICE_2 => {
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::LIT_COLON_2) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_2) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_3 => {
+                return c.space_state(t, last, St::CHOICE_2);
+            }
+            St::LIT_COMMA => {
+                return c.spaced_literal_state(t, last, ",", St::SPACE_3);
+            }
+            St::LIT_MARK_3 => {
+                return c.literal_state(t, last, "\"", St::LIT_COMMA);
+            }
+            St::TOOL_NAME => {
+                return c
+                    .name_state(
+                        t,
+                        last,
+                        Kind::ToolName,
+                        false,
+                        &STOPS_2,
+                        Grammar::over_hold,
+                        St::LIT_MARK_3,
+                        sink,
+                    );
+            }
+            St::TOOL_NAME_2 => {
+                return c.text_start(St::TOOL_NAME);
+            }
+            St::LIT_MARK_4 => {
+                return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_2);
+            }
+            St::LIT_COLON_3 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_4);
+            }
+            St::LIT_MARK_5 => {
+                return c.literal_state(t, last, "\"", St::CHOICE);
+            }
+            St::TOOL_NAME_3 => {
+                return c
+                    .name_state(
+                        t,
+                        last,
+                        Kind::ToolName,
+                        false,
+                        &STOPS_2,
+                        Grammar::over_hold,
+                        St::LIT_MARK_5,
+                        sink,
+                    );
+            }
+            St::TOOL_NAME_4 => {
+                return c.text_start(St::TOOL_NAME_3);
+            }
+            St::LIT_MARK_6 => {
+                return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_4);
+            }
+            St::LIT_COLON_4 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_6);
+            }
+            St::LIT_NAME => {
+                return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_4);
+            }
+            St::LIT_COMMA_2 => {
+                return c.spaced_literal_state(t, last, ",", St::LIT_NAME);
+            }
+            St::JSON_2 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::LIT_COMMA_2;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => return Flow::Fail,
+                }
+            }
+            St::JSON_START_2 => {
+                return c.json_start(false, true, St::JSON_2);
+            }
+            St::SPACE_4 => {
+                return c.space_state(t, last, St::JSON_START_2);
+            }
+            St::LIT_COLON_5 => {
+                return c.spaced_literal_state(t, last, ":", St::SPACE_4);
+            }
+            St::COMMIT => {
+                c.mark_commit(t, sink);
+                c.st = St::LIT_COLON_5;
+            }
+            St::CHOICE_3 => {
+                if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_3) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_5 => {
+                return c.space_state(t, last, St::CHOICE_3);
+            }
+            St::LIT_OPEN_BRACE => {
+                return c.literal_state(t, last, "{", St::SPACE_5);
+            }
+            St::TOOL_OPEN => {
+                c.tool_open(sink);
+                c.st = St::LIT_OPEN_BRACE;
+            }
+            St::SPACE_6 => {
+                return c.space_state(t, last, St::TOOL_OPEN);
+            }
+            St::LOOP => {
+                c.enter_loop(1usize);
+                c.st = St::LOOP_HEAD_2;
+            }
+            St::TOOL_CLOSE_2 => {
+                c.tool_close(sink);
+                c.st = St::LOOP;
+            }
+            St::LIT_CLOSE_BRACE_2 => {
+                return c.spaced_literal_state(t, last, "}", St::TOOL_CLOSE_2);
+            }
+            St::LIT_MARK_7 => {
+                return c.literal_state(t, last, "\"", St::LIT_CLOSE_BRACE_2);
+            }
+            St::JSON_STRING_2 => {
+                return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK_7, sink);
+            }
+            St::LIT_MARK_8 => {
+                return c.spaced_literal_state(t, last, "\"", St::JSON_STRING_2);
+            }
+            St::LIT_COLON_6 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_8);
+            }
+            St::CHOICE_4 => {
+                if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::LIT_COLON_6) {
+                    return flow;
+                }
+                if let Some(flow) = c
+                    .choose(guard_1(t, c.pos, last), St::LIT_CLOSE_BRACE_2)
+                {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::JSON_3 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::CHOICE_4;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => return Flow::Fail,
+                }
+            }
+            St::JSON_START_3 => {
+                return c.json_start(false, true, St::JSON_3);
+            }
+            St::SPACE_7 => {
+                return c.space_state(t, last, St::JSON_START_3);
+            }
+            St::LIT_COLON_7 => {
+                return c.spaced_literal_state(t, last, ":", St::SPACE_7);
+            }
+            St::CHOICE_5 => {
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::LIT_COLON_7) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_7) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_8 => {
+                return c.space_state(t, last, St::CHOICE_5);
+            }
+            St::LIT_COMMA_3 => {
+                return c.spaced_literal_state(t, last, ",", St::SPACE_8);
+            }
+            St::LIT_MARK_9 => {
+                return c.literal_state(t, last, "\"", St::LIT_COMMA_3);
+            }
+            St::TOOL_NAME_5 => {
+                return c
+                    .name_state(
+                        t,
+                        last,
+                        Kind::ToolName,
+                        false,
+                        &STOPS_2,
+                        Grammar::over_hold,
+                        St::LIT_MARK_9,
+                        sink,
+                    );
+            }
+            St::TOOL_NAME_6 => {
+                return c.text_start(St::TOOL_NAME_5);
+            }
+            St::LIT_MARK_10 => {
+                return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_6);
+            }
+            St::LIT_COLON_8 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_10);
+            }
+            St::LIT_MARK_11 => {
+                return c.literal_state(t, last, "\"", St::CHOICE_4);
+            }
+            St::TOOL_NAME_7 => {
+                return c
+                    .name_state(
+                        t,
+                        last,
+                        Kind::ToolName,
+                        false,
+                        &STOPS_2,
+                        Grammar::over_hold,
+                        St::LIT_MARK_11,
+                        sink,
+                    );
+            }
+            St::TOOL_NAME_8 => {
+                return c.text_start(St::TOOL_NAME_7);
+            }
+            St::LIT_MARK_12 => {
+                return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_8);
+            }
+            St::LIT_COLON_9 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_12);
+            }
+            St::LIT_NAME_2 => {
+                return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_9);
+            }
+            St::LIT_COMMA_4 => {
+                return c.spaced_literal_state(t, last, ",", St::LIT_NAME_2);
+            }
+            St::JSON_4 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::LIT_COMMA_4;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => return Flow::Fail,
+                }
+            }
+            St::JSON_START_4 => {
+                return c.json_start(false, true, St::JSON_4);
+            }
+            St::SPACE_9 => {
+                return c.space_state(t, last, St::JSON_START_4);
+            }
+            St::LIT_COLON_10 => {
+                return c.spaced_literal_state(t, last, ":", St::SPACE_9);
+            }
+            St::COMMIT_2 => {
+                c.mark_commit(t, sink);
+                c.st = St::LIT_COLON_10;
+            }
+            St::CHOICE_6 => {
+                if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_8) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT_2) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_2) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_10 => {
+                return c.space_state(t, last, St::CHOICE_6);
+            }
+            St::LIT_OPEN_BRACE_2 => {
+                return c.literal_state(t, last, "{", St::SPACE_10);
+            }
+            St::TOOL_OPEN_2 => {
+                c.tool_open(sink);
+                c.st = St::LIT_OPEN_BRACE_2;
+            }
+            St::SPACE_11 => {
+                return c.space_state(t, last, St::TOOL_OPEN_2);
+            }
+            St::LIT_OPEN_BRACKET => {
+                return c.spaced_literal_state(t, last, "[", St::SPACE_11);
+            }
+            St::LOOP_2 => {
+                c.enter_loop(0usize);
+                c.st = St::LOOP_HEAD;
+            }
+            St::CONTENT_TEXT_4 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_1,
+                        St::LOOP_2,
+                        sink,
+                    );
+            }
+            St::CONTENT_4 => {
+                return c.text_start(St::CONTENT_TEXT_4);
+            }
+            St::LOOP_HEAD_3 => {
+                if let Some(flow) = c
+                    .round(
+                        t,
+                        last,
+                        (0usize, 0usize, None),
+                        true,
+                        guard_6,
+                        St::LIT_OPEN_BRACKET_2,
+                    )
+                {
+                    return flow;
+                }
+                c.st = St::END_OF_OUTPUT;
+            }
+            St::LOOP_ROUND_DONE_3 => {
+                c.end_round(true, t, sink);
+                c.st = St::LOOP_HEAD_3;
+            }
+            St::CONTENT_TEXT_5 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_1,
+                        St::LOOP_HEAD_3,
+                        sink,
+                    );
+            }
+            St::CONTENT_5 => {
+                return c.text_start(St::CONTENT_TEXT_5);
+            }
+            St::CONTENT_TEXT_6 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_1,
+                        St::LOOP_ROUND_DONE_3,
+                        sink,
+                    );
+            }
+            St::CONTENT_6 => {
+                return c.text_start(St::CONTENT_TEXT_6);
+            }
+            St::SPACE_12 => {
+                return c.space_state(t, last, St::CONTENT_6);
+            }
+            St::LIT_CLOSE_BRACKET_2 => {
+                return c.spaced_literal_state(t, last, "]", St::SPACE_12);
+            }
+            St::LOOP_HEAD_4 => {
+                if let Some(flow) = c
+                    .round(t, last, (1usize, 0usize, None), true, guard_5, St::SPACE_17)
+                {
+                    return flow;
+                }
+                c.st = St::LIT_CLOSE_BRACKET_2;
+            }
+            St::LOOP_ROUND_DONE_4 => {
+                c.end_round(true, t, sink);
+                c.st = St::LOOP_HEAD_4;
+            }
+            St::TOOL_CLOSE_3 => {
+                c.tool_close(sink);
+                c.st = St::LOOP_ROUND_DONE_4;
+            }
+            St::LIT_CLOSE_BRACE_3 => {
+                return c.spaced_literal_state(t, last, "}", St::TOOL_CLOSE_3);
+            }
+            St::LIT_MARK_13 => {
+                return c.literal_state(t, last, "\"", St::LIT_CLOSE_BRACE_3);
+            }
+            St::JSON_STRING_3 => {
+                return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK_13, sink);
+            }
+            St::LIT_MARK_14 => {
+                return c.spaced_literal_state(t, last, "\"", St::JSON_STRING_3);
+            }
+            St::LIT_COLON_11 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_14);
+            }
+            St::CHOICE_7 => {
+                if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::LIT_COLON_11) {
+                    return flow;
+                }
+                if let Some(flow) = c
+                    .choose(guard_1(t, c.pos, last), St::LIT_CLOSE_BRACE_3)
+                {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::JSON_5 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::CHOICE_7;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => return Flow::Fail,
+                }
+            }
+            St::JSON_START_5 => {
+                return c.json_start(false, true, St::JSON_5);
+            }
+            St::SPACE_13 => {
+                return c.space_state(t, last, St::JSON_START_5);
+            }
+            St::LIT_COLON_12 => {
+                return c.spaced_literal_state(t, last, ":", St::SPACE_13);
+            }
+            St::CHOICE_8 => {
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::LIT_COLON_12) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_12) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_14 => {
+                return c.space_state(t, last, St::CHOICE_8);
+            }
+            St::LIT_COMMA_5 => {
+                return c.spaced_literal_state(t, last, ",", St::SPACE_14);
+            }
+            St::LIT_MARK_15 => {
+                return c.literal_state(t, last, "\"", St::LIT_COMMA_5);
+            }
+            St::TOOL_NAME_9 => {
+                return c
+                    .name_state(
+                        t,
+                        last,
+                        Kind::ToolName,
+                        false,
+                        &STOPS_2,
+                        Grammar::over_hold,
+                        St::LIT_MARK_15,
+                        sink,
+                    );
+            }
+            St::TOOL_NAME_10 => {
+                return c.text_start(St::TOOL_NAME_9);
+            }
+            St::LIT_MARK_16 => {
+                return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_10);
+            }
+            St::LIT_COLON_13 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_16);
+            }
+            St::LIT_MARK_17 => {
+                return c.literal_state(t, last, "\"", St::CHOICE_7);
+            }
+            St::TOOL_NAME_11 => {
+                return c
+                    .name_state(
+                        t,
+                        last,
+                        Kind::ToolName,
+                        false,
+                        &STOPS_2,
+                        Grammar::over_hold,
+                        St::LIT_MARK_17,
+                        sink,
+                    );
+            }
+            St::TOOL_NAME_12 => {
+                return c.text_start(St::TOOL_NAME_11);
+            }
+            St::LIT_MARK_18 => {
+                return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_12);
+            }
+            St::LIT_COLON_14 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_18);
+            }
+            St::LIT_NAME_3 => {
+                return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_14);
+            }
+            St::LIT_COMMA_6 => {
+                return c.spaced_literal_state(t, last, ",", St::LIT_NAME_3);
+            }
+            St::JSON_6 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::LIT_COMMA_6;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => return Flow::Fail,
+                }
+            }
+            St::JSON_START_6 => {
+                return c.json_start(false, true, St::JSON_6);
+            }
+            St::SPACE_15 => {
+                return c.space_state(t, last, St::JSON_START_6);
+            }
+            St::LIT_COLON_15 => {
+                return c.spaced_literal_state(t, last, ":", St::SPACE_15);
+            }
+            St::COMMIT_3 => {
+                c.mark_commit(t, sink);
+                c.st = St::LIT_COLON_15;
+            }
+            St::CHOICE_9 => {
+                if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_13) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT_3) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_3) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_16 => {
+                return c.space_state(t, last, St::CHOICE_9);
+            }
+            St::LIT_OPEN_BRACE_3 => {
+                return c.literal_state(t, last, "{", St::SPACE_16);
+            }
+            St::TOOL_OPEN_3 => {
+                c.tool_open(sink);
+                c.st = St::LIT_OPEN_BRACE_3;
+            }
+            St::SPACE_17 => {
+                return c.space_state(t, last, St::TOOL_OPEN_3);
+            }
+            St::LOOP_3 => {
+                c.enter_loop(1usize);
+                c.st = St::LOOP_HEAD_4;
+            }
+            St::TOOL_CLOSE_4 => {
+                c.tool_close(sink);
+                c.st = St::LOOP_3;
+            }
+            St::LIT_CLOSE_BRACE_4 => {
+                return c.spaced_literal_state(t, last, "}", St::TOOL_CLOSE_4);
+            }
+            St::LIT_MARK_19 => {
+                return c.literal_state(t, last, "\"", St::LIT_CLOSE_BRACE_4);
+            }
+            St::JSON_STRING_4 => {
+                return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK_19, sink);
+            }
+            St::LIT_MARK_20 => {
+                return c.spaced_literal_state(t, last, "\"", St::JSON_STRING_4);
+            }
+            St::LIT_COLON_16 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_20);
+            }
+            St::CHOICE_10 => {
+                if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::LIT_COLON_16) {
+                    return flow;
+                }
+                if let Some(flow) = c
+                    .choose(guard_1(t, c.pos, last), St::LIT_CLOSE_BRACE_4)
+                {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::JSON_7 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::CHOICE_10;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => return Flow::Fail,
+                }
+            }
+            St::JSON_START_7 => {
+                return c.json_start(false, true, St::JSON_7);
+            }
+            St::SPACE_18 => {
+                return c.space_state(t, last, St::JSON_START_7);
+            }
+            St::LIT_COLON_17 => {
+                return c.spaced_literal_state(t, last, ":", St::SPACE_18);
+            }
+            St::CHOICE_11 => {
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::LIT_COLON_17) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_17) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_19 => {
+                return c.space_state(t, last, St::CHOICE_11);
+            }
+            St::LIT_COMMA_7 => {
+                return c.spaced_literal_state(t, last, ",", St::SPACE_19);
+            }
+            St::LIT_MARK_21 => {
+                return c.literal_state(t, last, "\"", St::LIT_COMMA_7);
+            }
+            St::TOOL_NAME_13 => {
+                return c
+                    .name_state(
+                        t,
+                        last,
+                        Kind::ToolName,
+                        false,
+                        &STOPS_2,
+                        Grammar::over_hold,
+                        St::LIT_MARK_21,
+                        sink,
+                    );
+            }
+            St::TOOL_NAME_14 => {
+                return c.text_start(St::TOOL_NAME_13);
+            }
+            St::LIT_MARK_22 => {
+                return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_14);
+            }
+            St::LIT_COLON_18 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_22);
+            }
+            St::LIT_MARK_23 => {
+                return c.literal_state(t, last, "\"", St::CHOICE_10);
+            }
+            St::TOOL_NAME_15 => {
+                return c
+                    .name_state(
+                        t,
+                        last,
+                        Kind::ToolName,
+                        false,
+                        &STOPS_2,
+                        Grammar::over_hold,
+                        St::LIT_MARK_23,
+                        sink,
+                    );
+            }
+            St::TOOL_NAME_16 => {
+                return c.text_start(St::TOOL_NAME_15);
+            }
+            St::LIT_MARK_24 => {
+                return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_16);
+            }
+            St::LIT_COLON_19 => {
+                return c.spaced_literal_state(t, last, ":", St::LIT_MARK_24);
+            }
+            St::LIT_NAME_4 => {
+                return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_19);
+            }
+            St::LIT_COMMA_8 => {
+                return c.spaced_literal_state(t, last, ",", St::LIT_NAME_4);
+            }
+            St::JSON_8 => {
+                match json_step(c, t, false, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::LIT_COMMA_8;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => return Flow::Fail,
+                }
+            }
+            St::JSON_START_8 => {
+                return c.json_start(false, true, St::JSON_8);
+            }
+            St::SPACE_20 => {
+                return c.space_state(t, last, St::JSON_START_8);
+            }
+            St::LIT_COLON_20 => {
+                return c.spaced_literal_state(t, last, ":", St::SPACE_20);
+            }
+            St::COMMIT_4 => {
+                c.mark_commit(t, sink);
+                c.st = St::LIT_COLON_20;
+            }
+            St::CHOICE_12 => {
+                if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_18) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT_4) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_4) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_21 => {
+                return c.space_state(t, last, St::CHOICE_12);
+            }
+            St::LIT_OPEN_BRACE_4 => {
+                return c.literal_state(t, last, "{", St::SPACE_21);
+            }
+            St::TOOL_OPEN_4 => {
+                c.tool_open(sink);
+                c.st = St::LIT_OPEN_BRACE_4;
+            }
+            St::SPACE_22 => {
+                return c.space_state(t, last, St::TOOL_OPEN_4);
+            }
+            St::LIT_OPEN_BRACKET_2 => {
+                return c.spaced_literal_state(t, last, "[", St::SPACE_22);
+            }
+            St::LOOP_4 => {
+                c.enter_loop(0usize);
+                c.st = St::LOOP_HEAD_3;
+            }
+            St::CONTENT_TEXT_7 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_1,
+                        St::LOOP_4,
+                        sink,
+                    );
+            }
+            St::CONTENT_7 => {
+                return c.text_start(St::CONTENT_TEXT_7);
+            }
+            St::SPACE_23 => {
+                return c.space_state(t, last, St::END_OF_OUTPUT);
+            }
+            St::CHOICE_13 => {
+                if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::SPACE_23) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::END_OF_OUTPUT)
+                {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_24 => {
+                return c.space_state(t, last, St::CHOICE_13);
+            }
+            St::JSON_9 => {
+                match json_step(c, t, true, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::SPACE_24;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => return Flow::Fail,
+                }
+            }
+            St::JSON_START_9 => {
+                return c.json_start(false, false, St::JSON_9);
+            }
+            St::SPACE_25 => {
+                return c.space_state(t, last, St::JSON_START_9);
+            }
+            St::CHOICE_14 => {
+                if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::SPACE_25) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_25) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::CHOICE_15 => {
+                if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::CHOICE_14) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::JSON_START_9) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_26 => {
+                return c.space_state(t, last, St::CHOICE_15);
+            }
+            _ => c.set_degraded(),
+        }
+        Flow::Go
     }
     #[inline]
-    fn over_hold(c: &Core<'_, 2usize, 2usize, 1usize>, t: &str, to: usize) -> bool {
-        over_hold(c, t, to)
+    fn over_hold(c: &Core<'_, 2usize, 2usize, 1usize>, _t: &str, to: usize) -> bool {
+        to - c.keep() > HOLD_LIMIT
     }
     #[inline(always)]
     fn fast<S: Sink>(
@@ -383,7 +1316,29 @@ impl Machine<2usize, 2usize, 1usize> for Grammar {
         w: Word,
         sink: &mut S,
     ) -> bool {
-        fast(c, s, w, sink)
+        match c.st {
+            St::CONTENT_TEXT => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
+            St::CONTENT_TEXT_2
+            | St::CONTENT_TEXT_3
+            | St::CONTENT_TEXT_4
+            | St::CONTENT_TEXT_5
+            | St::CONTENT_TEXT_6
+            | St::CONTENT_TEXT_7 => {
+                !(holds_any(s.as_bytes(), w, [91u8])
+                    && !clear_of_stops(s.as_bytes(), &STOPS_1.all))
+                    && c.fast_text(Kind::Content, false, s, w, sink)
+            }
+            St::JSON
+            | St::JSON_2
+            | St::JSON_3
+            | St::JSON_4
+            | St::JSON_5
+            | St::JSON_6
+            | St::JSON_7
+            | St::JSON_8 => c.fast_json(false, "", s, w, sink),
+            St::JSON_9 => c.fast_json(true, "", s, w, sink),
+            _ => false,
+        }
     }
     fn fast_partial<S: Sink>(
         c: &mut Core<'_, 2usize, 2usize, 1usize>,
@@ -404,76 +1359,33 @@ impl Machine<2usize, 2usize, 1usize> for Grammar {
         }
     }
     fn resume(entry: u16, repeat: usize) -> Resume {
-        resume(entry, repeat)
-    }
-}
-/// Reports a whole chunk without running the machine when the current
-/// state would report it as it is (text in which no stop starts, JSON
-/// string content with whole one-character escapes). Returns false,
-/// having changed nothing, when the machine must run.
-#[inline(always)]
-fn fast(
-    c: &mut Core<'_, 2usize, 2usize, 1usize>,
-    s: &str,
-    w: Word,
-    sink: &mut impl Sink,
-) -> bool {
-    if c.degraded() {
-        sink.event(chat_parser_runtime::Event::Content(s));
-        return true;
-    }
-    match c.st {
-        St::CONTENT_TEXT => !(false) && c.fast_text(Kind::Content, false, s, w, sink),
-        St::CONTENT_TEXT_2
-        | St::CONTENT_TEXT_3
-        | St::CONTENT_TEXT_4
-        | St::CONTENT_TEXT_5
-        | St::CONTENT_TEXT_6
-        | St::CONTENT_TEXT_7 => {
-            !(holds_any(s.as_bytes(), w, [91u8])
-                && !clear_of_stops(s.as_bytes(), &STOPS_1.all))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        St::JSON
-        | St::JSON_2
-        | St::JSON_3
-        | St::JSON_4
-        | St::JSON_5
-        | St::JSON_6
-        | St::JSON_7
-        | St::JSON_8 => c.fast_json(false, "", s, w, sink),
-        St::JSON_9 => c.fast_json(true, "", s, w, sink),
-        _ => false,
-    }
-}
-/// Where each loop resumes, by variant entry and loop.
-fn resume(entry: u16, repeat: usize) -> Resume {
-    match (entry, repeat) {
-        (St::CONTENT_4, 0usize) => {
-            Resume {
-                head: St::LOOP_HEAD,
-                recover: St::CONTENT_2,
+        match (entry, repeat) {
+            (St::CONTENT_4, 0usize) => {
+                Resume {
+                    head: St::LOOP_HEAD,
+                    recover: St::CONTENT_2,
+                }
             }
-        }
-        (St::CONTENT_4, 1usize) => {
-            Resume {
-                head: St::LOOP_HEAD_2,
-                recover: St::LOOP_HEAD_2,
+            (St::CONTENT_4, 1usize) => {
+                Resume {
+                    head: St::LOOP_HEAD_2,
+                    recover: St::LOOP_HEAD_2,
+                }
             }
-        }
-        (St::CONTENT_7, 0usize) => {
-            Resume {
-                head: St::LOOP_HEAD_3,
-                recover: St::CONTENT_5,
+            (St::CONTENT_7, 0usize) => {
+                Resume {
+                    head: St::LOOP_HEAD_3,
+                    recover: St::CONTENT_5,
+                }
             }
-        }
-        (St::CONTENT_7, 1usize) => {
-            Resume {
-                head: St::LOOP_HEAD_4,
-                recover: St::LOOP_HEAD_4,
+            (St::CONTENT_7, 1usize) => {
+                Resume {
+                    head: St::LOOP_HEAD_4,
+                    recover: St::LOOP_HEAD_4,
+                }
             }
+            _ => Resume { head: 0, recover: NONE },
         }
-        _ => Resume { head: 0, recover: NONE },
     }
 }
 fn guard_0(t: &str, p: usize, last: bool) -> G {
@@ -554,14 +1466,6 @@ const STOPS_2: Stops<1, 1> = Stops {
     all: ["\""],
     longest: 1,
 };
-/// Whether the markup held up to `to` is longer than the hold limit.
-/// Checked before every step, and where a name ends: a name read
-/// whole commits in the same step, so it is checked there too, and
-/// whole and streamed output break the same markup.
-#[inline]
-fn over_hold(c: &Core<'_, 2usize, 2usize, 1usize>, _t: &str, to: usize) -> bool {
-    to - c.keep() > HOLD_LIMIT
-}
 /// The machine's states, named for what they read.
 struct St;
 impl St {
@@ -752,946 +1656,4 @@ impl St {
     const CHOICE_14: u16 = 184;
     const CHOICE_15: u16 = 185;
     const SPACE_26: u16 = 186;
-}
-/// Runs the current state.
-#[inline(always)]
-fn step(
-    c: &mut Core<'_, 2usize, 2usize, 1usize>,
-    t: &str,
-    last: bool,
-    sink: &mut impl Sink,
-) -> Flow {
-    match c.st {
-        St::DONE => {
-            if c.pos < t.len() {
-                c.set_degraded();
-                return Flow::Go;
-            }
-            return Flow::Stop;
-        }
-        St::END_OF_OUTPUT => {
-            return c.end_state(t, last, St::DONE);
-        }
-        St::CONTENT_TEXT => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_0,
-                    St::END_OF_OUTPUT,
-                    sink,
-                );
-        }
-        St::CONTENT => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT;
-        }
-        St::LOOP_HEAD => {
-            if let Some(flow) = c
-                .round(
-                    t,
-                    last,
-                    (0usize, 0usize, Some(1u8)),
-                    true,
-                    guard_6,
-                    St::LIT_OPEN_BRACKET,
-                )
-            {
-                return flow;
-            }
-            c.st = St::END_OF_OUTPUT;
-        }
-        St::LOOP_ROUND_DONE => {
-            c.end_round(true, t, sink);
-            c.st = St::LOOP_HEAD;
-        }
-        St::CONTENT_TEXT_2 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_1,
-                    St::LOOP_HEAD,
-                    sink,
-                );
-        }
-        St::CONTENT_2 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_2;
-        }
-        St::CONTENT_TEXT_3 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_1,
-                    St::LOOP_ROUND_DONE,
-                    sink,
-                );
-        }
-        St::CONTENT_3 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_3;
-        }
-        St::SPACE => {
-            return c.space_state(t, last, St::CONTENT_3);
-        }
-        St::LIT_CLOSE_BRACKET => {
-            return c.spaced_literal_state(t, last, "]", St::SPACE);
-        }
-        St::LOOP_HEAD_2 => {
-            if let Some(flow) = c
-                .round(t, last, (1usize, 0usize, Some(0u8)), true, guard_5, St::SPACE_6)
-            {
-                return flow;
-            }
-            c.st = St::LIT_CLOSE_BRACKET;
-        }
-        St::LOOP_ROUND_DONE_2 => {
-            c.end_round(true, t, sink);
-            c.st = St::LOOP_HEAD_2;
-        }
-        St::TOOL_CLOSE => {
-            c.tool_close(sink);
-            c.st = St::LOOP_ROUND_DONE_2;
-        }
-        St::LIT_CLOSE_BRACE => {
-            return c.spaced_literal_state(t, last, "}", St::TOOL_CLOSE);
-        }
-        St::LIT_MARK => {
-            return c.literal_state(t, last, "\"", St::LIT_CLOSE_BRACE);
-        }
-        St::JSON_STRING => {
-            return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK, sink);
-        }
-        St::LIT_MARK_2 => {
-            return c.spaced_literal_state(t, last, "\"", St::JSON_STRING);
-        }
-        St::LIT_COLON => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_2);
-        }
-        St::CHOICE => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::LIT_COLON) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::LIT_CLOSE_BRACE) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::JSON => {
-            match json_step(c, t, false, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::CHOICE;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => return Flow::Fail,
-            }
-        }
-        St::JSON_START => {
-            c.json = JsonScanner::new(false, true);
-            c.st = St::JSON;
-        }
-        St::SPACE_2 => {
-            return c.space_state(t, last, St::JSON_START);
-        }
-        St::LIT_COLON_2 => {
-            return c.spaced_literal_state(t, last, ":", St::SPACE_2);
-        }
-        St::CHOICE_2 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::LIT_COLON_2) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_2) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_3 => {
-            return c.space_state(t, last, St::CHOICE_2);
-        }
-        St::LIT_COMMA => {
-            return c.spaced_literal_state(t, last, ",", St::SPACE_3);
-        }
-        St::LIT_MARK_3 => {
-            return c.literal_state(t, last, "\"", St::LIT_COMMA);
-        }
-        St::TOOL_NAME => {
-            return c
-                .name_state(
-                    t,
-                    last,
-                    Kind::ToolName,
-                    false,
-                    &STOPS_2,
-                    over_hold,
-                    St::LIT_MARK_3,
-                    sink,
-                );
-        }
-        St::TOOL_NAME_2 => {
-            c.until_start();
-            c.st = St::TOOL_NAME;
-        }
-        St::LIT_MARK_4 => {
-            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_2);
-        }
-        St::LIT_COLON_3 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_4);
-        }
-        St::LIT_MARK_5 => {
-            return c.literal_state(t, last, "\"", St::CHOICE);
-        }
-        St::TOOL_NAME_3 => {
-            return c
-                .name_state(
-                    t,
-                    last,
-                    Kind::ToolName,
-                    false,
-                    &STOPS_2,
-                    over_hold,
-                    St::LIT_MARK_5,
-                    sink,
-                );
-        }
-        St::TOOL_NAME_4 => {
-            c.until_start();
-            c.st = St::TOOL_NAME_3;
-        }
-        St::LIT_MARK_6 => {
-            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_4);
-        }
-        St::LIT_COLON_4 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_6);
-        }
-        St::LIT_NAME => {
-            return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_4);
-        }
-        St::LIT_COMMA_2 => {
-            return c.spaced_literal_state(t, last, ",", St::LIT_NAME);
-        }
-        St::JSON_2 => {
-            match json_step(c, t, false, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::LIT_COMMA_2;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => return Flow::Fail,
-            }
-        }
-        St::JSON_START_2 => {
-            c.json = JsonScanner::new(false, true);
-            c.st = St::JSON_2;
-        }
-        St::SPACE_4 => {
-            return c.space_state(t, last, St::JSON_START_2);
-        }
-        St::LIT_COLON_5 => {
-            return c.spaced_literal_state(t, last, ":", St::SPACE_4);
-        }
-        St::COMMIT => {
-            c.mark_commit(t, sink);
-            c.st = St::LIT_COLON_5;
-        }
-        St::CHOICE_3 => {
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_3) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_5 => {
-            return c.space_state(t, last, St::CHOICE_3);
-        }
-        St::LIT_OPEN_BRACE => {
-            return c.literal_state(t, last, "{", St::SPACE_5);
-        }
-        St::TOOL_OPEN => {
-            c.tool_open(sink);
-            c.st = St::LIT_OPEN_BRACE;
-        }
-        St::SPACE_6 => {
-            return c.space_state(t, last, St::TOOL_OPEN);
-        }
-        St::LOOP => {
-            c.enter_loop(1usize);
-            c.st = St::LOOP_HEAD_2;
-        }
-        St::TOOL_CLOSE_2 => {
-            c.tool_close(sink);
-            c.st = St::LOOP;
-        }
-        St::LIT_CLOSE_BRACE_2 => {
-            return c.spaced_literal_state(t, last, "}", St::TOOL_CLOSE_2);
-        }
-        St::LIT_MARK_7 => {
-            return c.literal_state(t, last, "\"", St::LIT_CLOSE_BRACE_2);
-        }
-        St::JSON_STRING_2 => {
-            return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK_7, sink);
-        }
-        St::LIT_MARK_8 => {
-            return c.spaced_literal_state(t, last, "\"", St::JSON_STRING_2);
-        }
-        St::LIT_COLON_6 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_8);
-        }
-        St::CHOICE_4 => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::LIT_COLON_6) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::LIT_CLOSE_BRACE_2)
-            {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::JSON_3 => {
-            match json_step(c, t, false, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::CHOICE_4;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => return Flow::Fail,
-            }
-        }
-        St::JSON_START_3 => {
-            c.json = JsonScanner::new(false, true);
-            c.st = St::JSON_3;
-        }
-        St::SPACE_7 => {
-            return c.space_state(t, last, St::JSON_START_3);
-        }
-        St::LIT_COLON_7 => {
-            return c.spaced_literal_state(t, last, ":", St::SPACE_7);
-        }
-        St::CHOICE_5 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::LIT_COLON_7) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_7) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_8 => {
-            return c.space_state(t, last, St::CHOICE_5);
-        }
-        St::LIT_COMMA_3 => {
-            return c.spaced_literal_state(t, last, ",", St::SPACE_8);
-        }
-        St::LIT_MARK_9 => {
-            return c.literal_state(t, last, "\"", St::LIT_COMMA_3);
-        }
-        St::TOOL_NAME_5 => {
-            return c
-                .name_state(
-                    t,
-                    last,
-                    Kind::ToolName,
-                    false,
-                    &STOPS_2,
-                    over_hold,
-                    St::LIT_MARK_9,
-                    sink,
-                );
-        }
-        St::TOOL_NAME_6 => {
-            c.until_start();
-            c.st = St::TOOL_NAME_5;
-        }
-        St::LIT_MARK_10 => {
-            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_6);
-        }
-        St::LIT_COLON_8 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_10);
-        }
-        St::LIT_MARK_11 => {
-            return c.literal_state(t, last, "\"", St::CHOICE_4);
-        }
-        St::TOOL_NAME_7 => {
-            return c
-                .name_state(
-                    t,
-                    last,
-                    Kind::ToolName,
-                    false,
-                    &STOPS_2,
-                    over_hold,
-                    St::LIT_MARK_11,
-                    sink,
-                );
-        }
-        St::TOOL_NAME_8 => {
-            c.until_start();
-            c.st = St::TOOL_NAME_7;
-        }
-        St::LIT_MARK_12 => {
-            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_8);
-        }
-        St::LIT_COLON_9 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_12);
-        }
-        St::LIT_NAME_2 => {
-            return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_9);
-        }
-        St::LIT_COMMA_4 => {
-            return c.spaced_literal_state(t, last, ",", St::LIT_NAME_2);
-        }
-        St::JSON_4 => {
-            match json_step(c, t, false, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::LIT_COMMA_4;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => return Flow::Fail,
-            }
-        }
-        St::JSON_START_4 => {
-            c.json = JsonScanner::new(false, true);
-            c.st = St::JSON_4;
-        }
-        St::SPACE_9 => {
-            return c.space_state(t, last, St::JSON_START_4);
-        }
-        St::LIT_COLON_10 => {
-            return c.spaced_literal_state(t, last, ":", St::SPACE_9);
-        }
-        St::COMMIT_2 => {
-            c.mark_commit(t, sink);
-            c.st = St::LIT_COLON_10;
-        }
-        St::CHOICE_6 => {
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_8) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT_2) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_2) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_10 => {
-            return c.space_state(t, last, St::CHOICE_6);
-        }
-        St::LIT_OPEN_BRACE_2 => {
-            return c.literal_state(t, last, "{", St::SPACE_10);
-        }
-        St::TOOL_OPEN_2 => {
-            c.tool_open(sink);
-            c.st = St::LIT_OPEN_BRACE_2;
-        }
-        St::SPACE_11 => {
-            return c.space_state(t, last, St::TOOL_OPEN_2);
-        }
-        St::LIT_OPEN_BRACKET => {
-            return c.spaced_literal_state(t, last, "[", St::SPACE_11);
-        }
-        St::LOOP_2 => {
-            c.enter_loop(0usize);
-            c.st = St::LOOP_HEAD;
-        }
-        St::CONTENT_TEXT_4 => {
-            return c
-                .text_state(t, last, Kind::Content, false, &STOPS_1, St::LOOP_2, sink);
-        }
-        St::CONTENT_4 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_4;
-        }
-        St::LOOP_HEAD_3 => {
-            if let Some(flow) = c
-                .round(
-                    t,
-                    last,
-                    (0usize, 0usize, None),
-                    true,
-                    guard_6,
-                    St::LIT_OPEN_BRACKET_2,
-                )
-            {
-                return flow;
-            }
-            c.st = St::END_OF_OUTPUT;
-        }
-        St::LOOP_ROUND_DONE_3 => {
-            c.end_round(true, t, sink);
-            c.st = St::LOOP_HEAD_3;
-        }
-        St::CONTENT_TEXT_5 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_1,
-                    St::LOOP_HEAD_3,
-                    sink,
-                );
-        }
-        St::CONTENT_5 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_5;
-        }
-        St::CONTENT_TEXT_6 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_1,
-                    St::LOOP_ROUND_DONE_3,
-                    sink,
-                );
-        }
-        St::CONTENT_6 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_6;
-        }
-        St::SPACE_12 => {
-            return c.space_state(t, last, St::CONTENT_6);
-        }
-        St::LIT_CLOSE_BRACKET_2 => {
-            return c.spaced_literal_state(t, last, "]", St::SPACE_12);
-        }
-        St::LOOP_HEAD_4 => {
-            if let Some(flow) = c
-                .round(t, last, (1usize, 0usize, None), true, guard_5, St::SPACE_17)
-            {
-                return flow;
-            }
-            c.st = St::LIT_CLOSE_BRACKET_2;
-        }
-        St::LOOP_ROUND_DONE_4 => {
-            c.end_round(true, t, sink);
-            c.st = St::LOOP_HEAD_4;
-        }
-        St::TOOL_CLOSE_3 => {
-            c.tool_close(sink);
-            c.st = St::LOOP_ROUND_DONE_4;
-        }
-        St::LIT_CLOSE_BRACE_3 => {
-            return c.spaced_literal_state(t, last, "}", St::TOOL_CLOSE_3);
-        }
-        St::LIT_MARK_13 => {
-            return c.literal_state(t, last, "\"", St::LIT_CLOSE_BRACE_3);
-        }
-        St::JSON_STRING_3 => {
-            return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK_13, sink);
-        }
-        St::LIT_MARK_14 => {
-            return c.spaced_literal_state(t, last, "\"", St::JSON_STRING_3);
-        }
-        St::LIT_COLON_11 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_14);
-        }
-        St::CHOICE_7 => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::LIT_COLON_11) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::LIT_CLOSE_BRACE_3)
-            {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::JSON_5 => {
-            match json_step(c, t, false, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::CHOICE_7;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => return Flow::Fail,
-            }
-        }
-        St::JSON_START_5 => {
-            c.json = JsonScanner::new(false, true);
-            c.st = St::JSON_5;
-        }
-        St::SPACE_13 => {
-            return c.space_state(t, last, St::JSON_START_5);
-        }
-        St::LIT_COLON_12 => {
-            return c.spaced_literal_state(t, last, ":", St::SPACE_13);
-        }
-        St::CHOICE_8 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::LIT_COLON_12) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_12) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_14 => {
-            return c.space_state(t, last, St::CHOICE_8);
-        }
-        St::LIT_COMMA_5 => {
-            return c.spaced_literal_state(t, last, ",", St::SPACE_14);
-        }
-        St::LIT_MARK_15 => {
-            return c.literal_state(t, last, "\"", St::LIT_COMMA_5);
-        }
-        St::TOOL_NAME_9 => {
-            return c
-                .name_state(
-                    t,
-                    last,
-                    Kind::ToolName,
-                    false,
-                    &STOPS_2,
-                    over_hold,
-                    St::LIT_MARK_15,
-                    sink,
-                );
-        }
-        St::TOOL_NAME_10 => {
-            c.until_start();
-            c.st = St::TOOL_NAME_9;
-        }
-        St::LIT_MARK_16 => {
-            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_10);
-        }
-        St::LIT_COLON_13 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_16);
-        }
-        St::LIT_MARK_17 => {
-            return c.literal_state(t, last, "\"", St::CHOICE_7);
-        }
-        St::TOOL_NAME_11 => {
-            return c
-                .name_state(
-                    t,
-                    last,
-                    Kind::ToolName,
-                    false,
-                    &STOPS_2,
-                    over_hold,
-                    St::LIT_MARK_17,
-                    sink,
-                );
-        }
-        St::TOOL_NAME_12 => {
-            c.until_start();
-            c.st = St::TOOL_NAME_11;
-        }
-        St::LIT_MARK_18 => {
-            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_12);
-        }
-        St::LIT_COLON_14 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_18);
-        }
-        St::LIT_NAME_3 => {
-            return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_14);
-        }
-        St::LIT_COMMA_6 => {
-            return c.spaced_literal_state(t, last, ",", St::LIT_NAME_3);
-        }
-        St::JSON_6 => {
-            match json_step(c, t, false, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::LIT_COMMA_6;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => return Flow::Fail,
-            }
-        }
-        St::JSON_START_6 => {
-            c.json = JsonScanner::new(false, true);
-            c.st = St::JSON_6;
-        }
-        St::SPACE_15 => {
-            return c.space_state(t, last, St::JSON_START_6);
-        }
-        St::LIT_COLON_15 => {
-            return c.spaced_literal_state(t, last, ":", St::SPACE_15);
-        }
-        St::COMMIT_3 => {
-            c.mark_commit(t, sink);
-            c.st = St::LIT_COLON_15;
-        }
-        St::CHOICE_9 => {
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_13) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT_3) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_3) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_16 => {
-            return c.space_state(t, last, St::CHOICE_9);
-        }
-        St::LIT_OPEN_BRACE_3 => {
-            return c.literal_state(t, last, "{", St::SPACE_16);
-        }
-        St::TOOL_OPEN_3 => {
-            c.tool_open(sink);
-            c.st = St::LIT_OPEN_BRACE_3;
-        }
-        St::SPACE_17 => {
-            return c.space_state(t, last, St::TOOL_OPEN_3);
-        }
-        St::LOOP_3 => {
-            c.enter_loop(1usize);
-            c.st = St::LOOP_HEAD_4;
-        }
-        St::TOOL_CLOSE_4 => {
-            c.tool_close(sink);
-            c.st = St::LOOP_3;
-        }
-        St::LIT_CLOSE_BRACE_4 => {
-            return c.spaced_literal_state(t, last, "}", St::TOOL_CLOSE_4);
-        }
-        St::LIT_MARK_19 => {
-            return c.literal_state(t, last, "\"", St::LIT_CLOSE_BRACE_4);
-        }
-        St::JSON_STRING_4 => {
-            return c.json_string_state(t, last, Kind::ToolId, St::LIT_MARK_19, sink);
-        }
-        St::LIT_MARK_20 => {
-            return c.spaced_literal_state(t, last, "\"", St::JSON_STRING_4);
-        }
-        St::LIT_COLON_16 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_20);
-        }
-        St::CHOICE_10 => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::LIT_COLON_16) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::LIT_CLOSE_BRACE_4)
-            {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::JSON_7 => {
-            match json_step(c, t, false, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::CHOICE_10;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => return Flow::Fail,
-            }
-        }
-        St::JSON_START_7 => {
-            c.json = JsonScanner::new(false, true);
-            c.st = St::JSON_7;
-        }
-        St::SPACE_18 => {
-            return c.space_state(t, last, St::JSON_START_7);
-        }
-        St::LIT_COLON_17 => {
-            return c.spaced_literal_state(t, last, ":", St::SPACE_18);
-        }
-        St::CHOICE_11 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::LIT_COLON_17) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::LIT_COLON_17) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_19 => {
-            return c.space_state(t, last, St::CHOICE_11);
-        }
-        St::LIT_COMMA_7 => {
-            return c.spaced_literal_state(t, last, ",", St::SPACE_19);
-        }
-        St::LIT_MARK_21 => {
-            return c.literal_state(t, last, "\"", St::LIT_COMMA_7);
-        }
-        St::TOOL_NAME_13 => {
-            return c
-                .name_state(
-                    t,
-                    last,
-                    Kind::ToolName,
-                    false,
-                    &STOPS_2,
-                    over_hold,
-                    St::LIT_MARK_21,
-                    sink,
-                );
-        }
-        St::TOOL_NAME_14 => {
-            c.until_start();
-            c.st = St::TOOL_NAME_13;
-        }
-        St::LIT_MARK_22 => {
-            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_14);
-        }
-        St::LIT_COLON_18 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_22);
-        }
-        St::LIT_MARK_23 => {
-            return c.literal_state(t, last, "\"", St::CHOICE_10);
-        }
-        St::TOOL_NAME_15 => {
-            return c
-                .name_state(
-                    t,
-                    last,
-                    Kind::ToolName,
-                    false,
-                    &STOPS_2,
-                    over_hold,
-                    St::LIT_MARK_23,
-                    sink,
-                );
-        }
-        St::TOOL_NAME_16 => {
-            c.until_start();
-            c.st = St::TOOL_NAME_15;
-        }
-        St::LIT_MARK_24 => {
-            return c.spaced_literal_state(t, last, "\"", St::TOOL_NAME_16);
-        }
-        St::LIT_COLON_19 => {
-            return c.spaced_literal_state(t, last, ":", St::LIT_MARK_24);
-        }
-        St::LIT_NAME_4 => {
-            return c.spaced_literal_state(t, last, "\"name\"", St::LIT_COLON_19);
-        }
-        St::LIT_COMMA_8 => {
-            return c.spaced_literal_state(t, last, ",", St::LIT_NAME_4);
-        }
-        St::JSON_8 => {
-            match json_step(c, t, false, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::LIT_COMMA_8;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => return Flow::Fail,
-            }
-        }
-        St::JSON_START_8 => {
-            c.json = JsonScanner::new(false, true);
-            c.st = St::JSON_8;
-        }
-        St::SPACE_20 => {
-            return c.space_state(t, last, St::JSON_START_8);
-        }
-        St::LIT_COLON_20 => {
-            return c.spaced_literal_state(t, last, ":", St::SPACE_20);
-        }
-        St::COMMIT_4 => {
-            c.mark_commit(t, sink);
-            c.st = St::LIT_COLON_20;
-        }
-        St::CHOICE_12 => {
-            if let Some(flow) = c.choose(guard_4(t, c.pos, last), St::LIT_COLON_18) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::COMMIT_4) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::COMMIT_4) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_21 => {
-            return c.space_state(t, last, St::CHOICE_12);
-        }
-        St::LIT_OPEN_BRACE_4 => {
-            return c.literal_state(t, last, "{", St::SPACE_21);
-        }
-        St::TOOL_OPEN_4 => {
-            c.tool_open(sink);
-            c.st = St::LIT_OPEN_BRACE_4;
-        }
-        St::SPACE_22 => {
-            return c.space_state(t, last, St::TOOL_OPEN_4);
-        }
-        St::LIT_OPEN_BRACKET_2 => {
-            return c.spaced_literal_state(t, last, "[", St::SPACE_22);
-        }
-        St::LOOP_4 => {
-            c.enter_loop(0usize);
-            c.st = St::LOOP_HEAD_3;
-        }
-        St::CONTENT_TEXT_7 => {
-            return c
-                .text_state(t, last, Kind::Content, false, &STOPS_1, St::LOOP_4, sink);
-        }
-        St::CONTENT_7 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_7;
-        }
-        St::SPACE_23 => {
-            return c.space_state(t, last, St::END_OF_OUTPUT);
-        }
-        St::CHOICE_13 => {
-            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::SPACE_23) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::END_OF_OUTPUT) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_24 => {
-            return c.space_state(t, last, St::CHOICE_13);
-        }
-        St::JSON_9 => {
-            match json_step(c, t, true, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::SPACE_24;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => return Flow::Fail,
-            }
-        }
-        St::JSON_START_9 => {
-            c.json = JsonScanner::new(false, false);
-            c.st = St::JSON_9;
-        }
-        St::SPACE_25 => {
-            return c.space_state(t, last, St::JSON_START_9);
-        }
-        St::CHOICE_14 => {
-            if let Some(flow) = c.choose(guard_8(t, c.pos, last), St::SPACE_25) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_25) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::CHOICE_15 => {
-            if let Some(flow) = c.choose(guard_7(t, c.pos, last), St::CHOICE_14) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::JSON_START_9) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_26 => {
-            return c.space_state(t, last, St::CHOICE_15);
-        }
-        _ => c.set_degraded(),
-    }
-    Flow::Go
 }

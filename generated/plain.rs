@@ -107,11 +107,144 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         last: bool,
         sink: &mut S,
     ) -> Flow {
-        step(c, t, last, sink)
+        match c.st {
+            St::DONE => {
+                return c.done_state(t);
+            }
+            St::END_OF_OUTPUT => {
+                return c.end_state(t, last, St::DONE);
+            }
+            St::LOOP_HEAD => {
+                if let Some(flow) = c
+                    .round(t, last, (0usize, 0usize, None), true, guard_0, St::COMMIT)
+                {
+                    return flow;
+                }
+                c.st = St::END_OF_OUTPUT;
+            }
+            St::LOOP_ROUND_DONE => {
+                c.end_round(true, t, sink);
+                c.st = St::LOOP_HEAD;
+            }
+            St::CONTENT_TEXT => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_0,
+                        St::LOOP_HEAD,
+                        sink,
+                    );
+            }
+            St::CONTENT => {
+                return c.text_start(St::CONTENT_TEXT);
+            }
+            St::CONTENT_TEXT_2 => {
+                return c
+                    .text_state(
+                        t,
+                        last,
+                        Kind::Content,
+                        false,
+                        &STOPS_0,
+                        St::LOOP_ROUND_DONE,
+                        sink,
+                    );
+            }
+            St::CONTENT_2 => {
+                return c.text_start(St::CONTENT_TEXT_2);
+            }
+            St::SPACE => {
+                return c.space_state(t, last, St::CONTENT_2);
+            }
+            St::COMMIT => {
+                c.mark_commit(t, sink);
+                c.st = St::SPACE;
+            }
+            St::LOOP => {
+                c.enter_loop(0usize);
+                c.st = St::LOOP_HEAD;
+            }
+            St::CONTENT_TEXT_3 => {
+                return c
+                    .text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP, sink);
+            }
+            St::CONTENT_3 => {
+                return c.text_start(St::CONTENT_TEXT_3);
+            }
+            St::SPACE_2 => {
+                return c.space_state(t, last, St::END_OF_OUTPUT);
+            }
+            St::CHOICE => {
+                if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_2) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::END_OF_OUTPUT)
+                {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_3 => {
+                return c.space_state(t, last, St::CHOICE);
+            }
+            St::CHOICE_2 => {
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_3) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::CHOICE) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_4 => {
+                return c.space_state(t, last, St::CHOICE_2);
+            }
+            St::JSON => {
+                match json_step(c, t, true, "", last, sink) {
+                    Scan::Done => {
+                        c.st = St::SPACE_4;
+                    }
+                    Scan::NeedMore => return Flow::More,
+                    Scan::Invalid => return Flow::Fail,
+                }
+            }
+            St::JSON_START => {
+                return c.json_start(false, false, St::JSON);
+            }
+            St::SPACE_5 => {
+                return c.space_state(t, last, St::JSON_START);
+            }
+            St::CHOICE_3 => {
+                if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_5) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_5) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::CHOICE_4 => {
+                if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::CHOICE_3) {
+                    return flow;
+                }
+                if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::JSON_START) {
+                    return flow;
+                }
+                return Flow::Fail;
+            }
+            St::SPACE_6 => {
+                return c.space_state(t, last, St::CHOICE_4);
+            }
+            _ => c.set_degraded(),
+        }
+        Flow::Go
     }
     #[inline]
-    fn over_hold(c: &Core<'_, 1usize, 1usize, 1usize>, t: &str, to: usize) -> bool {
-        over_hold(c, t, to)
+    fn over_hold(c: &Core<'_, 1usize, 1usize, 1usize>, _t: &str, to: usize) -> bool {
+        to - c.keep() > HOLD_LIMIT
     }
     #[inline(always)]
     fn fast<S: Sink>(
@@ -120,7 +253,15 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         w: Word,
         sink: &mut S,
     ) -> bool {
-        fast(c, s, w, sink)
+        match c.st {
+            St::CONTENT_TEXT | St::CONTENT_TEXT_2 | St::CONTENT_TEXT_3 => {
+                !(holds_any(s.as_bytes(), w, [60u8])
+                    && !clear_of_stops(s.as_bytes(), &STOPS_0.all))
+                    && c.fast_text(Kind::Content, false, s, w, sink)
+            }
+            St::JSON => c.fast_json(true, "", s, w, sink),
+            _ => false,
+        }
     }
     fn fast_partial<S: Sink>(
         c: &mut Core<'_, 1usize, 1usize, 1usize>,
@@ -136,44 +277,15 @@ impl Machine<1usize, 1usize, 1usize> for Grammar {
         }
     }
     fn resume(entry: u16, repeat: usize) -> Resume {
-        resume(entry, repeat)
-    }
-}
-/// Reports a whole chunk without running the machine when the current
-/// state would report it as it is (text in which no stop starts, JSON
-/// string content with whole one-character escapes). Returns false,
-/// having changed nothing, when the machine must run.
-#[inline(always)]
-fn fast(
-    c: &mut Core<'_, 1usize, 1usize, 1usize>,
-    s: &str,
-    w: Word,
-    sink: &mut impl Sink,
-) -> bool {
-    if c.degraded() {
-        sink.event(chat_parser_runtime::Event::Content(s));
-        return true;
-    }
-    match c.st {
-        St::CONTENT_TEXT | St::CONTENT_TEXT_2 | St::CONTENT_TEXT_3 => {
-            !(holds_any(s.as_bytes(), w, [60u8])
-                && !clear_of_stops(s.as_bytes(), &STOPS_0.all))
-                && c.fast_text(Kind::Content, false, s, w, sink)
-        }
-        St::JSON => c.fast_json(true, "", s, w, sink),
-        _ => false,
-    }
-}
-/// Where each loop resumes, by variant entry and loop.
-fn resume(entry: u16, repeat: usize) -> Resume {
-    match (entry, repeat) {
-        (St::CONTENT_3, 0usize) => {
-            Resume {
-                head: St::LOOP_HEAD,
-                recover: St::CONTENT,
+        match (entry, repeat) {
+            (St::CONTENT_3, 0usize) => {
+                Resume {
+                    head: St::LOOP_HEAD,
+                    recover: St::CONTENT,
+                }
             }
+            _ => Resume { head: 0, recover: NONE },
         }
-        _ => Resume { head: 0, recover: NONE },
     }
 }
 fn guard_0(t: &str, p: usize, last: bool) -> G {
@@ -194,14 +306,6 @@ const STOPS_0: Stops<1, 1> = Stops {
     all: ["<|im_end|>"],
     longest: 10,
 };
-/// Whether the markup held up to `to` is longer than the hold limit.
-/// Checked before every step, and where a name ends: a name read
-/// whole commits in the same step, so it is checked there too, and
-/// whole and streamed output break the same markup.
-#[inline]
-fn over_hold(c: &Core<'_, 1usize, 1usize, 1usize>, _t: &str, to: usize) -> bool {
-    to - c.keep() > HOLD_LIMIT
-}
 /// The machine's states, named for what they read.
 struct St;
 impl St {
@@ -229,153 +333,4 @@ impl St {
     const CHOICE_3: u16 = 21;
     const CHOICE_4: u16 = 22;
     const SPACE_6: u16 = 23;
-}
-/// Runs the current state.
-#[inline(always)]
-fn step(
-    c: &mut Core<'_, 1usize, 1usize, 1usize>,
-    t: &str,
-    last: bool,
-    sink: &mut impl Sink,
-) -> Flow {
-    match c.st {
-        St::DONE => {
-            if c.pos < t.len() {
-                c.set_degraded();
-                return Flow::Go;
-            }
-            return Flow::Stop;
-        }
-        St::END_OF_OUTPUT => {
-            return c.end_state(t, last, St::DONE);
-        }
-        St::LOOP_HEAD => {
-            if let Some(flow) = c
-                .round(t, last, (0usize, 0usize, None), true, guard_0, St::COMMIT)
-            {
-                return flow;
-            }
-            c.st = St::END_OF_OUTPUT;
-        }
-        St::LOOP_ROUND_DONE => {
-            c.end_round(true, t, sink);
-            c.st = St::LOOP_HEAD;
-        }
-        St::CONTENT_TEXT => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_0,
-                    St::LOOP_HEAD,
-                    sink,
-                );
-        }
-        St::CONTENT => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT;
-        }
-        St::CONTENT_TEXT_2 => {
-            return c
-                .text_state(
-                    t,
-                    last,
-                    Kind::Content,
-                    false,
-                    &STOPS_0,
-                    St::LOOP_ROUND_DONE,
-                    sink,
-                );
-        }
-        St::CONTENT_2 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_2;
-        }
-        St::SPACE => {
-            return c.space_state(t, last, St::CONTENT_2);
-        }
-        St::COMMIT => {
-            c.mark_commit(t, sink);
-            c.st = St::SPACE;
-        }
-        St::LOOP => {
-            c.enter_loop(0usize);
-            c.st = St::LOOP_HEAD;
-        }
-        St::CONTENT_TEXT_3 => {
-            return c.text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP, sink);
-        }
-        St::CONTENT_3 => {
-            c.until_start();
-            c.st = St::CONTENT_TEXT_3;
-        }
-        St::SPACE_2 => {
-            return c.space_state(t, last, St::END_OF_OUTPUT);
-        }
-        St::CHOICE => {
-            if let Some(flow) = c.choose(guard_0(t, c.pos, last), St::SPACE_2) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::END_OF_OUTPUT) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_3 => {
-            return c.space_state(t, last, St::CHOICE);
-        }
-        St::CHOICE_2 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::SPACE_3) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::CHOICE) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_4 => {
-            return c.space_state(t, last, St::CHOICE_2);
-        }
-        St::JSON => {
-            match json_step(c, t, true, "", last, sink) {
-                Scan::Done => {
-                    c.st = St::SPACE_4;
-                }
-                Scan::NeedMore => return Flow::More,
-                Scan::Invalid => return Flow::Fail,
-            }
-        }
-        St::JSON_START => {
-            c.json = JsonScanner::new(false, false);
-            c.st = St::JSON;
-        }
-        St::SPACE_5 => {
-            return c.space_state(t, last, St::JSON_START);
-        }
-        St::CHOICE_3 => {
-            if let Some(flow) = c.choose(guard_3(t, c.pos, last), St::SPACE_5) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::SPACE_5) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::CHOICE_4 => {
-            if let Some(flow) = c.choose(guard_2(t, c.pos, last), St::CHOICE_3) {
-                return flow;
-            }
-            if let Some(flow) = c.choose(guard_1(t, c.pos, last), St::JSON_START) {
-                return flow;
-            }
-            return Flow::Fail;
-        }
-        St::SPACE_6 => {
-            return c.space_state(t, last, St::CHOICE_4);
-        }
-        _ => c.set_degraded(),
-    }
-    Flow::Go
 }

@@ -65,6 +65,16 @@ pub trait Machine<const R: usize, const P: usize, const A: usize> {
     /// Where a loop resumes after a broken round.
     fn resume(entry: u16, repeat: usize) -> Resume;
 
+    /// [`Machine::fast`] once the output degraded to content: all of it is.
+    #[inline(always)]
+    fn fast_chunk<S: Sink>(c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool {
+        if c.degraded() {
+            sink.event(crate::Event::Content(chunk));
+            return true;
+        }
+        Self::fast(c, chunk, word, sink)
+    }
+
     /// Runs the machine over `text` from the current position: steps until
     /// the input runs out (`More`) or the grammar ends (`Stop`), falling back
     /// to the last region when a step fails (or the held markup grows over
@@ -163,7 +173,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
                     }
                     // Nothing is held before the chunk; after it, only what
                     // `hold_partial` keeps.
-                    if M::fast(core, s, w, sink) || self.hold_partial::<M, R, P, A>(core, s, sink) {
+                    if M::fast_chunk(core, s, w, sink) || self.hold_partial::<M, R, P, A>(core, s, sink) {
                         core.fast_consumed(s.len() - self.len as usize);
                         return;
                     }
@@ -224,7 +234,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
         let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };
         if !s.is_empty() {
             let word = Word::new(s.as_bytes()).unwrap_or(Word::NONE);
-            if M::fast(core, s, word, sink) {
+            if M::fast_chunk(core, s, word, sink) {
                 core.fast_consumed(s.len());
             } else if held == 0 && self.hold_partial::<M, R, P, A>(core, s, sink) {
                 core.fast_consumed(s.len() - self.len as usize);
@@ -300,7 +310,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
                         // Chunks of up to 8 bytes were offered to the fast path
                         // already.
                         if s.is_empty() {
-                        } else if self.len == 0 && s.len() > 8 && M::fast(core, s, Word::NONE, sink) {
+                        } else if self.len == 0 && s.len() > 8 && M::fast_chunk(core, s, Word::NONE, sink) {
                             core.fast_consumed(s.len());
                         } else {
                             self.push::<M, R, P, A>(core, entry, s, sink);
@@ -325,7 +335,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
                         let _ = self.utf8.split(&all[valid..]);
                     }
                     if s.is_empty() {
-                    } else if self.len == 0 && M::fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) {
+                    } else if self.len == 0 && M::fast_chunk(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) {
                         core.fast_consumed(s.len());
                     } else {
                         self.push::<M, R, P, A>(core, entry, s, sink);

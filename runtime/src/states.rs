@@ -64,6 +64,32 @@ fn advance<const R: usize, const P: usize, const A: usize>(c: &mut Core<'_, R, P
 }
 
 impl<const R: usize, const P: usize, const A: usize> Core<'_, R, P, A> {
+    /// The grammar is done: anything after it makes the rest content.
+    pub fn done_state(&mut self, t: &str) -> Flow {
+        if self.pos < t.len() {
+            self.set_degraded();
+            return Flow::Go;
+        }
+        Flow::Stop
+    }
+
+    /// Starts reading text up to a stop (the state `next` reads it).
+    #[inline]
+    pub fn text_start(&mut self, next: u16) -> Flow {
+        self.until_start();
+        self.st = next;
+        Flow::Go
+    }
+
+    /// Starts a JSON value (the state `next` scans it): a Python literal
+    /// where `python`, only an object where `object_only`.
+    #[inline]
+    pub fn json_start(&mut self, python: bool, object_only: bool, next: u16) -> Flow {
+        self.json = crate::json::JsonScanner::new(python, object_only);
+        self.st = next;
+        Flow::Go
+    }
+
     /// Markup that must come next, exactly.
     #[inline(never)]
     pub fn literal_state(&mut self, t: &str, last: bool, literal: &str, next: u16) -> Flow {

@@ -448,64 +448,46 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             const PACK: &'static [&'static str] = PACK;
             const ENTRIES: [u16; 16] = [#(#entry_states),*];
             const SWITCHES: &'static [chat_parser_runtime::kwargs::ThinkingSwitch] = THINKING_SWITCHES;
+
             #[inline(always)]
             fn step<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, t: &str, last: bool, sink: &mut S) -> Flow {
-                step(c, t, last, sink)
+                match c.st {
+                    #(#arms)*
+                    _ => c.set_degraded(),
+                }
+                Flow::Go
             }
+
             #[inline]
-            fn over_hold(c: &Core<'_, #regions, #loops, #alts>, t: &str, to: usize) -> bool {
-                over_hold(c, t, to)
+            fn over_hold(c: &Core<'_, #regions, #loops, #alts>, #hold_t: &str, to: usize) -> bool {
+                #hold_check
             }
+
             #[inline(always)]
             fn fast<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, w: Word, sink: &mut S) -> bool {
-                fast(c, s, w, sink)
+                match c.st {
+                    #(#fast)*
+                    _ => false,
+                }
             }
+
             fn fast_partial<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, max: usize, sink: &mut S) -> Option<usize> {
                 match c.st {
                     #(#fast_partial)*
                     _ => None,
                 }
             }
+
             fn resume(entry: u16, repeat: usize) -> Resume {
-                resume(entry, repeat)
-            }
-        }
-
-        /// Reports a whole chunk without running the machine when the current
-        /// state would report it as it is (text in which no stop starts, JSON
-        /// string content with whole one-character escapes). Returns false,
-        /// having changed nothing, when the machine must run.
-        #[inline(always)]
-        fn fast(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, w: Word, sink: &mut impl Sink) -> bool {
-            if c.degraded() {
-                sink.event(chat_parser_runtime::Event::Content(s));
-                return true;
-            }
-            match c.st {
-                #(#fast)*
-                _ => false,
-            }
-        }
-
-        /// Where each loop resumes, by variant entry and loop.
-        fn resume(entry: u16, repeat: usize) -> Resume {
-            match (entry, repeat) {
-                #(#resume_arms)*
-                _ => Resume { head: 0, recover: NONE },
+                match (entry, repeat) {
+                    #(#resume_arms)*
+                    _ => Resume { head: 0, recover: NONE },
+                }
             }
         }
 
         #(#guards)*
         #stop_sets
-
-        /// Whether the markup held up to `to` is longer than the hold limit.
-        /// Checked before every step, and where a name ends: a name read
-        /// whole commits in the same step, so it is checked there too, and
-        /// whole and streamed output break the same markup.
-        #[inline]
-        fn over_hold(c: &Core<'_, #regions, #loops, #alts>, #hold_t: &str, to: usize) -> bool {
-            #hold_check
-        }
 
         /// The machine's states, named for what they read.
         struct St;
@@ -514,14 +496,5 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             #(#state_consts)*
         }
 
-        /// Runs the current state.
-        #[inline(always)]
-        fn step(c: &mut Core<'_, #regions, #loops, #alts>, t: &str, last: bool, sink: &mut impl Sink) -> Flow {
-            match c.st {
-                #(#arms)*
-                _ => c.set_degraded(),
-            }
-            Flow::Go
-        }
     })
 }

@@ -59,13 +59,7 @@ pub const DONE: u16 = 0;
 impl States {
     pub fn new() -> States {
         let mut s = States::default();
-        s.push("done", quote! {
-            if c.pos < t.len() {
-                c.set_degraded();
-                return Flow::Go;
-            }
-            return Flow::Stop;
-        });
+        s.push("done", quote! { return c.done_state(t); });
         s
     }
 
@@ -234,7 +228,7 @@ impl States {
             Node::Until { stops, kind, trim_newlines } => {
                 let scan = self.until(stops, *kind, *trim_newlines, next);
                 let s = self.state(scan);
-                self.push(&format!("{kind:?} start"), quote! { c.until_start(); c.st = #s; })
+                self.push(&format!("{kind:?} start"), quote! { return c.text_start(#s); })
             }
             Node::Json { kind, python, marker, ends, .. } => {
                 let content = *kind == JsonKind::Content;
@@ -262,7 +256,7 @@ impl States {
                     }
                 });
                 let s = self.state(scan);
-                self.push("json start", quote! { c.json = JsonScanner::new(#python, #object_only); c.st = #s; })
+                self.push("json start", quote! { return c.json_start(#python, #object_only, #s); })
             }
             Node::JsonStringContent(kind) => {
                 let k = kind_tokens(*kind);
@@ -361,7 +355,7 @@ impl States {
             }
         }
         let code = if is_name {
-            quote! { return c.name_state(t, last, #k, #trim, &#set, over_hold, #nx, sink); }
+            quote! { return c.name_state(t, last, #k, #trim, &#set, Grammar::over_hold, #nx, sink); }
         } else {
             quote! { return c.text_state(t, last, #k, #trim, &#set, #nx, sink); }
         };
