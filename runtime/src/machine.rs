@@ -1174,7 +1174,7 @@ fn json_event(content: bool, piece: &str) -> Event<'_> {
 /// The first position in `hay` where one of `stops` begins, looking only at
 /// positions holding `first` (the stops' first byte).
 #[inline]
-pub fn find1(hay: &[u8], first: u8, stops: &[&str]) -> Option<usize> {
+pub fn find1<const N: usize>(hay: &[u8], first: u8, stops: &[&str; N]) -> Option<usize> {
     if hay.len() < SHORT {
         return find_short(hay, |b| b == first, stops);
     }
@@ -1191,7 +1191,7 @@ pub fn find1(hay: &[u8], first: u8, stops: &[&str]) -> Option<usize> {
 
 /// [`find1`] for stops with two different first bytes.
 #[inline]
-pub fn find2(hay: &[u8], a: u8, b: u8, stops: &[&str]) -> Option<usize> {
+pub fn find2<const N: usize>(hay: &[u8], a: u8, b: u8, stops: &[&str; N]) -> Option<usize> {
     if hay.len() < SHORT {
         return find_short(hay, |x| x == a || x == b, stops);
     }
@@ -1208,7 +1208,7 @@ pub fn find2(hay: &[u8], a: u8, b: u8, stops: &[&str]) -> Option<usize> {
 
 /// [`find1`] for stops with three different first bytes.
 #[inline]
-pub fn find3(hay: &[u8], a: u8, b: u8, c: u8, stops: &[&str]) -> Option<usize> {
+pub fn find3<const N: usize>(hay: &[u8], a: u8, b: u8, c: u8, stops: &[&str; N]) -> Option<usize> {
     if hay.len() < SHORT {
         return find_short(hay, |x| x == a || x == b || x == c, stops);
     }
@@ -1246,13 +1246,13 @@ pub fn starts_with_stop(hay: &[u8], stop: &[u8]) -> bool {
 }
 
 #[inline]
-fn find_short(hay: &[u8], first: impl Fn(u8) -> bool, stops: &[&str]) -> Option<usize> {
+fn find_short<const N: usize>(hay: &[u8], first: impl Fn(u8) -> bool, stops: &[&str; N]) -> Option<usize> {
     (0..hay.len()).find(|&i| first(hay[i]) && stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes())))
 }
 
 /// [`find1`] for stops with more different first bytes.
 #[inline]
-pub fn find_any(hay: &[u8], stops: &[&str]) -> Option<usize> {
+pub fn find_any<const N: usize>(hay: &[u8], stops: &[&str; N]) -> Option<usize> {
     (0..hay.len()).find(|&i| stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes())))
 }
 

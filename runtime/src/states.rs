@@ -21,6 +21,15 @@ use crate::Sink;
 /// bytes (sorted), which the search looks for before comparing whole
 /// stops. The counts are part of the type, so the search is compiled for
 /// each (one first byte: a `memchr`), and loops over the stops unrolled.
+///
+/// ```
+/// use chat_parser_runtime::states::Stops;
+/// const STOPS: Stops<1, 2> = Stops { firsts: [b'<'], all: ["</think>", "<|im_end|>"], longest: 10 };
+/// // A `<` that starts no stop is text.
+/// assert_eq!(STOPS.find(b"a < b</think>"), Some(5));
+/// // The end of a chunk may be the start of a stop: held back.
+/// assert_eq!(STOPS.partial(b"text </thi"), 5);
+/// ```
 #[derive(Debug)]
 pub struct Stops<const F: usize, const N: usize> {
     pub firsts: [u8; F],
