@@ -1175,30 +1175,38 @@ fn json_event(content: bool, piece: &str) -> Event<'_> {
 /// positions holding `first` (the stops' first byte).
 #[inline]
 pub fn find1<const N: usize>(hay: &[u8], first: u8, stops: &[&str; N]) -> Option<usize> {
-    if hay.len() < SHORT {
-        return find_short(hay, |b| b == first, stops);
-    }
-    let mut at = 0;
-    while let Some(i) = memchr::memchr(first, &hay[at..]) {
-        let i = at + i;
-        if stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes())) {
-            return Some(i);
-        }
-        at = i + 1;
-    }
-    None
+    find_from(hay, |b| b == first, |h| memchr::memchr(first, h), stops)
 }
 
 /// [`find1`] for stops with two different first bytes.
 #[inline]
 pub fn find2<const N: usize>(hay: &[u8], a: u8, b: u8, stops: &[&str; N]) -> Option<usize> {
+    find_from(hay, |x| x == a || x == b, |h| memchr::memchr2(a, b, h), stops)
+}
+
+/// [`find1`] for stops with three different first bytes.
+#[inline]
+pub fn find3<const N: usize>(hay: &[u8], a: u8, b: u8, c: u8, stops: &[&str; N]) -> Option<usize> {
+    find_from(hay, |x| x == a || x == b || x == c, |h| memchr::memchr3(a, b, c, h), stops)
+}
+
+/// The first stop in `hay`, trying the positions that hold a stop's first
+/// byte: `first` tests one, `next` finds the next (a `memchr` search, worth
+/// its setup only past [`SHORT`] bytes).
+#[inline(always)]
+fn find_from<const N: usize>(
+    hay: &[u8],
+    first: impl Fn(u8) -> bool,
+    next: impl Fn(&[u8]) -> Option<usize>,
+    stops: &[&str; N],
+) -> Option<usize> {
     if hay.len() < SHORT {
-        return find_short(hay, |x| x == a || x == b, stops);
+        return (0..hay.len()).find(|&i| first(hay[i]) && stop_at(hay, i, stops));
     }
     let mut at = 0;
-    while let Some(i) = memchr::memchr2(a, b, &hay[at..]) {
+    while let Some(i) = next(&hay[at..]) {
         let i = at + i;
-        if stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes())) {
+        if stop_at(hay, i, stops) {
             return Some(i);
         }
         at = i + 1;
@@ -1206,21 +1214,10 @@ pub fn find2<const N: usize>(hay: &[u8], a: u8, b: u8, stops: &[&str; N]) -> Opt
     None
 }
 
-/// [`find1`] for stops with three different first bytes.
-#[inline]
-pub fn find3<const N: usize>(hay: &[u8], a: u8, b: u8, c: u8, stops: &[&str; N]) -> Option<usize> {
-    if hay.len() < SHORT {
-        return find_short(hay, |x| x == a || x == b || x == c, stops);
-    }
-    let mut at = 0;
-    while let Some(i) = memchr::memchr3(a, b, c, &hay[at..]) {
-        let i = at + i;
-        if stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes())) {
-            return Some(i);
-        }
-        at = i + 1;
-    }
-    None
+/// Whether one of `stops` begins at `hay[i]`.
+#[inline(always)]
+fn stop_at<const N: usize>(hay: &[u8], i: usize, stops: &[&str; N]) -> bool {
+    stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes()))
 }
 
 /// Below this length a plain loop beats a SIMD search's setup.
@@ -1245,15 +1242,10 @@ pub fn starts_with_stop(hay: &[u8], stop: &[u8]) -> bool {
     }
 }
 
-#[inline]
-fn find_short<const N: usize>(hay: &[u8], first: impl Fn(u8) -> bool, stops: &[&str; N]) -> Option<usize> {
-    (0..hay.len()).find(|&i| first(hay[i]) && stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes())))
-}
-
 /// [`find1`] for stops with more different first bytes.
 #[inline]
 pub fn find_any<const N: usize>(hay: &[u8], stops: &[&str; N]) -> Option<usize> {
-    (0..hay.len()).find(|&i| stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes())))
+    (0..hay.len()).find(|&i| stop_at(hay, i, stops))
 }
 
 /// Whitespace at `pos`: where it ends.

@@ -109,12 +109,10 @@ impl<const R: usize, const P: usize, const A: usize> Core<'_, R, P, A> {
     /// Whitespace (none or more), then markup that must come next, exactly.
     #[inline(never)]
     pub fn spaced_literal_state(&mut self, t: &str, last: bool, literal: &str, next: u16) -> Flow {
-        self.pos = ws_end(t, self.pos);
-        if self.pos >= t.len() && !last {
-            return Flow::More;
+        match self.space_state(t, last, self.st) {
+            Flow::Go => self.literal_state(t, last, literal, next),
+            wait => wait,
         }
-        let g = lit(t, self.pos, literal, last);
-        advance(self, g, next)
     }
 
     /// Whitespace (none or more).

@@ -339,9 +339,7 @@ impl States {
             // the fast path; a stop, or the start of one at the chunk's end,
             // does. (The first bytes are spelled out: `holds_any` tests
             // them a word at a time.)
-            let mut firsts: Vec<u8> = stops.iter().filter_map(|s| s.as_bytes().first().copied()).collect();
-            firsts.sort();
-            firsts.dedup();
+            let firsts = first_bytes(stops);
             let bytes: Vec<Literal> = firsts.iter().map(|b| Literal::u8_suffixed(*b)).collect();
             let markup = match bytes.as_slice() {
                 [] => quote! { false },
@@ -366,9 +364,7 @@ impl States {
     pub fn stop_set_items(&self) -> TokenStream {
         let items = self.stop_sets.iter().enumerate().map(|(n, stops)| {
             let name = format_ident!("STOPS_{}", n);
-            let mut firsts: Vec<u8> = stops.iter().filter_map(|s| s.as_bytes().first().copied()).collect();
-            firsts.sort();
-            firsts.dedup();
+            let firsts = first_bytes(stops);
             let f = Literal::usize_unsuffixed(firsts.len());
             let n = Literal::usize_unsuffixed(stops.len());
             let firsts = firsts.iter().map(|b| Literal::u8_unsuffixed(*b));
@@ -416,6 +412,14 @@ pub fn uses_ident(tokens: &TokenStream, name: &str) -> bool {
 
 struct Variant {
     loops: Vec<(u16, Option<u16>)>,
+}
+
+/// The distinct first bytes of `stops`, sorted (what a stop search looks for).
+fn first_bytes(stops: &[String]) -> Vec<u8> {
+    let mut firsts: Vec<u8> = stops.iter().filter_map(|s| s.as_bytes().first().copied()).collect();
+    firsts.sort();
+    firsts.dedup();
+    firsts
 }
 
 /// A state's constant name, from what it does: `literal "</tool_call>"`
