@@ -4,10 +4,10 @@
 //!
 //! Every generated module has the same input handling; only its state
 //! machine differs. [`Input`] is that handling, generic over the module's
-//! [`Machine`] and window size.
+//! machine's [`Table`] and window size.
 
-use crate::kwargs::ThinkingSwitch;
-use crate::machine::{floor_boundary, Core, Flow, Resume};
+use crate::machine::{floor_boundary, Core};
+use crate::table::Table;
 use crate::pack::{pack, unpack};
 use crate::utf8::{ascii_str, complete_prefix, Utf8Carry};
 use crate::word::{is_ascii, Word};
@@ -35,74 +35,12 @@ const HELD_SMALL: usize = 8;
 /// bytes and a carried character end with at most 11).
 const SMALL_HOLD: usize = 16;
 
-/// What a generated module provides: its state machine, as data and one
-/// `match` over its states ([`Machine::step`]); the runtime drives it
-/// ([`Machine::run`], [`crate::parser::Parser`]).
-pub trait Machine<const R: usize, const P: usize, const A: usize> {
-    /// The template's pack table ([`crate::pack`]): empty for most.
-    const PACK: &'static [&'static str] = &[];
-    /// The entry state of each grammar variant, by
-    /// [`Options::variant`](crate::Options::variant).
-    const ENTRIES: [u16; 16];
-    /// The `chat_template_kwargs` variables that switch thinking.
-    const SWITCHES: &'static [ThinkingSwitch];
-    /// Runs the current state once: what comes next.
-    fn step<S: Sink>(c: &mut Core<'_, R, P, A>, text: &str, last: bool, sink: &mut S) -> Flow;
-    /// Whether the markup held up to `to` is longer than the hold limit.
-    /// Checked before every step, and where a name ends: a name read whole
-    /// commits in the same step, so it is checked there too, and whole and
-    /// streamed output break the same markup.
-    fn over_hold(c: &Core<'_, R, P, A>, text: &str, to: usize) -> bool;
-    /// Reports `chunk` whole when the current state would report it
-    /// unchanged; false when the machine must run. `word` is the chunk as a
-    /// [`Word`] when it has at most 8 bytes, else [`Word::NONE`].
-    fn fast<S: Sink>(c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool;
-    /// When `chunk` ends with the start of a stop of the current text state
-    /// and holds nothing else that needs a decision: reports the text
-    /// before it and returns the length of that start, for the caller to
-    /// hold back. `None` (and nothing reported) when the machine must run.
-    fn fast_partial<S: Sink>(c: &mut Core<'_, R, P, A>, chunk: &str, max: usize, sink: &mut S) -> Option<usize>;
-    /// Where a loop resumes after a broken round.
-    fn resume(entry: u16, repeat: usize) -> Resume;
-
-    /// [`Machine::fast`] once the output degraded to content: all of it is.
-    #[inline(always)]
-    fn fast_chunk<S: Sink>(c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool {
-        if c.degraded() {
-            sink.event(crate::Event::Content(chunk));
-            return true;
-        }
-        Self::fast(c, chunk, word, sink)
-    }
-
-    /// Runs the machine over `text` from the current position: steps until
-    /// the input runs out (`More`) or the grammar ends (`Stop`), falling back
-    /// to the last region when a step fails (or the held markup grows over
-    /// the hold limit), and reporting the rest as content once degraded.
-    #[inline]
-    fn run<S: Sink>(c: &mut Core<'_, R, P, A>, entry: u16, text: &str, last: bool, sink: &mut S) {
-        loop {
-            if c.degraded() {
-                c.degrade(text, sink);
-                return;
-            }
-            let flow = if Self::over_hold(c, text, c.pos) { Flow::Fail } else { Self::step(c, text, last, sink) };
-            match flow {
-                Flow::Go => {}
-                Flow::More if !last => return,
-                Flow::Stop => return,
-                Flow::More | Flow::Fail => c.fail(text, sink, |r| Self::resume(entry, r)),
-            }
-        }
-    }
-}
-
 /// Input state: the window of held-back text (`W` bytes) and an incomplete
 /// UTF-8 character carried to the next chunk.
 ///
 /// `F` is how much text the machine may have to look at once (what it
 /// holds back, plus a chunk): `W` for most templates. Templates with a pack
-/// table ([`Machine::PACK`], see [`crate::pack`]) keep held text longer than
+/// table ([`Table::pack`], see [`crate::pack`]) keep held text longer than
 /// `W` packed, and unpack it into an `F`-byte buffer on the stack to run
 /// the machine over it.
 #[derive(Debug, Clone)]
@@ -156,9 +94,10 @@ impl<const W: usize, const F: usize> Input<W, F> {
     /// state that reports them unchanged) is decided here, inlined into the
     /// caller; everything else goes to the out-of-line [`Self::feed_slow`].
     #[inline(always)]
-    pub fn feed<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+    pub fn feed<const R: usize, const P: usize, const A: usize>(
         &mut self,
         core: &mut Core<'_, R, P, A>,
+        m: &'static Table,
         entry: u16,
         bytes: &[u8],
         sink: &mut impl Sink,
@@ -173,11 +112,11 @@ impl<const W: usize, const F: usize> Input<W, F> {
                     }
                     // Nothing is held before the chunk; after it, only what
                     // `hold_partial` keeps.
-                    if M::fast_chunk(core, s, w, sink) || self.hold_partial::<M, R, P, A>(core, s, sink) {
+                    if m.fast(core, s, w, sink) || self.hold_partial(core, m, s, sink) {
                         core.fast_consumed(s.len() - self.len as usize);
                         return;
                     }
-                } else if self.feed_joined::<M, R, P, A>(core, 0, bytes, sink) {
+                } else if self.feed_joined(core, m, 0, bytes, sink) {
                     return;
                 }
             }
@@ -186,11 +125,11 @@ impl<const W: usize, const F: usize> Input<W, F> {
             && self.held != Held::Packed
             && (self.len == 0 || (self.len as usize <= HELD_SMALL && core.pos == 0))
         {
-            if self.feed_joined::<M, R, P, A>(core, self.len as usize, bytes, sink) {
+            if self.feed_joined(core, m, self.len as usize, bytes, sink) {
                 return;
             }
         }
-        self.feed_slow::<M, R, P, A>(core, entry, bytes, sink);
+        self.feed_slow(core, m, entry, bytes, sink);
     }
 
     /// The fast path for a small chunk joined to what comes before it:
@@ -201,9 +140,10 @@ impl<const W: usize, const F: usize> Input<W, F> {
     /// held: up to the start of a stop it ends with, which is then held);
     /// false, and nothing changed, otherwise.
     #[inline(never)]
-    fn feed_joined<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+    fn feed_joined<const R: usize, const P: usize, const A: usize>(
         &mut self,
         core: &mut Core<'_, R, P, A>,
+        m: &'static Table,
         held: usize,
         bytes: &[u8],
         sink: &mut impl Sink,
@@ -234,9 +174,9 @@ impl<const W: usize, const F: usize> Input<W, F> {
         let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };
         if !s.is_empty() {
             let word = Word::new(s.as_bytes()).unwrap_or(Word::NONE);
-            if M::fast_chunk(core, s, word, sink) {
+            if m.fast(core, s, word, sink) {
                 core.fast_consumed(s.len());
-            } else if held == 0 && self.hold_partial::<M, R, P, A>(core, s, sink) {
+            } else if held == 0 && self.hold_partial(core, m, s, sink) {
                 core.fast_consumed(s.len() - self.len as usize);
             } else {
                 return false;
@@ -252,11 +192,12 @@ impl<const W: usize, const F: usize> Input<W, F> {
 
     /// With nothing held back: reports `s` up to the start of a stop it
     /// ends with, and holds that start, as the machine would
-    /// ([`Machine::fast_partial`]); false (nothing changed) otherwise.
+    /// ([`Table::fast_partial`]); false (nothing changed) otherwise.
     #[inline(never)]
-    fn hold_partial<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+    fn hold_partial<const R: usize, const P: usize, const A: usize>(
         &mut self,
         core: &mut Core<'_, R, P, A>,
+        m: &'static Table,
         s: &str,
         sink: &mut impl Sink,
     ) -> bool {
@@ -266,7 +207,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
             return false;
         }
         // Callers pass a chunk joined to at most a carried character.
-        match M::fast_partial(core, s, W.min(SMALL_HOLD), sink) {
+        match m.fast_partial(core, s, W.min(SMALL_HOLD), sink) {
             Some(p) => {
                 let keep = s.len().saturating_sub(p.min(SMALL_HOLD));
                 put::<SMALL_HOLD>(&mut self.buf, 0, &s.as_bytes()[keep..]);
@@ -289,9 +230,10 @@ impl<const W: usize, const F: usize> Input<W, F> {
 
     /// [`Self::feed`] for a chunk the fast path did not take.
     #[inline(never)]
-    fn feed_slow<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+    fn feed_slow<const R: usize, const P: usize, const A: usize>(
         &mut self,
         core: &mut Core<'_, R, P, A>,
+        m: &'static Table,
         entry: u16,
         bytes: &[u8],
         sink: &mut impl Sink,
@@ -310,10 +252,10 @@ impl<const W: usize, const F: usize> Input<W, F> {
                         // Chunks of up to 8 bytes were offered to the fast path
                         // already.
                         if s.is_empty() {
-                        } else if self.len == 0 && s.len() > 8 && M::fast_chunk(core, s, Word::NONE, sink) {
+                        } else if self.len == 0 && s.len() > 8 && m.fast(core, s, Word::NONE, sink) {
                             core.fast_consumed(s.len());
                         } else {
-                            self.push::<M, R, P, A>(core, entry, s, sink);
+                            self.push(core, m, entry, s, sink);
                         }
                         break 'slow;
                     }
@@ -335,16 +277,16 @@ impl<const W: usize, const F: usize> Input<W, F> {
                         let _ = self.utf8.split(&all[valid..]);
                     }
                     if s.is_empty() {
-                    } else if self.len == 0 && M::fast_chunk(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) {
+                    } else if self.len == 0 && m.fast(core, s, Word::new(s.as_bytes()).unwrap_or(Word::NONE), sink) {
                         core.fast_consumed(s.len());
                     } else {
-                        self.push::<M, R, P, A>(core, entry, s, sink);
+                        self.push(core, m, entry, s, sink);
                     }
                     break 'slow;
                 }
             } else if self.utf8.is_empty() {
                 if let Some(s) = ascii_str(bytes).or_else(|| core::str::from_utf8(bytes).ok()) {
-                    self.push::<M, R, P, A>(core, entry, s, sink);
+                    self.push(core, m, entry, s, sink);
                     break 'slow;
                 }
             }
@@ -356,20 +298,21 @@ impl<const W: usize, const F: usize> Input<W, F> {
                 let n = head.len();
                 b[..n].copy_from_slice(head.as_bytes());
                 if let Ok(h) = core::str::from_utf8(&b[..n]) {
-                    self.push::<M, R, P, A>(core, entry, h, sink);
+                    self.push(core, m, entry, h, sink);
                 }
             }
             for piece in split.rest() {
-                self.push::<M, R, P, A>(core, entry, piece, sink);
+                self.push(core, m, entry, piece, sink);
             }
         }
         self.settle();
     }
 
     /// Ends the output: runs the machine over what was held back.
-    pub fn finish<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+    pub fn finish<const R: usize, const P: usize, const A: usize>(
         &mut self,
         core: &mut Core<'_, R, P, A>,
+        m: &'static Table,
         entry: u16,
         sink: &mut impl Sink,
     ) {
@@ -378,11 +321,11 @@ impl<const W: usize, const F: usize> Input<W, F> {
         }
         let tail = self.utf8.finish();
         if !tail.is_empty() {
-            self.push::<M, R, P, A>(core, entry, tail, sink);
+            self.push(core, m, entry, tail, sink);
         }
         let mut scratch = [0u8; F];
         let held = if self.held == Held::Packed {
-            let n = unpack(&self.buf[..self.len as usize], M::PACK, &mut scratch);
+            let n = unpack(&self.buf[..self.len as usize], m.pack, &mut scratch);
             &scratch[..n]
         } else {
             &self.buf[..self.len as usize]
@@ -391,9 +334,9 @@ impl<const W: usize, const F: usize> Input<W, F> {
         // Markup held over the limit breaks as it would have at the next
         // chunk (the check comes before a step): that is not the end
         // cutting the call off.
-        M::run(core, entry, text, false, sink);
+        m.run(core, entry, text, false, sink);
         core.ending();
-        M::run(core, entry, text, true, sink);
+        m.run(core, entry, text, true, sink);
         core.finish(text.len(), sink);
         self.len = 0;
         self.held = Held::Text;
@@ -403,7 +346,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
 
     /// Keeps `text[keep..]` as the window: as it is when it fits, packed
     /// when the template packs and that fits; false when neither fits.
-    fn store<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(&mut self, text: &str, keep: usize) -> bool {
+    fn store(&mut self, m: &Table, text: &str, keep: usize) -> bool {
         let held = &text.as_bytes()[keep..];
         if held.len() <= W {
             self.buf[..held.len()].copy_from_slice(held);
@@ -411,13 +354,13 @@ impl<const W: usize, const F: usize> Input<W, F> {
             self.held = Held::of(text.as_bytes(), keep);
             return true;
         }
-        if held.len() > F || M::PACK.is_empty() {
+        if held.len() > F || m.pack.is_empty() {
             return false;
         }
         // `pack` writes as it goes and may give up: until it succeeds the
         // window holds no text known to be whole characters.
         self.held = Held::Bytes;
-        match pack(held, M::PACK, &mut self.buf) {
+        match pack(held, m.pack, &mut self.buf) {
             Some(n) => {
                 self.len = n as u16;
                 self.held = Held::Packed;
@@ -427,9 +370,10 @@ impl<const W: usize, const F: usize> Input<W, F> {
         }
     }
 
-    fn push<M: Machine<R, P, A>, const R: usize, const P: usize, const A: usize>(
+    fn push<const R: usize, const P: usize, const A: usize>(
         &mut self,
         core: &mut Core<'_, R, P, A>,
+        m: &'static Table,
         entry: u16,
         mut s: &str,
         sink: &mut impl Sink,
@@ -440,22 +384,22 @@ impl<const W: usize, const F: usize> Input<W, F> {
                 let piece = &s[..floor_boundary(s, 1 << 30)];
                 s = &s[piece.len()..];
                 loop {
-                    M::run(core, entry, piece, false, sink);
+                    m.run(core, entry, piece, false, sink);
                     let keep = core.keep().min(piece.len());
-                    if self.store::<M, R, P, A>(piece, keep) {
+                    if self.store(m, piece, keep) {
                         core.rebase(keep);
                         break;
                     }
                     // More would have to be held back than fits: the held
                     // markup counts as broken.
-                    core.fail(piece, sink, |r| M::resume(entry, r));
+                    core.fail(piece, sink, |r| m.resume(entry, r));
                 }
-            } else if !M::PACK.is_empty() && (self.held == Held::Packed || self.len as usize + s.len() > W) {
+            } else if !m.pack.is_empty() && (self.held == Held::Packed || self.len as usize + s.len() > W) {
                 // Held text that is (or will be) longer than the window:
                 // unpacked on the stack, completed, run, kept packed.
                 let mut scratch = [0u8; F];
                 let mut len = if self.held == Held::Packed {
-                    unpack(&self.buf[..self.len as usize], M::PACK, &mut scratch)
+                    unpack(&self.buf[..self.len as usize], m.pack, &mut scratch)
                 } else {
                     let n = self.len as usize;
                     scratch[..n].copy_from_slice(&self.buf[..n]);
@@ -467,16 +411,16 @@ impl<const W: usize, const F: usize> Input<W, F> {
                 len += n;
                 let held = &scratch[..len];
                 let text = ascii_str(held).or_else(|| core::str::from_utf8(held).ok()).unwrap_or("");
-                M::run(core, entry, text, false, sink);
+                m.run(core, entry, text, false, sink);
                 loop {
                     let keep = core.keep().min(len);
                     let stuck = keep == 0 && (len == F || n == 0);
-                    if !stuck && self.store::<M, R, P, A>(text, keep) {
+                    if !stuck && self.store(m, text, keep) {
                         core.rebase(keep);
                         break;
                     }
-                    core.fail(text, sink, |r| M::resume(entry, r));
-                    M::run(core, entry, text, false, sink);
+                    core.fail(text, sink, |r| m.resume(entry, r));
+                    m.run(core, entry, text, false, sink);
                 }
             } else {
                 // Complete what is held back with the new text.
@@ -494,13 +438,13 @@ impl<const W: usize, const F: usize> Input<W, F> {
                     Held::Text => unsafe { core::str::from_utf8_unchecked(held) },
                     _ => core::str::from_utf8(held).unwrap_or(""),
                 };
-                M::run(core, entry, text, false, sink);
+                m.run(core, entry, text, false, sink);
                 let mut keep = core.keep().min(len);
                 // The window is full (`F` is `W` here unless packing lets
                 // the text grow longer), or nothing more could be added.
                 while keep == 0 && (len == F || n == 0) {
-                    core.fail(text, sink, |r| M::resume(entry, r));
-                    M::run(core, entry, text, false, sink);
+                    core.fail(text, sink, |r| m.resume(entry, r));
+                    m.run(core, entry, text, false, sink);
                     keep = core.keep().min(len);
                 }
                 let kept = if text.len() == len { Held::of(text.as_bytes(), keep) } else { Held::Bytes };

@@ -46,6 +46,7 @@ pub mod pack;
 pub mod machine;
 pub mod parser;
 pub mod states;
+pub mod table;
 pub mod utf8;
 mod word;
 
@@ -71,15 +72,15 @@ mod tests;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::escape::{json_escape, json_unescape};
-    pub use crate::input::{Input, Machine};
+    pub use crate::input::Input;
     pub use crate::machine::*;
-    pub use crate::states::Stops;
+    pub use crate::table::{Arm, Arms, Guard, LoopResume, Machine, State, StopSet, Table};
     pub use memchr;
     pub use crate::holdback::{find_first, partial_suffix_len, HoldBuf};
     pub use crate::json::{JsonScanner, Scan, MAX_DEPTH};
     pub use crate::pack::packed_len;
     pub use crate::utf8::{ascii_str, Lossy, Utf8Carry, Utf8Split, REPLACEMENT};
-    pub use crate::word::{has_byte, holds_any, holds_json_escape, is_ascii, json_escape_lanes, needs_json_escape, Word};
+    pub use crate::word::{has_byte, holds_any, holds_any_of, holds_json_escape, is_ascii, json_escape_lanes, needs_json_escape, Word};
 }
 
 /// One step of a parsed reply, in output order. Text borrows the input.

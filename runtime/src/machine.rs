@@ -1172,34 +1172,23 @@ fn json_event(content: bool, piece: &str) -> Event<'_> {
 }
 
 /// The first position in `hay` where one of `stops` begins, looking only at
-/// positions holding `first` (the stops' first byte).
+/// positions holding one of `firsts` (the stops' distinct first bytes;
+/// every position when it is empty).
 #[inline]
-pub fn find1<const N: usize>(hay: &[u8], first: u8, stops: &[&str; N]) -> Option<usize> {
-    find_from(hay, |b| b == first, |h| memchr::memchr(first, h), stops)
-}
-
-/// [`find1`] for stops with two different first bytes.
-#[inline]
-pub fn find2<const N: usize>(hay: &[u8], a: u8, b: u8, stops: &[&str; N]) -> Option<usize> {
-    find_from(hay, |x| x == a || x == b, |h| memchr::memchr2(a, b, h), stops)
-}
-
-/// [`find1`] for stops with three different first bytes.
-#[inline]
-pub fn find3<const N: usize>(hay: &[u8], a: u8, b: u8, c: u8, stops: &[&str; N]) -> Option<usize> {
-    find_from(hay, |x| x == a || x == b || x == c, |h| memchr::memchr3(a, b, c, h), stops)
+pub fn find_in(hay: &[u8], firsts: &[u8], stops: &[&str]) -> Option<usize> {
+    match *firsts {
+        [a] => find_from(hay, |x| x == a, |h| memchr::memchr(a, h), stops),
+        [a, b] => find_from(hay, |x| x == a || x == b, |h| memchr::memchr2(a, b, h), stops),
+        [a, b, c] => find_from(hay, |x| x == a || x == b || x == c, |h| memchr::memchr3(a, b, c, h), stops),
+        _ => (0..hay.len()).find(|&i| (firsts.is_empty() || firsts.contains(&hay[i])) && stop_at(hay, i, stops)),
+    }
 }
 
 /// The first stop in `hay`, trying the positions that hold a stop's first
 /// byte: `first` tests one, `next` finds the next (a `memchr` search, worth
 /// its setup only past [`SHORT`] bytes).
 #[inline(always)]
-fn find_from<const N: usize>(
-    hay: &[u8],
-    first: impl Fn(u8) -> bool,
-    next: impl Fn(&[u8]) -> Option<usize>,
-    stops: &[&str; N],
-) -> Option<usize> {
+fn find_from(hay: &[u8], first: impl Fn(u8) -> bool, next: impl Fn(&[u8]) -> Option<usize>, stops: &[&str]) -> Option<usize> {
     if hay.len() < SHORT {
         return (0..hay.len()).find(|&i| first(hay[i]) && stop_at(hay, i, stops));
     }
@@ -1216,7 +1205,7 @@ fn find_from<const N: usize>(
 
 /// Whether one of `stops` begins at `hay[i]`.
 #[inline(always)]
-fn stop_at<const N: usize>(hay: &[u8], i: usize, stops: &[&str; N]) -> bool {
+fn stop_at(hay: &[u8], i: usize, stops: &[&str]) -> bool {
     stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes()))
 }
 
@@ -1240,12 +1229,6 @@ pub fn starts_with_stop(hay: &[u8], stop: &[u8]) -> bool {
         4..=7 => u32_at(hay, 0) == u32_at(stop, 0) && u32_at(hay, n - 4) == u32_at(stop, n - 4),
         _ => hay == stop,
     }
-}
-
-/// [`find1`] for stops with more different first bytes.
-#[inline]
-pub fn find_any<const N: usize>(hay: &[u8], stops: &[&str; N]) -> Option<usize> {
-    (0..hay.len()).find(|&i| stop_at(hay, i, stops))
 }
 
 /// Whitespace at `pos`: where it ends.

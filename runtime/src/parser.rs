@@ -1,5 +1,5 @@
 //! The parser every generated module exports: the runtime's input handling
-//! and fixed state, driven by the module's [`Machine`].
+//! and fixed state, driven by the module's [`Machine`] table.
 //!
 //! A module names it with its own machine and sizes,
 //!
@@ -12,7 +12,8 @@
 
 use core::marker::PhantomData;
 
-use crate::input::{Input, Machine};
+use crate::input::Input;
+use crate::table::Machine;
 use crate::machine::{Core, Options};
 use crate::{Parse, Sink};
 
@@ -26,11 +27,11 @@ pub struct Parser<'t, M, const W: usize, const F: usize, const R: usize, const P
     machine: PhantomData<M>,
 }
 
-impl<'t, M: Machine<R, P, A>, const W: usize, const F: usize, const R: usize, const P: usize, const A: usize> Parser<'t, M, W, F, R, P, A> {
+impl<'t, M: Machine, const W: usize, const F: usize, const R: usize, const P: usize, const A: usize> Parser<'t, M, W, F, R, P, A> {
     /// A parser for a request with these options (the grammar variant they
     /// select, and the tools names and argument types are checked against).
     pub fn new(options: Options<'t>) -> Self {
-        let entry = M::ENTRIES[options.variant(M::SWITCHES)];
+        let entry = M::TABLE.entries[options.variant(M::TABLE.switches)];
         Parser { core: Core::new(entry, options.tools), entry, input: Input::default(), machine: PhantomData }
     }
 
@@ -38,17 +39,17 @@ impl<'t, M: Machine<R, P, A>, const W: usize, const F: usize, const R: usize, co
     /// what is certain so far.
     #[inline]
     pub fn feed(&mut self, bytes: &[u8], sink: &mut impl Sink) {
-        self.input.feed::<M, R, P, A>(&mut self.core, self.entry, bytes, sink);
+        self.input.feed(&mut self.core, M::TABLE, self.entry, bytes, sink);
     }
 
     /// Ends the output: reports what was held back, and ends a call the
     /// output cut off (`complete: false`).
     pub fn finish(&mut self, sink: &mut impl Sink) {
-        self.input.finish::<M, R, P, A>(&mut self.core, self.entry, sink);
+        self.input.finish(&mut self.core, M::TABLE, self.entry, sink);
     }
 }
 
-impl<M: Machine<R, P, A>, const W: usize, const F: usize, const R: usize, const P: usize, const A: usize> Parse for Parser<'_, M, W, F, R, P, A> {
+impl<M: Machine, const W: usize, const F: usize, const R: usize, const P: usize, const A: usize> Parse for Parser<'_, M, W, F, R, P, A> {
     #[inline]
     fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
         Parser::feed(self, bytes, sink)

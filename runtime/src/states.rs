@@ -1,62 +1,14 @@
-//! The bodies of the generated parsers' states.
-//!
-//! A generated module keeps what is specific to its template: the states'
-//! names and successors, the markers and stop sets, the guards. What a state
-//! of a given kind does (match a literal, skip whitespace, read text up to a
-//! stop, read a JSON string) is the same in every module, so it is here,
-//! once, and a state is one call:
-//!
-//! ```text
-//! St::CONTENT_TEXT => return c.text_state(t, last, Kind::Content, false, &STOPS_0, St::LOOP_HEAD, sink),
-//! St::LIT_TOOL_CALL => return c.literal_state(t, last, "<tool_call>", St::SPACE_2),
-//! ```
+//! What each kind of state does ([`crate::table::State`]): match a
+//! literal, skip whitespace, read text up to a stop, read a JSON string.
+//! A generated module's table says which states it has; the runtime's
+//! [`Table::step`] calls these.
 //!
 //! Each returns the [`Flow`] the state's step ends with, having moved to
 //! `next` when it is done.
 
-use crate::machine::{end, find1, find2, find3, find_any, floor_boundary, lit, partial, ws_end, Core, Flow, Found, Kind, G};
+use crate::machine::{end, floor_boundary, lit, ws_end, Core, Flow, Found, Kind, G};
+use crate::table::{StopSet, Table};
 use crate::Sink;
-
-/// What ends a run of text: the `N` stops, and their `F` distinct first
-/// bytes (sorted), which the search looks for before comparing whole
-/// stops. The counts are part of the type, so the search is compiled for
-/// each (one first byte: a `memchr`), and loops over the stops unrolled.
-///
-/// ```
-/// use chat_parser_runtime::states::Stops;
-/// const STOPS: Stops<1, 2> = Stops { firsts: [b'<'], all: ["</think>", "<|im_end|>"], longest: 10 };
-/// // A `<` that starts no stop is text.
-/// assert_eq!(STOPS.find(b"a < b</think>"), Some(5));
-/// // The end of a chunk may be the start of a stop: held back.
-/// assert_eq!(STOPS.partial(b"text </thi"), 5);
-/// ```
-#[derive(Debug)]
-pub struct Stops<const F: usize, const N: usize> {
-    pub firsts: [u8; F],
-    pub all: [&'static str; N],
-    /// The longest stop's length in bytes.
-    pub longest: usize,
-}
-
-impl<const F: usize, const N: usize> Stops<F, N> {
-    /// The first stop in `hay`.
-    #[inline]
-    pub fn find(&self, hay: &[u8]) -> Option<usize> {
-        match self.firsts.as_slice() {
-            [] => None,
-            &[a] => find1(hay, a, &self.all),
-            &[a, b] => find2(hay, a, b, &self.all),
-            &[a, b, c] => find3(hay, a, b, c, &self.all),
-            _ => find_any(hay, &self.all),
-        }
-    }
-
-    /// How many bytes at the end of `hay` may start a stop.
-    #[inline]
-    pub fn partial(&self, hay: &[u8]) -> usize {
-        partial(hay, &self.all)
-    }
-}
 
 /// The state's step result for a guard-like match: go on at `p`, wait, or fail.
 #[inline]
@@ -151,13 +103,13 @@ impl<const R: usize, const P: usize, const A: usize> Core<'_, R, P, A> {
     /// [`Core::until_step`]).
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    pub fn text_state<const F: usize, const N: usize>(
+    pub fn text_state(
         &mut self,
         t: &str,
         last: bool,
         kind: Kind,
         trim: bool,
-        stops: &Stops<F, N>,
+        stops: &StopSet,
         next: u16,
         sink: &mut impl Sink,
     ) -> Flow {
@@ -173,24 +125,24 @@ impl<const R: usize, const P: usize, const A: usize> Core<'_, R, P, A> {
     /// A name (of a tool, an argument) up to the first of `stops`: no
     /// longer than the name room, and never cut off by the end of the
     /// output. A name that ends commits the call in this step, so the hold
-    /// limit (`over_hold`, the module's) is checked where it ends.
+    /// limit ([`Table::over_hold`]) is checked where it ends.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    pub fn name_state<S: Sink, const F: usize, const N: usize>(
+    pub fn name_state<S: Sink>(
         &mut self,
         t: &str,
         last: bool,
         kind: Kind,
         trim: bool,
-        stops: &Stops<F, N>,
-        over_hold: fn(&Self, &str, usize) -> bool,
+        stops: &StopSet,
+        table: &Table,
         next: u16,
         sink: &mut S,
     ) -> Flow {
         let rest = t.as_bytes().get(self.pos..).unwrap_or(&[]);
         // A name is short: look no further than where it could end.
         let room = self.name_room();
-        let cut = floor_boundary(t.get(self.pos..).unwrap_or(""), room + stops.longest);
+        let cut = floor_boundary(t.get(self.pos..).unwrap_or(""), room + stops.longest as usize);
         let rest = &rest[..cut.min(rest.len())];
         let hit = stops.find(rest);
         let found = match hit {
@@ -205,7 +157,7 @@ impl<const R: usize, const P: usize, const A: usize> Core<'_, R, P, A> {
                 Found { take, done: false }
             }
         };
-        if found.done && over_hold(self, t, self.pos + found.take) {
+        if found.done && table.over_hold(self, t, self.pos + found.take) {
             return Flow::Fail;
         }
         self.step_done(t, kind, trim, found, next, sink)
@@ -248,7 +200,7 @@ impl<const R: usize, const P: usize, const A: usize> Core<'_, R, P, A> {
         last: bool,
         (repeat, alt, limit): (usize, usize, Option<u8>),
         recover: bool,
-        guard: fn(&str, usize, bool) -> G,
+        guard: impl FnOnce(&str, usize, bool) -> G,
         body: u16,
     ) -> Option<Flow> {
         if !self.may_try(repeat, alt, limit) {

@@ -134,6 +134,16 @@ pub fn holds_any<const N: usize>(s: &[u8], w: Word, bytes: [u8; N]) -> bool {
     }
 }
 
+/// [`holds_any`] for bytes known only at run time (a table's stop set).
+#[inline(always)]
+pub fn holds_any_of(s: &[u8], w: Word, bytes: &[u8]) -> bool {
+    if w.len <= 8 {
+        bytes.iter().any(|&b| has_byte(w, b))
+    } else {
+        s.iter().any(|x| bytes.contains(x))
+    }
+}
+
 /// Whether chunk `s`, with its word `w` (or [`Word::NONE`]), holds a byte a
 /// JSON string must escape.
 #[inline(always)]
@@ -181,6 +191,7 @@ mod tests {
             }
             assert_eq!(holds_json_escape(bytes, Word::NONE), escape);
             assert_eq!(holds_any(bytes, w, [b'<', b'a']), holds_any(bytes, Word::NONE, [b'<', b'a']));
+            assert_eq!(holds_any_of(bytes, w, &[b'<', b'a']), holds_any(bytes, w, [b'<', b'a']));
         }
         assert!(Word::new(&[b'a'; 9]).is_none());
     }

@@ -166,26 +166,6 @@ fn overlaps(a: &str, b: &str) -> bool {
     })
 }
 
-/// `match` arms for per-state code, one arm per distinct body (`7 | 9 => …`):
-/// the variants of a template share most of their text states.
-fn match_arms(states: &States, per_state: &[(u16, TokenStream)]) -> Vec<TokenStream> {
-    let mut groups: Vec<(String, Vec<u16>, &TokenStream)> = Vec::new();
-    for (id, body) in per_state {
-        let key = body.to_string();
-        match groups.iter_mut().find(|g| g.0 == key) {
-            Some(g) => g.1.push(*id),
-            None => groups.push((key, vec![*id], body)),
-        }
-    }
-    groups
-        .into_iter()
-        .map(|(_, ids, body)| {
-            let ids = ids.into_iter().map(|n| states.state(n));
-            quote! { #(#ids)|* => #body, }
-        })
-        .collect()
-}
-
 /// A code generation failure (the grammar is too large for the fixed state).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodegenError(pub String);
@@ -259,8 +239,10 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     for g in &grammars {
         entries.push(states.add_variant(g));
     }
-    if states.arms.len() >= u16::MAX as usize {
-        return Err(CodegenError(format!("{}: grammar too large ({} states)", spec.template, states.arms.len())));
+    // State numbers are `u16`, and `NONE` (u16::MAX) means no state.
+    let too_large = [states.rows.len(), states.arms.len(), states.guards.len(), states.stop_sets.len()].into_iter().any(|n| n >= u16::MAX as usize);
+    if too_large {
+        return Err(CodegenError(format!("{}: grammar too large ({} states)", spec.template, states.rows.len())));
     }
     let pack = pack_table_of(&grammars);
     let costs = states::Costs { pack: &pack };
@@ -278,12 +260,6 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     let window_lit = Literal::usize_unsuffixed(window);
     let full_lit = Literal::usize_unsuffixed(full);
     let pack_strs = pack.iter().map(|m| Literal::string(m));
-    let hold_check = if pack.is_empty() {
-        quote! { to - c.keep() > HOLD_LIMIT }
-    } else {
-        quote! { to - c.keep() > HOLD_LIMIT && packed_len(t.as_bytes().get(c.keep()..to).unwrap_or(&[]), PACK) > HOLD_LIMIT }
-    };
-    let hold_t = if pack.is_empty() { quote!(_t) } else { quote!(t) };
     let regions = states.max_regions.max(1);
     let loops = states.max_loops.max(1);
     let alts = states.max_alts.max(1);
@@ -292,21 +268,24 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         return Err(CodegenError(format!("{}: a loop has {alts} alternatives (at most 128)", spec.template)));
     }
 
-    let arms = states.arms.iter().enumerate().map(|(i, code)| {
-        let st = states.state(i as u16);
-        quote! { #st => { #code } }
-    });
-    let state_consts = states.arms.iter().enumerate().map(|(i, _)| {
-        let id = states.ident(i as u16);
-        let n = Literal::u16_unsuffixed(i as u16);
-        quote! { const #id: u16 = #n; }
-    });
+    let rows: Vec<TokenStream> = states
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let id = states.ident(i as u16);
+            quote! { s[St::#id as usize] = #row; }
+        })
+        .collect();
+    let variants = (0..states.rows.len()).map(|i| states.ident(i as u16));
+    let n_states = Literal::usize_unsuffixed(states.rows.len());
+    let arms = &states.arms;
+    let n_arms = Literal::usize_unsuffixed(arms.len());
     let guards = &states.guards;
+    let n_guards = Literal::usize_unsuffixed(guards.len());
     let stop_sets = states.stop_set_items();
-    let fast = match_arms(&states, &states.fast);
-    let fast_partial = match_arms(&states, &states.fast_partial);
-    let entry_states = index.iter().map(|&g| states.state(entries[g]));
-    let resume_arms: Vec<TokenStream> = states
+    let entry_states: Vec<TokenStream> = index.iter().map(|&g| states.state(entries[g])).collect();
+    let resumes: Vec<TokenStream> = states
         .resumes
         .iter()
         .enumerate()
@@ -314,15 +293,17 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             let entry = states.state(entries[v]);
             let states = &states;
             loops.iter().enumerate().map(move |(i, (head, rec))| {
+                let repeat = Literal::u8_unsuffixed(i as u8);
                 let head = states.state(*head);
                 let rec = match rec {
                     Some(r) => states.state(*r),
                     None => quote!(NONE),
                 };
-                quote! { (#entry, #i) => Resume { head: #head, recover: #rec }, }
+                quote! { LoopResume { entry: #entry, repeat: #repeat, head: #head, recover: #rec } }
             })
         })
         .collect();
+    let n_resumes = Literal::usize_unsuffixed(resumes.len());
 
     let text = |s: &str| Literal::string(s);
     let gp = &spec.generation_prompt;
@@ -370,17 +351,15 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         .into_iter()
         .filter(|n| states::uses_ident(&envelope_tokens, n))
         .map(|n| proc_macro2::Ident::new(n, proc_macro2::Span::call_site()));
-    let arms: Vec<TokenStream> = arms.collect();
-    let machine_code = quote! { #(#arms)* #(#fast)* #(#fast_partial)* #(#guards)* };
-    let runtime_uses = ["ArgType", "Sink", "Tool"]
+    let machine_code = quote! { #(#rows)* #(#arms)* #(#guards)* #stop_sets #(#resumes)* };
+    let runtime_uses = ["Arm", "Arms", "Guard", "Kind", "LoopResume", "Machine", "NONE", "State", "StopSet", "Table"]
         .into_iter()
-        .filter(|n| *n == "Sink" || states::uses_ident(&machine_code, n))
+        .filter(|n| matches!(*n, "Machine" | "State" | "Table" | "StopSet" | "LoopResume" | "Arm" | "Guard") || states::uses_ident(&machine_code, n))
         .map(|n| proc_macro2::Ident::new(n, proc_macro2::Span::call_site()));
 
     Ok(quote! {
 
-        use chat_parser_runtime::__private::*;
-        use chat_parser_runtime::{#(#runtime_uses),*};
+        use chat_parser_runtime::__private::{#(#runtime_uses),*};
         /// The request options `Parser::new` takes (re-exported for callers,
         /// which may not use it: a module need not).
         #[allow(unused_imports)]
@@ -440,61 +419,50 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         /// arrive, then `finish`. Fixed-size state, no heap allocation.
         pub type Parser<'t> = chat_parser_runtime::parser::Parser<'t, Grammar, W, F, #regions, #loops, #alts>;
 
-        /// This template's state machine (the runtime's parser drives it).
+        /// This template's state machine (the runtime's parser walks its table).
         #[doc(hidden)]
         pub struct Grammar;
 
-        impl Machine<#regions, #loops, #alts> for Grammar {
-            const PACK: &'static [&'static str] = PACK;
-            const ENTRIES: [u16; 16] = [#(#entry_states),*];
-            const SWITCHES: &'static [chat_parser_runtime::kwargs::ThinkingSwitch] = THINKING_SWITCHES;
-
-            #[inline(always)]
-            fn step<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, t: &str, last: bool, sink: &mut S) -> Flow {
-                match c.st {
-                    #(#arms)*
-                    _ => c.set_degraded(),
-                }
-                Flow::Go
-            }
-
-            #[inline]
-            fn over_hold(c: &Core<'_, #regions, #loops, #alts>, #hold_t: &str, to: usize) -> bool {
-                #hold_check
-            }
-
-            #[inline(always)]
-            fn fast<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, w: Word, sink: &mut S) -> bool {
-                match c.st {
-                    #(#fast)*
-                    _ => false,
-                }
-            }
-
-            fn fast_partial<S: Sink>(c: &mut Core<'_, #regions, #loops, #alts>, s: &str, max: usize, sink: &mut S) -> Option<usize> {
-                match c.st {
-                    #(#fast_partial)*
-                    _ => None,
-                }
-            }
-
-            fn resume(entry: u16, repeat: usize) -> Resume {
-                match (entry, repeat) {
-                    #(#resume_arms)*
-                    _ => Resume { head: 0, recover: NONE },
-                }
-            }
+        impl Machine for Grammar {
+            const TABLE: &'static Table = &TABLE;
         }
 
-        #(#guards)*
-        #stop_sets
+        static TABLE: Table = Table {
+            states: &STATES,
+            arms: &ARMS,
+            guards: &GUARDS,
+            stops: &STOPS,
+            resumes: &RESUMES,
+            entries: [#(#entry_states),*],
+            switches: THINKING_SWITCHES,
+            pack: PACK,
+            hold_limit: HOLD_LIMIT,
+        };
 
         /// The machine's states, named for what they read.
-        struct St;
-
-        impl St {
-            #(#state_consts)*
+        #[derive(Clone, Copy)]
+        #[repr(u16)]
+        enum St {
+            #(#variants),*
         }
 
+        /// Each state's row: what it reads and where it goes next.
+        static STATES: [State; #n_states] = {
+            let mut s = [State::Done; #n_states];
+            #(#rows)*
+            s
+        };
+
+        /// The alternatives of choices and loops: a guard, and the state
+        /// taken when it matches.
+        static ARMS: [Arm; #n_arms] = [#(#arms),*];
+
+        /// The markup guards match (compound ones name their parts by number).
+        static GUARDS: [Guard; #n_guards] = [#(#guards),*];
+
+        #stop_sets
+
+        /// Where each loop resumes after a broken round, per grammar variant.
+        static RESUMES: [LoopResume; #n_resumes] = [#(#resumes),*];
     })
 }

@@ -1,47 +1,41 @@
-//! From the format IR to the states of a generated parser.
+//! From the format IR to the state table of a generated parser.
 //!
 //! The IR is a tree without recursion, so where a node goes when it is done
 //! is known when the code is generated: a sequence's item goes on to the next
 //! item, a choice's body to what follows the choice, a loop's body back to
 //! the loop's head. Every node therefore compiles to one or two named
 //! states whose successors are constants, and the reference parser's frame
-//! stack disappears. What stays dynamic is small and fixed: loop counters,
-//! the regions a broken call rewinds to, the text reader's flags and the JSON
-//! scanner (see the runtime's `machine` module).
+//! stack disappears. A state is a row of the module's table (the runtime's
+//! `table::State`), which the runtime walks; what stays dynamic is small and
+//! fixed: loop counters, the regions a broken call rewinds to, the text
+//! reader's flags and the JSON scanner (see the runtime's `machine` module).
 
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::ir::{Alt, JsonKind, Mark, Node, TextKind};
 
-/// The states of all variants of one parser.
+/// The state table of all variants of one parser.
 #[derive(Default)]
 pub struct States {
-    /// The code of each state (a `match` arm body).
-    pub arms: Vec<TokenStream>,
-    /// A comment naming what each state does.
-    pub names: Vec<String>,
-    /// Each state's constant name (from its name, numbered after the first
-    /// of a kind), and how many states share each base name.
+    /// Each state's row (a `State` expression).
+    pub rows: Vec<TokenStream>,
+    /// Each state's name in the module's `St` enum (from what it reads,
+    /// numbered after the first of a kind).
     pub idents: Vec<String>,
     name_counts: std::collections::HashMap<String, usize>,
     taken: std::collections::HashSet<String>,
-    /// Guard functions.
+    /// The alternatives of choices and loops (`Arm` expressions).
+    pub arms: Vec<TokenStream>,
+    /// The guards (`Guard` expressions), and the IR node each one matches,
+    /// so an identical guard is listed once and shared.
     pub guards: Vec<TokenStream>,
-    /// The distinct stop sets of text states (`STOPS_n`, module data).
+    guard_keys: Vec<String>,
+    /// The distinct stop sets of text states.
     pub stop_sets: Vec<Vec<String>>,
-    /// Each guard function's body (as text), so an identical guard is
-    /// written once and shared.
-    guard_bodies: Vec<String>,
     /// Compiled nodes, by their text, successor and first loop number,
     /// with the loops they registered.
     compiled: std::collections::HashMap<(String, u16, usize), (u16, Vec<(u16, Option<u16>)>)>,
-    /// Fast-path arms: states where a whole chunk without markup can be
-    /// reported without running the machine.
-    pub fast: Vec<(u16, TokenStream)>,
-    /// Text states whose chunk may end with the start of a stop: the text
-    /// before it is reported there, and only the start is held back.
-    pub fast_partial: Vec<(u16, TokenStream)>,
     /// Per variant: each loop's head and recovery state.
     pub resumes: Vec<Vec<(u16, Option<u16>)>>,
     /// Per variant: entry state.
@@ -59,48 +53,41 @@ pub const DONE: u16 = 0;
 impl States {
     pub fn new() -> States {
         let mut s = States::default();
-        s.push("done", quote! { return c.done_state(t); });
+        s.push("done", quote! { State::Done });
         s
     }
 
-    fn push_json(&mut self, content: bool, marker: &str, code: TokenStream) -> u16 {
-        let id = self.push("json", code);
-        self.fast.push((id, quote! { c.fast_json(#content, #marker, s, w, sink) }));
-        id
-    }
-
-    fn push(&mut self, name: &str, code: TokenStream) -> u16 {
-        self.arms.push(code);
-        self.names.push(name.to_string());
+    fn push(&mut self, name: &str, row: TokenStream) -> u16 {
+        self.rows.push(row);
         // A name of its own: the first state of a kind has the plain name,
         // the next ones a number after it.
-        let base = const_name(name);
+        let base = camel(&const_name(name));
         let count = self.name_counts.entry(base.clone()).or_insert(0);
-        // `LIT_A_2` may also be another literal's own name: the next free one.
+        // `LitA2` may also be another literal's own name: the next free one.
         let ident = loop {
             *count += 1;
-            let candidate = if *count == 1 { base.clone() } else { format!("{base}_{count}") };
+            let candidate = if *count == 1 { base.clone() } else { format!("{base}{count}") };
             if !self.taken.contains(&candidate) {
                 break candidate;
             }
         };
         self.taken.insert(ident.clone());
         self.idents.push(ident);
-        (self.arms.len() - 1) as u16
+        (self.rows.len() - 1) as u16
     }
 
-    /// The constant that names state `n` (`St::LOOP_HEAD`).
+    /// State `n` as a table entry (`St::LoopHead as u16`).
     pub fn state(&self, n: u16) -> TokenStream {
         let id = self.ident(n);
-        quote!(St::#id)
+        quote!(St::#id as u16)
     }
 
-    /// State `n`'s constant name.
+    /// State `n`'s name in the `St` enum.
     pub fn ident(&self, n: u16) -> proc_macro2::Ident {
-        format_ident!("{}", self.idents.get(n as usize).map_or("DONE", String::as_str))
+        format_ident!("{}", self.idents.get(n as usize).map_or("Done", String::as_str))
     }
 
-    /// Reserves a state whose code is set later (a loop head, which its
+    /// Reserves a state whose row is set later (a loop head, which its
     /// body's last state jumps back to).
     fn reserve(&mut self, name: &str) -> u16 {
         self.push(name, TokenStream::new())
@@ -118,19 +105,27 @@ impl States {
         entry
     }
 
-    /// Each alternative's guard tried in order, its body (then `then`)
-    /// taken on the first that matches; falls through when none does.
-    fn guarded(&mut self, alts: &[Alt], then: u16, v: &mut Variant) -> TokenStream {
-        let mut tries = Vec::new();
-        for alt in alts {
-            let b = self.compile(&alt.body, then, v);
-                let b = self.state(b);
-            let g = self.guard(&alt.guard);
-            tries.push(quote! {
-                if let Some(flow) = c.choose(#g(t, c.pos, last), #b) { return flow; }
-            });
+    /// The arms of `alts` (each alternative's guard, its body then `then`,
+    /// and its round limit), as an `Arms` range of the table.
+    fn arms(&mut self, alts: &[Alt], limits: &[Option<u32>], then: u16, v: &mut Variant) -> TokenStream {
+        let mut arms = Vec::new();
+        for (k, alt) in alts.iter().enumerate() {
+            let body = self.compile(&alt.body, then, v);
+            let to = self.state(body);
+            let guard = Literal::u16_unsuffixed(self.guard(&alt.guard));
+            let limit = match limits.get(k).copied().flatten() {
+                Some(n) => {
+                    let n = n.min(255) as u8;
+                    quote!(Some(#n))
+                }
+                None => quote!(None),
+            };
+            arms.push(quote! { Arm { guard: #guard, to: #to, limit: #limit } });
         }
-        quote! { #(#tries)* }
+        let first = Literal::u16_unsuffixed(self.arms.len() as u16);
+        let len = Literal::u16_unsuffixed(arms.len() as u16);
+        self.arms.extend(arms);
+        quote! { Arms { first: #first, len: #len } }
     }
 
     /// The states of `node` followed by `next`. A node is compiled once per
@@ -159,11 +154,11 @@ impl States {
             Node::Empty => next,
             Node::Literal(s) => {
                 let lit = Literal::string(s);
-                self.push(&format!("literal {s:?}"), quote! { return c.literal_state(t, last, #lit, #nx); })
+                self.push(&format!("literal {s:?}"), quote! { State::Literal { text: #lit, next: #nx } })
             }
-            Node::Space => self.push("space", quote! { return c.space_state(t, last, #nx); }),
-            Node::OptionalNewline => self.push("optional newline", quote! { return c.newline_state(t, last, #nx); }),
-            Node::End => self.push("end of output", quote! { return c.end_state(t, last, #nx); }),
+            Node::Space => self.push("space", quote! { State::Space { next: #nx } }),
+            Node::OptionalNewline => self.push("optional newline", quote! { State::Newline { next: #nx } }),
+            Node::End => self.push("end of output", quote! { State::End { next: #nx } }),
             Node::Seq(items) => {
                 let mut at = next;
                 let mut i = items.len();
@@ -181,15 +176,15 @@ impl States {
                 at
             }
             Node::Choice(alts) => {
-                let tries = self.guarded(alts, next, v);
-                self.push("choice", quote! { #tries return Flow::Fail })
+                let arms = self.arms(alts, &[], next, v);
+                self.push("choice", quote! { State::Choice { arms: #arms } })
             }
             Node::Repeat { alts, limits, recover } if !counted(limits, recover) => {
                 // A plain loop keeps no counters: it takes a round whenever
                 // a guard matches.
                 let head = self.reserve("loop head");
-                let tries = self.guarded(alts, head, v);
-                self.arms[head as usize] = quote! { #tries c.st = #nx; };
+                let arms = self.arms(alts, &[], head, v);
+                self.rows[head as usize] = quote! { State::Loop { arms: #arms, next: #nx } };
                 head
             }
             Node::Repeat { alts, limits, recover } => {
@@ -200,71 +195,51 @@ impl States {
                 let has_recover = recover.is_some();
                 let rec = recover.as_ref().map(|r| self.compile(r, head, v));
                 v.loops[index] = (head, rec);
-                let mut tries = Vec::new();
-                for (k, alt) in alts.iter().enumerate() {
-                    let body = self.compile(&alt.body, after, v);
-                    let g = self.guard(&alt.guard);
-                    let b = self.state(body);
-                    let limit = match limits.get(k).copied().flatten() {
-                        Some(n) => {
-                            let n = n.min(255) as u8;
-                            quote!(Some(#n))
-                        }
-                        None => quote!(None),
-                    };
-                    tries.push(quote! {
-                        if let Some(flow) = c.round(t, last, (#index, #k, #limit), #has_recover, #g, #b) { return flow; }
-                    });
-                }
-                self.arms[head as usize] = quote! { #(#tries)* c.st = #nx; };
+                let arms = self.arms(alts, limits, after, v);
+                let repeat = Literal::u8_unsuffixed(index as u8);
+                self.rows[head as usize] = quote! { State::LoopHead { repeat: #repeat, recover: #has_recover, arms: #arms, next: #nx } };
                 let h = self.state(head);
-                self.arms[after as usize] = quote! { c.end_round(#has_recover, t, sink); c.st = #h; };
-                self.push("loop", quote! { c.enter_loop(#index); c.st = #h; })
+                self.rows[after as usize] = quote! { State::RoundDone { recover: #has_recover, head: #h } };
+                self.push("loop", quote! { State::EnterLoop { repeat: #repeat, head: #h } })
             }
             Node::Peek(inner) => {
-                let g = self.guard(inner);
-                self.push("lookahead", quote! { return c.peek_state(#g(t, c.pos, last), #nx); })
+                let g = Literal::u16_unsuffixed(self.guard(inner));
+                self.push("lookahead", quote! { State::Peek { guard: #g, next: #nx } })
             }
             Node::Until { stops, kind, trim_newlines } => {
                 let scan = self.until(stops, *kind, *trim_newlines, next);
                 let s = self.state(scan);
-                self.push(&format!("{kind:?} start"), quote! { return c.text_start(#s); })
+                self.push(&format!("{kind:?} start"), quote! { State::TextStart { next: #s } })
             }
             Node::Json { kind, python, marker, ends, .. } => {
                 let content = *kind == JsonKind::Content;
                 let object_only = *kind == JsonKind::ToolArgs;
                 // A value left open before one of `ends`: the first end
                 // marker that follows closes it.
-                let invalid = if ends.is_empty() {
-                    quote! { return Flow::Fail }
+                let open_end = if ends.is_empty() {
+                    quote!(NONE)
                 } else {
-                    let close = self.push("json close", quote! { json_close(c, #content, sink); c.st = #nx; });
+                    let close = self.push("json close", quote! { State::JsonClose { content: #content, next: #nx } });
                     let alts: Vec<Alt> = ends
                         .iter()
                         .map(|m| Alt { guard: Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit(m.clone())]))), body: Node::Empty })
                         .collect();
-                    let tries = self.guarded(&alts, close, v);
-                    let end = self.push("json end marker", quote! { #tries return Flow::Fail });
-                    let end = self.state(end);
-                    quote! { if c.json.can_close() { c.st = #end; } else { return Flow::Fail } }
+                    let arms = self.arms(&alts, &[], close, v);
+                    let end = self.push("json end marker", quote! { State::Choice { arms: #arms } });
+                    self.state(end)
                 };
-                let scan = self.push_json(content, marker, quote! {
-                    match json_step(c, t, #content, #marker, last, sink) {
-                        Scan::Done => { c.st = #nx; }
-                        Scan::NeedMore => return Flow::More,
-                        Scan::Invalid => #invalid,
-                    }
-                });
+                let marker = Literal::string(marker);
+                let scan = self.push("json", quote! { State::Json { content: #content, marker: #marker, open_end: #open_end, next: #nx } });
                 let s = self.state(scan);
-                self.push("json start", quote! { return c.json_start(#python, #object_only, #s); })
+                self.push("json start", quote! { State::JsonStart { python: #python, object_only: #object_only, next: #s } })
             }
             Node::JsonStringContent(kind) => {
                 let k = kind_tokens(*kind);
-                self.push("json string", quote! { return c.json_string_state(t, last, #k, #nx, sink); })
+                self.push("json string", quote! { State::JsonString { kind: #k, next: #nx } })
             }
             Node::ArgKey(key) => {
                 let key = Literal::string(key);
-                self.push("argument key", quote! { c.open_key(#key, sink); c.st = #nx; })
+                self.push("argument key", quote! { State::ArgKey { key: #key, next: #nx } })
             }
             Node::ByArgType { string, json, auto } => {
                 let s = self.compile(string, next, v);
@@ -273,31 +248,29 @@ impl States {
                 let j = self.state(j);
                 let a = self.compile(auto, next, v);
                 let a = self.state(a);
-                self.push("value by argument type", quote! {
-                    c.st = match c.arg_type() { ArgType::String => #s, ArgType::Json => #j, ArgType::Auto | ArgType::StringOrNull => #a };
-                })
+                self.push("value by argument type", quote! { State::ByArgType { string: #s, json: #j, auto: #a } })
             }
             // Only grammars tell a lenient alternative from another.
             Node::Mark(Mark::Lenient) => next,
             Node::Mark(m) => {
-                let code = match m {
-                    Mark::Lenient => quote! {},
-                    Mark::ToolOpen => quote! { c.tool_open(sink); },
-                    Mark::ToolClose => quote! { c.tool_close(sink); },
+                let row = match m {
+                    Mark::Lenient => unreachable!("handled above"),
+                    Mark::ToolOpen => quote! { State::ToolOpen { next: #nx } },
+                    Mark::ToolClose => quote! { State::ToolClose { next: #nx } },
                     Mark::Name(n) => {
                         let n = Literal::string(n);
-                        quote! { c.literal_name(t, #n, sink); }
+                        quote! { State::ToolName { name: #n, next: #nx } }
                     }
-                    Mark::Commit => quote! { c.mark_commit(t, sink); },
-                    Mark::ArgsOpen => quote! { c.args_open(sink); },
-                    Mark::ArgsClose => quote! { c.args_close(sink); },
+                    Mark::Commit => quote! { State::Commit { next: #nx } },
+                    Mark::ArgsOpen => quote! { State::ArgsOpen { next: #nx } },
+                    Mark::ArgsClose => quote! { State::ArgsClose { next: #nx } },
                     Mark::Prefilled(kind, text) => {
                         let k = kind_tokens(*kind);
                         let text = Literal::string(text);
-                        quote! { c.prefilled(#k, #text, sink); }
+                        quote! { State::Prefilled { kind: #k, text: #text, next: #nx } }
                     }
                 };
-                self.push(&format!("{m:?}"), quote! { #code c.st = #nx; })
+                self.push(&format!("{m:?}"), row)
             }
         }
     }
@@ -310,94 +283,128 @@ impl States {
         }
         let nx = self.state(next);
         let text = Literal::string(lit);
-        let id = self.push(&format!("literal {lit:?}"), quote! { return c.spaced_literal_state(t, last, #text, #nx); });
+        let id = self.push(&format!("literal {lit:?}"), quote! { State::SpacedLiteral { text: #text, next: #nx } });
         self.compiled.insert(key, (id, Vec::new()));
         id
     }
 
-    /// The stop set's module constant (`STOPS_n`), each distinct set once.
-    fn stop_set(&mut self, stops: &[String]) -> proc_macro2::Ident {
-        let n = match self.stop_sets.iter().position(|s| s == stops) {
-            Some(n) => n,
+    /// The stop set's number in the module's `STOPS`, each distinct set once.
+    fn stop_set(&mut self, stops: &[String]) -> u16 {
+        match self.stop_sets.iter().position(|s| s == stops) {
+            Some(n) => n as u16,
             None => {
                 self.stop_sets.push(stops.to_vec());
-                self.stop_sets.len() - 1
+                (self.stop_sets.len() - 1) as u16
             }
-        };
-        format_ident!("STOPS_{}", n)
+        }
     }
 
     /// The state reading text up to a stop.
     fn until(&mut self, stops: &[String], kind: TextKind, trim: bool, next: u16) -> u16 {
         let nx = self.state(next);
         let k = kind_tokens(kind);
-        let set = self.stop_set(stops);
+        let set = Literal::u16_unsuffixed(self.stop_set(stops));
         let is_name = matches!(kind, TextKind::ToolName | TextKind::ToolIdName | TextKind::ArgName);
-        if matches!(kind, TextKind::Content | TextKind::Reasoning | TextKind::ArgString) {
-            // Chunks here are small: a plain loop beats a SIMD search's
-            // setup. A stop's first byte alone (`<` in `a < b`) does not stop
-            // the fast path; a stop, or the start of one at the chunk's end,
-            // does. (The first bytes are spelled out: `holds_any` tests
-            // them a word at a time.)
-            let firsts = first_bytes(stops);
-            let bytes: Vec<Literal> = firsts.iter().map(|b| Literal::u8_suffixed(*b)).collect();
-            let markup = match bytes.as_slice() {
-                [] => quote! { false },
-                // The exact check only when a first byte is there at all.
-                more => quote! { holds_any(s.as_bytes(), w, [#(#more),*]) && !clear_of_stops(s.as_bytes(), &#set.all) },
-            };
-            let n = self.arms.len() as u16;
-            self.fast.push((n, quote! { !(#markup) && c.fast_text(#k, #trim, s, w, sink) }));
-            if !stops.is_empty() {
-                self.fast_partial.push((n, quote! { c.fast_partial(#k, #trim, s, &#set.all, max, sink) }));
-            }
-        }
-        let code = if is_name {
-            quote! { return c.name_state(t, last, #k, #trim, &#set, Grammar::over_hold, #nx, sink); }
+        let row = if is_name {
+            quote! { State::Name { kind: #k, trim: #trim, stops: #set, next: #nx } }
         } else {
-            quote! { return c.text_state(t, last, #k, #trim, &#set, #nx, sink); }
+            quote! { State::Text { kind: #k, trim: #trim, stops: #set, next: #nx } }
         };
-        self.push(&format!("{kind:?} up to {stops:?}"), code)
+        self.push(&format!("{kind:?} up to {stops:?}"), row)
     }
 
-    /// The module's stop sets, as `static STOPS_n: Stops`.
+    /// The module's stop sets: each set's stops as a named array
+    /// (`STOPS_n`), and `STOPS`, the sets with their first bytes.
     pub fn stop_set_items(&self) -> TokenStream {
-        let items = self.stop_sets.iter().enumerate().map(|(n, stops)| {
+        let lists = self.stop_sets.iter().enumerate().map(|(n, stops)| {
             let name = format_ident!("STOPS_{}", n);
-            let firsts = first_bytes(stops);
-            let f = Literal::usize_unsuffixed(firsts.len());
-            let n = Literal::usize_unsuffixed(stops.len());
-            let firsts = firsts.iter().map(|b| Literal::u8_unsuffixed(*b));
+            let len = Literal::usize_unsuffixed(stops.len());
             let all = stops.iter().map(|s| Literal::string(s));
-            let longest = Literal::usize_unsuffixed(stops.iter().map(String::len).max().unwrap_or(0));
             let doc = format!(" Text ends at {stops:?}.");
             quote! {
                 #[doc = #doc]
-                const #name: Stops<#f, #n> = Stops { firsts: [#(#firsts),*], all: [#(#all),*], longest: #longest };
+                static #name: [&str; #len] = [#(#all),*];
             }
         });
-        quote! { #(#items)* }
+        let sets = self.stop_sets.iter().enumerate().map(|(n, stops)| {
+            let name = format_ident!("STOPS_{}", n);
+            let mut firsts = first_bytes(stops);
+            let n_firsts = if firsts.len() > 4 { 0u8 } else { firsts.len() as u8 };
+            firsts.resize(4, 0);
+            if n_firsts == 0 {
+                firsts = vec![0; 4];
+            }
+            let firsts = firsts.iter().map(|b| Literal::u8_unsuffixed(*b));
+            let longest = Literal::u16_unsuffixed(stops.iter().map(String::len).max().unwrap_or(0) as u16);
+            quote! { StopSet { all: &#name, firsts: [#(#firsts),*], n_firsts: #n_firsts, longest: #longest } }
+        });
+        let count = Literal::usize_unsuffixed(self.stop_sets.len());
+        quote! {
+            #(#lists)*
+            /// What ends each kind of text (`State::Text { stops, .. }`).
+            static STOPS: [StopSet; #count] = [#(#sets),*];
+        }
     }
 
-    /// A guard function (matches markup without reporting anything).
-    fn guard(&mut self, node: &Node) -> proc_macro2::Ident {
-        let body = guard_body(node);
-        let key = body.to_string();
-        if let Some(i) = self.guard_bodies.iter().position(|b| *b == key) {
-            return format_ident!("guard_{}", i);
+    /// A guard's number in the module's `GUARDS` (an identical guard is
+    /// listed once).
+    fn guard(&mut self, node: &Node) -> u16 {
+        let key = format!("{node:?}");
+        if let Some(i) = self.guard_keys.iter().position(|k| *k == key) {
+            return i as u16;
         }
-        let name = format_ident!("guard_{}", self.guards.len());
-        self.guard_bodies.push(key);
-        // Parameters the body does not read are named `_x`, so the module
-        // needs no lint allowance for them.
-        let param = |x: &str| if uses_ident(&body, x) { format_ident!("{x}") } else { format_ident!("_{x}") };
-        let (t, p, last) = (param("t"), param("p"), param("last"));
-        self.guards.push(quote! {
-            fn #name(#t: &str, #p: usize, #last: bool) -> G {
-                #body
+        let expr = self.guard_expr(node);
+        self.guard_keys.push(key);
+        self.guards.push(expr);
+        (self.guards.len() - 1) as u16
+    }
+
+    /// Lists guard expressions one after the other (the parts of a
+    /// sequence or choice); returns the first one's number.
+    fn guard_run(&mut self, exprs: Vec<TokenStream>) -> u16 {
+        let first = self.guards.len() as u16;
+        for e in exprs {
+            // Listed in place, not shared: a compound guard's parts are a range.
+            self.guard_keys.push(String::new());
+            self.guards.push(e);
+        }
+        first
+    }
+
+    /// A guard: markup matched without reporting anything.
+    fn guard_expr(&mut self, node: &Node) -> TokenStream {
+        match node {
+            Node::Empty => quote! { Guard::Empty },
+            Node::Literal(s) => {
+                let s = Literal::string(s);
+                quote! { Guard::Lit(#s) }
             }
-        });
-        name
+            Node::Space => quote! { Guard::Space },
+            Node::OptionalNewline => quote! { Guard::Newline },
+            Node::End => quote! { Guard::End },
+            Node::Seq(items) => {
+                let exprs: Vec<TokenStream> = items.iter().map(|i| self.guard_expr(i)).collect();
+                let len = Literal::u16_unsuffixed(exprs.len() as u16);
+                let first = Literal::u16_unsuffixed(self.guard_run(exprs));
+                quote! { Guard::Seq { first: #first, len: #len } }
+            }
+            Node::Choice(alts) => {
+                let mut exprs = Vec::new();
+                for alt in alts {
+                    exprs.push(self.guard_expr(&alt.guard));
+                    exprs.push(self.guard_expr(&alt.body));
+                }
+                let len = Literal::u16_unsuffixed(alts.len() as u16);
+                let first = Literal::u16_unsuffixed(self.guard_run(exprs));
+                quote! { Guard::Choice { first: #first, len: #len } }
+            }
+            Node::Peek(inner) => {
+                let g = Literal::u16_unsuffixed(self.guard(inner));
+                quote! { Guard::Peek(#g) }
+            }
+            // Guards are literal markup only; anything else never matches.
+            _ => quote! { Guard::Never },
+        }
     }
 }
 
@@ -486,61 +493,21 @@ fn const_name(name: &str) -> String {
     base
 }
 
+/// `LIT_CLOSE_TOOL_CALL` → `LitCloseToolCall` (an enum variant's name).
+fn camel(name: &str) -> String {
+    name.split('_')
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let lower = w.to_ascii_lowercase();
+            let mut c = lower.chars();
+            c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+        })
+        .collect()
+}
+
 fn kind_tokens(kind: TextKind) -> TokenStream {
     let k = format_ident!("{}", format!("{kind:?}"));
     quote!(Kind::#k)
-}
-
-/// Code matching a guard at `p` (returns a `G`).
-fn guard_body(node: &Node) -> TokenStream {
-    match node {
-        Node::Empty => quote! { G::Match(p) },
-        Node::Literal(s) => {
-            let s = Literal::string(s);
-            quote! { lit(t, p, #s, last) }
-        }
-        Node::Space => quote! {
-            let e = ws_end(t, p);
-            if e >= t.len() && !last { G::More } else { G::Match(e) }
-        },
-        Node::OptionalNewline => quote! {
-            if p >= t.len() && !last { G::More }
-            else if t.as_bytes().get(p) == Some(&b'\n') { G::Match(p + 1) }
-            else { G::Match(p) }
-        },
-        Node::End => quote! { end(t, p, last) },
-        Node::Seq(items) => {
-            let steps = items.iter().map(|item| {
-                let b = guard_body(item);
-                quote! {
-                    let p = match (|| -> G { #b })() { G::Match(e) => e, other => return other };
-                }
-            });
-            quote! { #(#steps)* G::Match(p) }
-        }
-        Node::Choice(alts) => {
-            let tries = alts.iter().map(|alt| {
-                let g = guard_body(&alt.guard);
-                let b = guard_body(&alt.body);
-                quote! {
-                    let outcome = (|| -> G {
-                        let p = match (|| -> G { #g })() { G::Match(e) => e, other => return other };
-                        #b
-                    })();
-                    match outcome { G::No => {}, other => return other }
-                }
-            });
-            quote! { #(#tries)* G::No }
-        }
-        Node::Peek(inner) => {
-            let b = guard_body(inner);
-            quote! {
-                match (|| -> G { #b })() { G::Match(_) => G::Match(p), other => other }
-            }
-        }
-        // Guards are literal markup only; anything else never matches.
-        _ => quote! { G::No },
-    }
 }
 
 /// How many recoverable loops nest (the regions that can be open at once).

@@ -1,0 +1,519 @@
+//! A generated parser's state machine as data.
+//!
+//! A generated module holds its template's machine as a [`Table`]: one
+//! [`State`] per position in the output grammar (a marker to match, text to
+//! read up to a stop, a JSON value, a guarded choice), the alternatives of
+//! its choices and loops ([`Arm`]), the markup their guards match
+//! ([`Guard`]) and the stop sets of its text ([`StopSet`]). The runtime
+//! walks it ([`Table::run`]), so the code is the same for every template and
+//! a module is only its data:
+//!
+//! ```text
+//! St::ContentText => State::Text { kind: Kind::Content, trim: false, stops: 0, next: St::LoopHead as u16 },
+//! St::LitToolCall => State::Literal { text: "<tool_call>", next: St::Space2 as u16 },
+//! ```
+//!
+//! A state's successors are state numbers (the module's `St` enum), so the
+//! reference parser's frame stack is gone: what stays dynamic is small and
+//! fixed (see [`crate::machine::Core`]).
+
+use crate::kwargs::ThinkingSwitch;
+use crate::machine::{clear_of_stops, end, find_in, json_close, json_step, lit, partial, Core, Flow, Kind, Resume, G, NONE};
+use crate::word::{has_byte, holds_any_of, Word};
+use crate::{ArgType, Sink};
+
+/// One state of a generated machine: what it reads, and where it goes next
+/// (`next` and the like are state numbers).
+#[derive(Debug, Clone, Copy)]
+pub enum State {
+    /// The grammar is done: anything after it makes the rest content.
+    Done,
+    /// Markup that must come next, exactly.
+    Literal { text: &'static str, next: u16 },
+    /// Whitespace, then markup that must come next, exactly.
+    SpacedLiteral { text: &'static str, next: u16 },
+    /// Whitespace (none or more).
+    Space { next: u16 },
+    /// One newline, if there is one.
+    Newline { next: u16 },
+    /// The end of the output.
+    End { next: u16 },
+    /// The first alternative whose guard matches; broken markup when none does.
+    Choice { arms: Arms },
+    /// A loop without counters: a round whenever a guard matches, else on
+    /// to `next`.
+    Loop { arms: Arms, next: u16 },
+    /// The head of a counted loop (number `repeat` of its variant): a round
+    /// of the first alternative that may run another and whose guard
+    /// matches (a region that can turn back into content with `recover`),
+    /// else on to `next`.
+    LoopHead { repeat: u8, recover: bool, arms: Arms, next: u16 },
+    /// A counted loop's round finished: back to its head.
+    RoundDone { recover: bool, head: u16 },
+    /// A counted loop is entered: fresh counters.
+    EnterLoop { repeat: u8, head: u16 },
+    /// On to `next` when the guard matches here, reading nothing.
+    Peek { guard: u16, next: u16 },
+    /// Starts reading text up to a stop (state `next` reads it).
+    TextStart { next: u16 },
+    /// Text of `kind` up to the first of stop set `stops`.
+    Text { kind: Kind, trim: bool, stops: u16, next: u16 },
+    /// A name up to the first of stop set `stops` (see
+    /// [`Core::name_state`]).
+    Name { kind: Kind, trim: bool, stops: u16, next: u16 },
+    /// Starts a JSON value (state `next` scans it).
+    JsonStart { python: bool, object_only: bool, next: u16 },
+    /// A JSON value, reported as content or as a call's arguments
+    /// (`marker`: the string marker of a marked dialect, `""` for JSON).
+    /// A value left open where it cannot go on goes to `open_end` (the
+    /// states that close it before an end marker), or breaks with [`NONE`].
+    Json { content: bool, marker: &'static str, open_end: u16, next: u16 },
+    /// Closes a JSON value left open before its call's end marker.
+    JsonClose { content: bool, next: u16 },
+    /// The content of a JSON string, reported as `kind`.
+    JsonString { kind: Kind, next: u16 },
+    /// An argument's key: `, "key": `.
+    ArgKey { key: &'static str, next: u16 },
+    /// On by the declared type of the argument just named.
+    ByArgType { string: u16, json: u16, auto: u16 },
+    /// A call begins.
+    ToolOpen { next: u16 },
+    /// A call's closing markup matched.
+    ToolClose { next: u16 },
+    /// A name given by the grammar (reporting it commits the call).
+    ToolName { name: &'static str, next: u16 },
+    /// The round is certain from here.
+    Commit { next: u16 },
+    /// `{` of arguments built from tags.
+    ArgsOpen { next: u16 },
+    /// `}` of arguments built from tags.
+    ArgsClose { next: u16 },
+    /// Text the generation prompt already wrote, reported as `kind`.
+    Prefilled { kind: Kind, text: &'static str, next: u16 },
+}
+
+/// A range of a table's [`Arm`]s: `len` of them from `first`.
+#[derive(Debug, Clone, Copy)]
+pub struct Arms {
+    pub first: u16,
+    pub len: u16,
+}
+
+/// One alternative of a choice or loop: taken to state `to` when guard
+/// `guard` matches (and, in a counted loop, fewer than `limit` rounds of it
+/// ran).
+#[derive(Debug, Clone, Copy)]
+pub struct Arm {
+    pub guard: u16,
+    pub to: u16,
+    pub limit: Option<u8>,
+}
+
+/// Markup a guard matches without reporting anything. Compound guards name
+/// their parts by index into the table's guards.
+#[derive(Debug, Clone, Copy)]
+pub enum Guard {
+    /// Matches here, reading nothing.
+    Empty,
+    /// Never matches.
+    Never,
+    /// This markup, exactly.
+    Lit(&'static str),
+    /// Whitespace (none or more).
+    Space,
+    /// One newline, if there is one.
+    Newline,
+    /// The end of the output.
+    End,
+    /// `len` guards from `first`, one after the other.
+    Seq { first: u16, len: u16 },
+    /// `len` alternatives, each two guards from `first` (its guard, then its
+    /// body): the first whose guard does not fail decides.
+    Choice { first: u16, len: u16 },
+    /// The guard matches here; reads nothing.
+    Peek(u16),
+}
+
+/// What ends a run of text: the stops, and their distinct first bytes
+/// (sorted, at most 4: the search looks for these before comparing whole
+/// stops; more than 4 are not listed and every byte is tried).
+///
+/// ```
+/// use chat_parser_runtime::table::StopSet;
+/// const STOPS: StopSet = StopSet::new(&["</think>", "<|im_end|>"]);
+/// // A `<` that starts no stop is text.
+/// assert_eq!(STOPS.find(b"a < b</think>"), Some(5));
+/// // The end of a chunk may be the start of a stop: held back.
+/// assert_eq!(STOPS.partial(b"text </thi"), 5);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct StopSet {
+    pub all: &'static [&'static str],
+    pub firsts: [u8; 4],
+    /// How many of `firsts` are used (0 when more than 4 differ, or no stop).
+    pub n_firsts: u8,
+    /// The longest stop's length in bytes.
+    pub longest: u16,
+}
+
+impl StopSet {
+    /// The stop set of `all` (a `const fn`: modules write their sets so).
+    pub const fn new(all: &'static [&'static str]) -> StopSet {
+        let mut firsts = [0u8; 4];
+        let mut n = 0usize;
+        let mut longest = 0usize;
+        let mut i = 0;
+        let mut many = false;
+        while i < all.len() {
+            let s = all[i].as_bytes();
+            if s.len() > longest {
+                longest = s.len();
+            }
+            if !s.is_empty() {
+                let b = s[0];
+                let mut j = 0;
+                let mut seen = false;
+                while j < n {
+                    seen |= firsts[j] == b;
+                    j += 1;
+                }
+                if !seen {
+                    if n == 4 {
+                        many = true;
+                    } else {
+                        firsts[n] = b;
+                        n += 1;
+                    }
+                }
+            }
+            i += 1;
+        }
+        if many {
+            n = 0;
+        }
+        StopSet { all, firsts, n_firsts: n as u8, longest: longest as u16 }
+    }
+
+    /// The first stop in `hay`.
+    #[inline]
+    pub fn find(&self, hay: &[u8]) -> Option<usize> {
+        if self.all.is_empty() {
+            return None;
+        }
+        find_in(hay, &self.firsts[..self.n_firsts as usize], self.all)
+    }
+
+    /// How many bytes at the end of `hay` may start a stop.
+    #[inline]
+    pub fn partial(&self, hay: &[u8]) -> usize {
+        partial(hay, self.all)
+    }
+
+    /// Whether a chunk (with its word `w`, or [`Word::NONE`]) holds a byte
+    /// a stop starts with.
+    #[inline(always)]
+    fn may_stop(&self, s: &[u8], w: Word) -> bool {
+        match self.n_firsts {
+            0 => !self.all.is_empty(),
+            1 if w.len <= 8 => has_byte(w, self.firsts[0]),
+            n => holds_any_of(s, w, &self.firsts[..n as usize]),
+        }
+    }
+}
+
+/// Where a loop of a grammar variant resumes after a broken round: the
+/// variant's entry state and the loop's number in it, its head, and the
+/// state that runs after the broken round ([`NONE`]: none).
+#[derive(Debug, Clone, Copy)]
+pub struct LoopResume {
+    pub entry: u16,
+    pub repeat: u8,
+    pub head: u16,
+    pub recover: u16,
+}
+
+/// A template's machine: its states and what they refer to, the entry
+/// state of each grammar variant, and its limits.
+#[derive(Debug)]
+pub struct Table {
+    pub states: &'static [State],
+    pub arms: &'static [Arm],
+    pub guards: &'static [Guard],
+    pub stops: &'static [StopSet],
+    pub resumes: &'static [LoopResume],
+    /// The entry state of each grammar variant, by
+    /// [`Options::variant`](crate::Options::variant).
+    pub entries: [u16; 16],
+    /// The `chat_template_kwargs` variables that switch thinking.
+    pub switches: &'static [ThinkingSwitch],
+    /// The template's pack table ([`crate::pack`]): empty for most.
+    pub pack: &'static [&'static str],
+    /// The longest markup read before it is known what it is.
+    pub hold_limit: usize,
+}
+
+/// What a generated module provides: its table.
+pub trait Machine {
+    const TABLE: &'static Table;
+}
+
+impl Table {
+    /// Whether guard `g` matches at `p`.
+    fn guard(&self, g: u16, t: &str, p: usize, last: bool) -> G {
+        match self.guards.get(g as usize) {
+            None | Some(Guard::Never) => G::No,
+            Some(Guard::Empty) => G::Match(p),
+            Some(Guard::Lit(s)) => lit(t, p, s, last),
+            Some(Guard::Space) => {
+                let e = crate::machine::ws_end(t, p);
+                if e >= t.len() && !last {
+                    G::More
+                } else {
+                    G::Match(e)
+                }
+            }
+            Some(Guard::Newline) => {
+                if p >= t.len() && !last {
+                    G::More
+                } else if t.as_bytes().get(p) == Some(&b'\n') {
+                    G::Match(p + 1)
+                } else {
+                    G::Match(p)
+                }
+            }
+            Some(Guard::End) => end(t, p, last),
+            Some(&Guard::Seq { first, len }) => {
+                let mut p = p;
+                for i in first..first + len {
+                    match self.guard(i, t, p, last) {
+                        G::Match(e) => p = e,
+                        other => return other,
+                    }
+                }
+                G::Match(p)
+            }
+            Some(&Guard::Choice { first, len }) => {
+                for i in 0..len {
+                    let at = first + 2 * i;
+                    let outcome = match self.guard(at, t, p, last) {
+                        G::Match(e) => self.guard(at + 1, t, e, last),
+                        other => other,
+                    };
+                    if outcome != G::No {
+                        return outcome;
+                    }
+                }
+                G::No
+            }
+            Some(&Guard::Peek(inner)) => match self.guard(inner, t, p, last) {
+                G::Match(_) => G::Match(p),
+                other => other,
+            },
+        }
+    }
+
+    fn arms(&self, arms: Arms) -> &'static [Arm] {
+        self.arms.get(arms.first as usize..(arms.first + arms.len) as usize).unwrap_or(&[])
+    }
+
+    fn stop_set(&self, n: u16) -> &'static StopSet {
+        const NO_STOPS: StopSet = StopSet::new(&[]);
+        self.stops.get(n as usize).unwrap_or(&NO_STOPS)
+    }
+
+    /// Whether the markup held up to `to` is longer than the hold limit.
+    /// Checked before every step, and where a name ends: a name read whole
+    /// commits in the same step, so it is checked there too, and whole and
+    /// streamed output break the same markup.
+    #[inline]
+    pub fn over_hold<const R: usize, const P: usize, const A: usize>(&self, c: &Core<'_, R, P, A>, t: &str, to: usize) -> bool {
+        to - c.keep() > self.hold_limit
+            && (self.pack.is_empty() || crate::pack::packed_len(t.as_bytes().get(c.keep()..to).unwrap_or(&[]), self.pack) > self.hold_limit)
+    }
+
+    /// Where loop `repeat` of the variant entered at `entry` resumes.
+    pub fn resume(&self, entry: u16, repeat: usize) -> Resume {
+        self.resumes
+            .iter()
+            .find(|r| r.entry == entry && r.repeat as usize == repeat)
+            .map_or(Resume { head: 0, recover: NONE }, |r| Resume { head: r.head, recover: r.recover })
+    }
+
+    /// Runs the current state once: what comes next.
+    #[inline(always)]
+    pub fn step<S: Sink, const R: usize, const P: usize, const A: usize>(&self, c: &mut Core<'_, R, P, A>, t: &str, last: bool, sink: &mut S) -> Flow {
+        let Some(&state) = self.states.get(c.st as usize) else {
+            c.set_degraded();
+            return Flow::Go;
+        };
+        let go = |c: &mut Core<'_, R, P, A>, next: u16| {
+            c.st = next;
+            Flow::Go
+        };
+        match state {
+            State::Done => c.done_state(t),
+            State::Literal { text, next } => c.literal_state(t, last, text, next),
+            State::SpacedLiteral { text, next } => c.spaced_literal_state(t, last, text, next),
+            State::Space { next } => c.space_state(t, last, next),
+            State::Newline { next } => c.newline_state(t, last, next),
+            State::End { next } => c.end_state(t, last, next),
+            State::Choice { arms } => {
+                for arm in self.arms(arms) {
+                    if let Some(flow) = c.choose(self.guard(arm.guard, t, c.pos, last), arm.to) {
+                        return flow;
+                    }
+                }
+                Flow::Fail
+            }
+            State::Loop { arms, next } => {
+                for arm in self.arms(arms) {
+                    if let Some(flow) = c.choose(self.guard(arm.guard, t, c.pos, last), arm.to) {
+                        return flow;
+                    }
+                }
+                go(c, next)
+            }
+            State::LoopHead { repeat, recover, arms, next } => {
+                for (k, arm) in self.arms(arms).iter().enumerate() {
+                    let guard = |t: &str, p: usize, last: bool| self.guard(arm.guard, t, p, last);
+                    if let Some(flow) = c.round(t, last, (repeat as usize, k, arm.limit), recover, guard, arm.to) {
+                        return flow;
+                    }
+                }
+                go(c, next)
+            }
+            State::RoundDone { recover, head } => {
+                c.end_round(recover, t, sink);
+                go(c, head)
+            }
+            State::EnterLoop { repeat, head } => {
+                c.enter_loop(repeat as usize);
+                go(c, head)
+            }
+            State::Peek { guard, next } => c.peek_state(self.guard(guard, t, c.pos, last), next),
+            State::TextStart { next } => c.text_start(next),
+            State::Text { kind, trim, stops, next } => c.text_state(t, last, kind, trim, self.stop_set(stops), next, sink),
+            State::Name { kind, trim, stops, next } => c.name_state(t, last, kind, trim, self.stop_set(stops), self, next, sink),
+            State::JsonStart { python, object_only, next } => c.json_start(python, object_only, next),
+            State::Json { content, marker, open_end, next } => match json_step(c, t, content, marker, last, sink) {
+                crate::json::Scan::Done => go(c, next),
+                crate::json::Scan::NeedMore => Flow::More,
+                crate::json::Scan::Invalid if open_end != NONE && c.json.can_close() => go(c, open_end),
+                crate::json::Scan::Invalid => Flow::Fail,
+            },
+            State::JsonClose { content, next } => {
+                json_close(c, content, sink);
+                go(c, next)
+            }
+            State::JsonString { kind, next } => c.json_string_state(t, last, kind, next, sink),
+            State::ArgKey { key, next } => {
+                c.open_key(key, sink);
+                go(c, next)
+            }
+            State::ByArgType { string, json, auto } => {
+                let next = match c.arg_type() {
+                    ArgType::String => string,
+                    ArgType::Json => json,
+                    ArgType::Auto | ArgType::StringOrNull => auto,
+                };
+                go(c, next)
+            }
+            State::ToolOpen { next } => {
+                c.tool_open(sink);
+                go(c, next)
+            }
+            State::ToolClose { next } => {
+                c.tool_close(sink);
+                go(c, next)
+            }
+            State::ToolName { name, next } => {
+                c.literal_name(t, name, sink);
+                go(c, next)
+            }
+            State::Commit { next } => {
+                c.mark_commit(t, sink);
+                go(c, next)
+            }
+            State::ArgsOpen { next } => {
+                c.args_open(sink);
+                go(c, next)
+            }
+            State::ArgsClose { next } => {
+                c.args_close(sink);
+                go(c, next)
+            }
+            State::Prefilled { kind, text, next } => {
+                c.prefilled(kind, text, sink);
+                go(c, next)
+            }
+        }
+    }
+
+    /// Reports `chunk` whole when the current state would report it
+    /// unchanged (text without a stop in it, the inside of a JSON string);
+    /// false when the machine must run. `word` is the chunk as a [`Word`]
+    /// when it has at most 8 bytes, else [`Word::NONE`].
+    #[inline(always)]
+    pub fn fast<S: Sink, const R: usize, const P: usize, const A: usize>(&self, c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool {
+        if c.degraded() {
+            sink.event(crate::Event::Content(chunk));
+            return true;
+        }
+        match self.states.get(c.st as usize) {
+            Some(&State::Text { kind: kind @ (Kind::Content | Kind::Reasoning | Kind::ArgString), trim, stops, .. }) => {
+                let set = self.stop_set(stops);
+                // A stop's first byte alone (`<` in `a < b`) does not stop
+                // the fast path; a stop, or the start of one at the chunk's
+                // end, does.
+                !(set.may_stop(chunk.as_bytes(), word) && !clear_of_stops(chunk.as_bytes(), set.all)) && c.fast_text(kind, trim, chunk, word, sink)
+            }
+            Some(&State::Json { content, marker, .. }) => c.fast_json(content, marker, chunk, word, sink),
+            _ => false,
+        }
+    }
+
+    /// When `chunk` ends with the start of a stop of the current text state
+    /// and holds nothing else that needs a decision: reports the text
+    /// before it and returns the length of that start, for the caller to
+    /// hold back. `None` (and nothing reported) when the machine must run.
+    #[inline(never)]
+    pub fn fast_partial<S: Sink, const R: usize, const P: usize, const A: usize>(
+        &self,
+        c: &mut Core<'_, R, P, A>,
+        chunk: &str,
+        max: usize,
+        sink: &mut S,
+    ) -> Option<usize> {
+        match self.states.get(c.st as usize) {
+            Some(&State::Text { kind: kind @ (Kind::Content | Kind::Reasoning | Kind::ArgString), trim, stops, .. }) => {
+                let set = self.stop_set(stops);
+                if set.all.is_empty() {
+                    return None;
+                }
+                c.fast_partial(kind, trim, chunk, set.all, max, sink)
+            }
+            _ => None,
+        }
+    }
+
+    /// Runs the machine over `text` from the current position: steps until
+    /// the input runs out (`More`) or the grammar ends (`Stop`), falling back
+    /// to the last region when a step fails (or the held markup grows over
+    /// the hold limit), and reporting the rest as content once degraded.
+    #[inline(never)]
+    pub fn run<S: Sink, const R: usize, const P: usize, const A: usize>(&self, c: &mut Core<'_, R, P, A>, entry: u16, text: &str, last: bool, sink: &mut S) {
+        loop {
+            if c.degraded() {
+                c.degrade(text, sink);
+                return;
+            }
+            let flow = if self.over_hold(c, text, c.pos) { Flow::Fail } else { self.step(c, text, last, sink) };
+            match flow {
+                Flow::Go => {}
+                Flow::More if !last => return,
+                Flow::Stop => return,
+                Flow::More | Flow::Fail => c.fail(text, sink, |r| self.resume(entry, r)),
+            }
+        }
+    }
+}
