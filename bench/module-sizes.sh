@@ -7,12 +7,14 @@
 #     cargo build --release -p chat-parser-bench --bins
 #   bench/module-sizes.sh target/v0/release/chat-parser-bench
 #
-# Build with v0 symbol mangling: its names show generic arguments, so the
-# runtime code instantiated for a module (`Input::feed_slow::<module::Grammar,
-# ...>`) counts as the module's. With the default mangling those copies
-# carry only the runtime's names and are left out. Runtime code the modules
-# share (instantiated for the same sizes, not for a module's type) and
-# anonymous constants are not counted.
+# Build with v0 symbol mangling: its names show generic arguments, so code
+# instantiated for a module's type (its `Parser`'s `new`, the caller's chunk
+# loop with the fast path inlined: `visit::<Parser<module::Grammar, ...>>`)
+# counts as the module's. A module's table is named statics (`STATES`,
+# `ARMS`, `GUARDS`, `STOPS`...), counted; string literals are anonymous and
+# not. The runtime code is not generic over the module: it is printed last,
+# once, with its copies per set of fixed-state sizes (regions, loops, loop
+# alternatives), which modules of the same sizes share.
 set -euo pipefail
 bin="${1:-target/release/chat-parser-bench}"
 nm -S -C "$bin" | awk '
@@ -27,3 +29,11 @@ nm -S -C "$bin" | awk '
   | sort -k2,2nr \
   | awk '{ printf "%-55s %7.1f KB\n", $1, $2 / 1024; n++; if (n == 1 || $2 > max) max = $2; if (n == 1 || $2 < min) min = $2 }
          END { printf "%d modules; min %.1f KB, max %.1f KB\n", n, min / 1024, max / 1024 }'
+nm -S -C "$bin" | awk '
+  function hex(s,   i, v) { v = 0; s = tolower(s); for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
+  # Runtime code: the parser machinery, not a module (nor the harness).
+  NF >= 4 && !seen[$1]++ && /chat_parser_runtime::(input|table|states|machine|json|escape|utf8|pack|word)/ && !/parsers::/ {
+    total += hex($2)
+    if (match($0, /Core<[0-9]+, [0-9]+, [0-9]+>/)) sizes[substr($0, RSTART, RLENGTH)] = 1
+  }
+  END { n = 0; for (k in sizes) n++; printf "runtime machinery: %.1f KB in all, over %d sets of fixed-state sizes\n", total / 1024, n }'

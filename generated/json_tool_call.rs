@@ -2,7 +2,8 @@
 // Parser for templates/json_tool_call.jinja (see chat-parser's codegen module).
 
 use chat_parser_runtime::__private::{
-    Arm, Arms, Guard, Kind, LoopResume, Machine, NONE, State, StopSet, Table,
+    Arm, Arms, Core, Fast, Guard, Kind, LoopResume, Machine, NONE, Sink, State, StopSet,
+    Table, Word,
 };
 /// The request options `Parser::new` takes (re-exported for callers,
 /// which may not use it: a module need not).
@@ -219,9 +220,6 @@ pub const HOLD_LIMIT: usize = 97;
 /// not empty).
 pub const WINDOW_BYTES: usize = 113;
 const W: usize = WINDOW_BYTES;
-/// The longest text the machine looks at at once (held text
-/// unpacked, plus a chunk): `W` unless the template packs.
-const F: usize = 113;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
 pub const PACK: &[&str] = &[];
@@ -231,7 +229,6 @@ pub type Parser<'t> = chat_parser_runtime::parser::Parser<
     't,
     Grammar,
     W,
-    F,
     1usize,
     1usize,
     2usize,
@@ -241,9 +238,85 @@ pub type Parser<'t> = chat_parser_runtime::parser::Parser<
 pub struct Grammar;
 impl Machine for Grammar {
     const TABLE: &'static Table = &TABLE;
+    #[inline(always)]
+    fn fast(st: u16) -> Fast {
+        fast(st)
+    }
+    #[inline(always)]
+    fn fast_step<S: Sink, const R: usize, const P: usize, const A: usize>(
+        c: &mut Core<'_, R, P, A>,
+        s: &str,
+        w: Word,
+        sink: &mut S,
+    ) -> bool {
+        match c.st {
+            st if st == St::ContentText as u16 || st == St::ContentText2 as u16
+                || st == St::ContentText3 as u16 => {
+                TABLE
+                    .fast_in(
+                        Fast::Content {
+                            trim: false,
+                            first: b'<',
+                            second: 0,
+                            stops: 0,
+                        },
+                        c,
+                        s,
+                        w,
+                        sink,
+                    )
+            }
+            st if st == St::ContentText4 as u16 || st == St::ContentText5 as u16
+                || st == St::ContentText6 as u16 || st == St::ContentText7 as u16
+                || st == St::ContentText8 as u16 || st == St::ContentText9 as u16 => {
+                TABLE
+                    .fast_in(
+                        Fast::Content {
+                            trim: false,
+                            first: b'<',
+                            second: 0,
+                            stops: 1,
+                        },
+                        c,
+                        s,
+                        w,
+                        sink,
+                    )
+            }
+            st if st == St::Json as u16 || st == St::Json2 as u16
+                || st == St::Json3 as u16 || st == St::Json4 as u16 => {
+                TABLE
+                    .fast_in(
+                        Fast::Json {
+                            content: false,
+                            marker_first: 0,
+                        },
+                        c,
+                        s,
+                        w,
+                        sink,
+                    )
+            }
+            st if st == St::Json5 as u16 => {
+                TABLE
+                    .fast_in(
+                        Fast::Json {
+                            content: true,
+                            marker_first: 0,
+                        },
+                        c,
+                        s,
+                        w,
+                        sink,
+                    )
+            }
+            _ => false,
+        }
+    }
 }
 static TABLE: Table = Table {
     states: &STATES,
+    fast,
     arms: &ARMS,
     guards: &GUARDS,
     stops: &STOPS,
@@ -269,6 +342,7 @@ static TABLE: Table = Table {
     switches: THINKING_SWITCHES,
     pack: PACK,
     hold_limit: HOLD_LIMIT,
+    full: 113,
 };
 /// The machine's states, named for what they read.
 #[derive(Clone, Copy)]
@@ -859,6 +933,47 @@ static STATES: [State; 118] = {
     };
     s
 };
+/// What the streaming fast path does in each state: a chunk without
+/// markup in it is reported whole in text and JSON strings; the
+/// other states run the machine.
+#[inline(always)]
+fn fast(st: u16) -> Fast {
+    match st {
+        st if st == St::ContentText as u16 || st == St::ContentText2 as u16
+            || st == St::ContentText3 as u16 => {
+            Fast::Content {
+                trim: false,
+                first: b'<',
+                second: 0,
+                stops: 0,
+            }
+        }
+        st if st == St::ContentText4 as u16 || st == St::ContentText5 as u16
+            || st == St::ContentText6 as u16 || st == St::ContentText7 as u16
+            || st == St::ContentText8 as u16 || st == St::ContentText9 as u16 => {
+            Fast::Content {
+                trim: false,
+                first: b'<',
+                second: 0,
+                stops: 1,
+            }
+        }
+        st if st == St::Json as u16 || st == St::Json2 as u16 || st == St::Json3 as u16
+            || st == St::Json4 as u16 => {
+            Fast::Json {
+                content: false,
+                marker_first: 0,
+            }
+        }
+        st if st == St::Json5 as u16 => {
+            Fast::Json {
+                content: true,
+                marker_first: 0,
+            }
+        }
+        _ => Fast::No,
+    }
+}
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
 static ARMS: [Arm; 31] = [

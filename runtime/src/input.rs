@@ -7,7 +7,7 @@
 //! machine's [`Table`] and window size.
 
 use crate::machine::{floor_boundary, Core};
-use crate::table::Table;
+use crate::table::{Machine, Table};
 use crate::pack::{pack, unpack};
 use crate::utf8::{ascii_str, complete_prefix, Utf8Carry};
 use crate::word::{is_ascii, Word};
@@ -35,17 +35,18 @@ const HELD_SMALL: usize = 8;
 /// bytes and a carried character end with at most 11).
 const SMALL_HOLD: usize = 16;
 
-/// Input state: the window of held-back text (`W` bytes) and an incomplete
-/// UTF-8 character carried to the next chunk.
+/// Input state: the window of held-back text (`buf`, `[u8; W]` in a
+/// parser) and an incomplete UTF-8 character carried to the next chunk.
 ///
-/// `F` is how much text the machine may have to look at once (what it
-/// holds back, plus a chunk): `W` for most templates. Templates with a pack
-/// table ([`Table::pack`], see [`crate::pack`]) keep held text longer than
-/// `W` packed, and unpack it into an `F`-byte buffer on the stack to run
-/// the machine over it.
+/// The code is written once, for `Input<[u8]>` (a parser's input coerces to
+/// it), so a binary holds one copy however many window sizes its parsers
+/// have. [`Table::full`] is how much text the machine may have to look at
+/// once (what it holds back, plus a chunk): the window's size for most
+/// templates. Templates with a pack table ([`Table::pack`], see
+/// [`crate::pack`]) keep held text longer than the window packed, and
+/// unpack it into a buffer on the stack to run the machine over it.
 #[derive(Debug, Clone)]
-pub struct Input<const W: usize, const F: usize> {
-    buf: [u8; W],
+pub struct Input<B: ?Sized = [u8]> {
     len: u16,
     /// What `buf[..len]` holds.
     held: Held,
@@ -54,11 +55,34 @@ pub struct Input<const W: usize, const F: usize> {
     /// Nothing held back, no character carried, not finished: the one test
     /// before a chunk may be reported where it is (kept by [`Self::settle`]).
     plain: bool,
+    buf: B,
 }
 
-impl<const W: usize, const F: usize> Default for Input<W, F> {
+impl<const W: usize> Default for Input<[u8; W]> {
     fn default() -> Self {
         Input { buf: [0; W], len: 0, held: Held::Text, utf8: Utf8Carry::new(), finished: false, plain: true }
+    }
+}
+
+/// The longest text a machine looks at at once ([`Table::full`]): the
+/// largest stack buffer packed windows are unpacked into.
+pub const MAX_FULL: usize = 4096;
+
+/// Runs `f` with a zeroed stack buffer of at least `full` bytes (of
+/// `full` bytes exactly, as a slice): the buffer is one of a few sizes,
+/// the smallest that holds `full`, so that a template's buffer costs
+/// little more to clear than its own size.
+#[inline(never)]
+fn with_scratch<T>(full: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
+    fn run<const N: usize, T>(full: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
+        let mut buf = [0u8; N];
+        f(&mut buf[..full.min(N)])
+    }
+    match full {
+        0..=256 => run::<256, T>(full, f),
+        257..=1024 => run::<1024, T>(full, f),
+        1025..=2048 => run::<2048, T>(full, f),
+        _ => run::<MAX_FULL, T>(full, f),
     }
 }
 
@@ -87,21 +111,21 @@ impl Held {
     }
 }
 
-impl<const W: usize, const F: usize> Input<W, F> {
+impl Input<[u8]> {
     /// Parses the next chunk of output with machine `M`.
     ///
     /// The common streaming case (a few ASCII bytes, nothing held back, a
     /// state that reports them unchanged) is decided here, inlined into the
     /// caller; everything else goes to the out-of-line [`Self::feed_slow`].
     #[inline(always)]
-    pub fn feed<const R: usize, const P: usize, const A: usize>(
+    pub fn feed<M: Machine, const R: usize, const P: usize, const A: usize>(
         &mut self,
         core: &mut Core<'_, R, P, A>,
-        m: &'static Table,
         entry: u16,
         bytes: &[u8],
         sink: &mut impl Sink,
     ) {
+        let m = M::TABLE;
         if self.plain {
             if let Some(w) = Word::new(bytes) {
                 if is_ascii(w) {
@@ -112,7 +136,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
                     }
                     // Nothing is held before the chunk; after it, only what
                     // `hold_partial` keeps.
-                    if m.fast(core, s, w, sink) || self.hold_partial(core, m, s, sink) {
+                    if M::fast_step(core, s, w, sink) || self.hold_partial(core, m, s, sink) {
                         core.fast_consumed(s.len() - self.len as usize);
                         return;
                     }
@@ -207,7 +231,7 @@ impl<const W: usize, const F: usize> Input<W, F> {
             return false;
         }
         // Callers pass a chunk joined to at most a carried character.
-        match m.fast_partial(core, s, W.min(SMALL_HOLD), sink) {
+        match m.fast_partial(core, s, self.buf.len().min(SMALL_HOLD), sink) {
             Some(p) => {
                 let keep = s.len().saturating_sub(p.min(SMALL_HOLD));
                 put::<SMALL_HOLD>(&mut self.buf, 0, &s.as_bytes()[keep..]);
@@ -323,21 +347,24 @@ impl<const W: usize, const F: usize> Input<W, F> {
         if !tail.is_empty() {
             self.push(core, m, entry, tail, sink);
         }
-        let mut scratch = [0u8; F];
-        let held = if self.held == Held::Packed {
-            let n = unpack(&self.buf[..self.len as usize], m.pack, &mut scratch);
-            &scratch[..n]
-        } else {
-            &self.buf[..self.len as usize]
-        };
-        let text = core::str::from_utf8(held).unwrap_or("");
         // Markup held over the limit breaks as it would have at the next
         // chunk (the check comes before a step): that is not the end
         // cutting the call off.
-        m.run(core, entry, text, false, sink);
-        core.ending();
-        m.run(core, entry, text, true, sink);
-        core.finish(text.len(), sink);
+        let mut end = |text: &str| {
+            m.run(core, entry, text, false, sink);
+            core.ending();
+            m.run(core, entry, text, true, sink);
+            core.finish(text.len(), sink);
+        };
+        let held = &self.buf[..self.len as usize];
+        if self.held == Held::Packed {
+            with_scratch(m.full as usize, |scratch| {
+                let n = unpack(held, m.pack, scratch);
+                end(core::str::from_utf8(&scratch[..n]).unwrap_or(""));
+            });
+        } else {
+            end(core::str::from_utf8(held).unwrap_or(""));
+        }
         self.len = 0;
         self.held = Held::Text;
         self.finished = true;
@@ -348,13 +375,13 @@ impl<const W: usize, const F: usize> Input<W, F> {
     /// when the template packs and that fits; false when neither fits.
     fn store(&mut self, m: &Table, text: &str, keep: usize) -> bool {
         let held = &text.as_bytes()[keep..];
-        if held.len() <= W {
+        if held.len() <= self.buf.len() {
             self.buf[..held.len()].copy_from_slice(held);
             self.len = held.len() as u16;
             self.held = Held::of(text.as_bytes(), keep);
             return true;
         }
-        if held.len() > F || m.pack.is_empty() {
+        if held.len() > m.full as usize || m.pack.is_empty() {
             return false;
         }
         // `pack` writes as it goes and may give up: until it succeeds the
@@ -394,37 +421,39 @@ impl<const W: usize, const F: usize> Input<W, F> {
                     // markup counts as broken.
                     core.fail(piece, sink, |r| m.resume(entry, r));
                 }
-            } else if !m.pack.is_empty() && (self.held == Held::Packed || self.len as usize + s.len() > W) {
+            } else if !m.pack.is_empty() && (self.held == Held::Packed || self.len as usize + s.len() > self.buf.len()) {
                 // Held text that is (or will be) longer than the window:
                 // unpacked on the stack, completed, run, kept packed.
-                let mut scratch = [0u8; F];
-                let mut len = if self.held == Held::Packed {
-                    unpack(&self.buf[..self.len as usize], m.pack, &mut scratch)
-                } else {
-                    let n = self.len as usize;
-                    scratch[..n].copy_from_slice(&self.buf[..n]);
-                    n
-                };
-                let n = floor_boundary(s, F - len);
-                scratch[len..len + n].copy_from_slice(&s.as_bytes()[..n]);
-                s = &s[n..];
-                len += n;
-                let held = &scratch[..len];
-                let text = ascii_str(held).or_else(|| core::str::from_utf8(held).ok()).unwrap_or("");
-                m.run(core, entry, text, false, sink);
-                loop {
-                    let keep = core.keep().min(len);
-                    let stuck = keep == 0 && (len == F || n == 0);
-                    if !stuck && self.store(m, text, keep) {
-                        core.rebase(keep);
-                        break;
-                    }
-                    core.fail(text, sink, |r| m.resume(entry, r));
+                let full = m.full as usize;
+                s = with_scratch(full, |scratch| {
+                    let mut len = if self.held == Held::Packed {
+                        unpack(&self.buf[..self.len as usize], m.pack, scratch)
+                    } else {
+                        let n = self.len as usize;
+                        scratch[..n].copy_from_slice(&self.buf[..n]);
+                        n
+                    };
+                    let n = floor_boundary(s, full - len);
+                    scratch[len..len + n].copy_from_slice(&s.as_bytes()[..n]);
+                    len += n;
+                    let held = &scratch[..len];
+                    let text = ascii_str(held).or_else(|| core::str::from_utf8(held).ok()).unwrap_or("");
                     m.run(core, entry, text, false, sink);
-                }
+                    loop {
+                        let keep = core.keep().min(len);
+                        let stuck = keep == 0 && (len == full || n == 0);
+                        if !stuck && self.store(m, text, keep) {
+                            core.rebase(keep);
+                            break;
+                        }
+                        core.fail(text, sink, |r| m.resume(entry, r));
+                        m.run(core, entry, text, false, sink);
+                    }
+                    &s[n..]
+                });
             } else {
                 // Complete what is held back with the new text.
-                let n = floor_boundary(s, W - self.len as usize);
+                let n = floor_boundary(s, self.buf.len() - self.len as usize);
                 let len = self.len as usize;
                 self.buf[len..len + n].copy_from_slice(&s.as_bytes()[..n]);
                 s = &s[n..];
@@ -440,9 +469,10 @@ impl<const W: usize, const F: usize> Input<W, F> {
                 };
                 m.run(core, entry, text, false, sink);
                 let mut keep = core.keep().min(len);
-                // The window is full (`F` is `W` here unless packing lets
-                // the text grow longer), or nothing more could be added.
-                while keep == 0 && (len == F || n == 0) {
+                // The window is full (`full` is its size here unless
+                // packing lets the text grow longer), or nothing more could
+                // be added.
+                while keep == 0 && (len == m.full as usize || n == 0) {
                     core.fail(text, sink, |r| m.resume(entry, r));
                     m.run(core, entry, text, false, sink);
                     keep = core.keep().min(len);

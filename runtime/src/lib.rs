@@ -74,7 +74,8 @@ pub mod __private {
     pub use crate::escape::{json_escape, json_unescape};
     pub use crate::input::Input;
     pub use crate::machine::*;
-    pub use crate::table::{Arm, Arms, Guard, LoopResume, Machine, State, StopSet, Table};
+    pub use crate::Sink;
+    pub use crate::table::{Arm, Arms, Fast, Guard, LoopResume, Machine, State, StopSet, Table};
     pub use memchr;
     pub use crate::holdback::{find_first, partial_suffix_len, HoldBuf};
     pub use crate::json::{JsonScanner, Scan, MAX_DEPTH};

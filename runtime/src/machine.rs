@@ -985,13 +985,14 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         true
     }
 
-    /// Inside a JSON string (arguments or structured output; `marker`: the
-    /// string marker of the marked dialect, `""` for JSON): reports `chunk`
-    /// whole if it holds nothing the scanner must look at.
+    /// Inside a JSON string (arguments or structured output;
+    /// `marker_first`: the first byte of the marked dialect's string marker,
+    /// 0 for JSON): reports `chunk` whole if it holds nothing the scanner
+    /// must look at.
     #[inline(always)]
-    pub fn fast_json(&mut self, content: bool, marker: &str, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
-        if let Some(&first) = marker.as_bytes().first() {
-            return self.fast_marked(content, first, chunk, word, sink);
+    pub fn fast_json(&mut self, content: bool, marker_first: u8, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
+        if marker_first != 0 {
+            return self.fast_marked(content, marker_first, chunk, word, sink);
         }
         let Some(escaped) = self.json.string_escape_state() else { return false };
         let bytes = chunk.as_bytes();
@@ -1173,14 +1174,48 @@ fn json_event(content: bool, piece: &str) -> Event<'_> {
 
 /// The first position in `hay` where one of `stops` begins, looking only at
 /// positions holding one of `firsts` (the stops' distinct first bytes;
-/// every position when it is empty).
+/// every position when it is empty). Up to four stops are compared from an
+/// array, so the comparison per candidate is unrolled.
 #[inline]
 pub fn find_in(hay: &[u8], firsts: &[u8], stops: &[&str]) -> Option<usize> {
+    match *stops {
+        [a] => find_firsts(hay, firsts, &[a]),
+        [a, b] => find_firsts(hay, firsts, &[a, b]),
+        [a, b, c] => find_firsts(hay, firsts, &[a, b, c]),
+        [a, b, c, d] => find_firsts(hay, firsts, &[a, b, c, d]),
+        _ => find_firsts(hay, firsts, stops),
+    }
+}
+
+/// [`find_in`] over a list of stops of a known or unknown length.
+#[inline(always)]
+fn find_firsts<L: StopList + ?Sized>(hay: &[u8], firsts: &[u8], stops: &L) -> Option<usize> {
     match *firsts {
         [a] => find_from(hay, |x| x == a, |h| memchr::memchr(a, h), stops),
         [a, b] => find_from(hay, |x| x == a || x == b, |h| memchr::memchr2(a, b, h), stops),
         [a, b, c] => find_from(hay, |x| x == a || x == b || x == c, |h| memchr::memchr3(a, b, c, h), stops),
-        _ => (0..hay.len()).find(|&i| (firsts.is_empty() || firsts.contains(&hay[i])) && stop_at(hay, i, stops)),
+        _ => (0..hay.len()).find(|&i| (firsts.is_empty() || firsts.contains(&hay[i])) && stops.at(hay, i)),
+    }
+}
+
+/// Stops to compare at a position: an array (its length known, the loop
+/// unrolled) or a slice.
+trait StopList {
+    /// Whether one of the stops begins at `hay[i]`.
+    fn at(&self, hay: &[u8], i: usize) -> bool;
+}
+
+impl<const N: usize> StopList for [&str; N] {
+    #[inline(always)]
+    fn at(&self, hay: &[u8], i: usize) -> bool {
+        self.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes()))
+    }
+}
+
+impl StopList for [&str] {
+    #[inline(always)]
+    fn at(&self, hay: &[u8], i: usize) -> bool {
+        self.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes()))
     }
 }
 
@@ -1188,25 +1223,19 @@ pub fn find_in(hay: &[u8], firsts: &[u8], stops: &[&str]) -> Option<usize> {
 /// byte: `first` tests one, `next` finds the next (a `memchr` search, worth
 /// its setup only past [`SHORT`] bytes).
 #[inline(always)]
-fn find_from(hay: &[u8], first: impl Fn(u8) -> bool, next: impl Fn(&[u8]) -> Option<usize>, stops: &[&str]) -> Option<usize> {
+fn find_from<L: StopList + ?Sized>(hay: &[u8], first: impl Fn(u8) -> bool, next: impl Fn(&[u8]) -> Option<usize>, stops: &L) -> Option<usize> {
     if hay.len() < SHORT {
-        return (0..hay.len()).find(|&i| first(hay[i]) && stop_at(hay, i, stops));
+        return (0..hay.len()).find(|&i| first(hay[i]) && stops.at(hay, i));
     }
     let mut at = 0;
     while let Some(i) = next(&hay[at..]) {
         let i = at + i;
-        if stop_at(hay, i, stops) {
+        if stops.at(hay, i) {
             return Some(i);
         }
         at = i + 1;
     }
     None
-}
-
-/// Whether one of `stops` begins at `hay[i]`.
-#[inline(always)]
-fn stop_at(hay: &[u8], i: usize, stops: &[&str]) -> bool {
-    stops.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes()))
 }
 
 /// Below this length a plain loop beats a SIMD search's setup.

@@ -4,7 +4,7 @@
 //! A module names it with its own machine and sizes,
 //!
 //! ```text
-//! pub type Parser<'t> = chat_parser_runtime::parser::Parser<'t, Grammar, W, F, 1, 1, 2>;
+//! pub type Parser<'t> = chat_parser_runtime::parser::Parser<'t, Grammar, W, 1, 1, 2>;
 //! ```
 //!
 //! so `module::Parser::new(options)`, `feed` and `finish` are the same code
@@ -20,17 +20,18 @@ use crate::{Parse, Sink};
 /// A streaming parser of a model's output: feed it bytes as they arrive,
 /// then `finish`. Fixed-size state (`W` bytes of window, `R` regions, `P`
 /// loops, `A` loop alternatives: the module's sizes), no heap allocation.
-pub struct Parser<'t, M, const W: usize, const F: usize, const R: usize, const P: usize, const A: usize> {
+pub struct Parser<'t, M, const W: usize, const R: usize, const P: usize, const A: usize> {
     core: Core<'t, R, P, A>,
     entry: u16,
-    input: Input<W, F>,
+    input: Input<[u8; W]>,
     machine: PhantomData<M>,
 }
 
-impl<'t, M: Machine, const W: usize, const F: usize, const R: usize, const P: usize, const A: usize> Parser<'t, M, W, F, R, P, A> {
+impl<'t, M: Machine, const W: usize, const R: usize, const P: usize, const A: usize> Parser<'t, M, W, R, P, A> {
     /// A parser for a request with these options (the grammar variant they
     /// select, and the tools names and argument types are checked against).
     pub fn new(options: Options<'t>) -> Self {
+        const { assert!(M::TABLE.full as usize <= crate::input::MAX_FULL, "a table's text is longer than MAX_FULL") };
         let entry = M::TABLE.entries[options.variant(M::TABLE.switches)];
         Parser { core: Core::new(entry, options.tools), entry, input: Input::default(), machine: PhantomData }
     }
@@ -39,17 +40,19 @@ impl<'t, M: Machine, const W: usize, const F: usize, const R: usize, const P: us
     /// what is certain so far.
     #[inline]
     pub fn feed(&mut self, bytes: &[u8], sink: &mut impl Sink) {
-        self.input.feed(&mut self.core, M::TABLE, self.entry, bytes, sink);
+        let input: &mut Input = &mut self.input;
+        input.feed::<M, R, P, A>(&mut self.core, self.entry, bytes, sink);
     }
 
     /// Ends the output: reports what was held back, and ends a call the
     /// output cut off (`complete: false`).
     pub fn finish(&mut self, sink: &mut impl Sink) {
-        self.input.finish(&mut self.core, M::TABLE, self.entry, sink);
+        let input: &mut Input = &mut self.input;
+        input.finish(&mut self.core, M::TABLE, self.entry, sink);
     }
 }
 
-impl<M: Machine, const W: usize, const F: usize, const R: usize, const P: usize, const A: usize> Parse for Parser<'_, M, W, F, R, P, A> {
+impl<M: Machine, const W: usize, const R: usize, const P: usize, const A: usize> Parse for Parser<'_, M, W, R, P, A> {
     #[inline]
     fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
         Parser::feed(self, bytes, sink)

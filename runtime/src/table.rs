@@ -211,7 +211,7 @@ impl StopSet {
 
     /// Whether a chunk (with its word `w`, or [`Word::NONE`]) holds a byte
     /// a stop starts with.
-    #[inline(always)]
+    #[inline]
     fn may_stop(&self, s: &[u8], w: Word) -> bool {
         match self.n_firsts {
             0 => !self.all.is_empty(),
@@ -219,6 +219,28 @@ impl StopSet {
             n => holds_any_of(s, w, &self.firsts[..n as usize]),
         }
     }
+}
+
+/// What the streaming fast path may do in a state ([`Table::fast`]): each
+/// kind of text is its own variant, so what a chunk is reported as is
+/// known in each arm. A module gives its states' as a `match` from state
+/// to row ([`Machine::fast`]), which it also hands to [`Table::fast_in`]
+/// arm by arm: inlined into the caller's chunk loop, each arm is then
+/// compiled with its row's values as constants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fast {
+    /// The machine must run.
+    No,
+    /// Content up to stop set `stops`, whose stops all start with `first`
+    /// or `second` (0: no second; both 0: with more than two bytes).
+    Content { trim: bool, first: u8, second: u8, stops: u16 },
+    /// Reasoning, likewise.
+    Reasoning { trim: bool, first: u8, second: u8, stops: u16 },
+    /// A raw argument value (reported JSON-escaped), likewise.
+    ArgString { trim: bool, first: u8, second: u8, stops: u16 },
+    /// A JSON value; `marker_first` is the first byte of the string marker
+    /// of a marked dialect (0: plain JSON).
+    Json { content: bool, marker_first: u8 },
 }
 
 /// Where a loop of a grammar variant resumes after a broken round: the
@@ -237,6 +259,8 @@ pub struct LoopResume {
 #[derive(Debug)]
 pub struct Table {
     pub states: &'static [State],
+    /// Each state's fast path (the module's [`Machine::fast`]).
+    pub fast: fn(u16) -> Fast,
     pub arms: &'static [Arm],
     pub guards: &'static [Guard],
     pub stops: &'static [StopSet],
@@ -250,11 +274,20 @@ pub struct Table {
     pub pack: &'static [&'static str],
     /// The longest markup read before it is known what it is.
     pub hold_limit: usize,
+    /// The longest text the machine looks at at once (held text unpacked,
+    /// plus a chunk): the window's size unless the template packs; at most
+    /// [`crate::input::MAX_FULL`].
+    pub full: u16,
 }
 
-/// What a generated module provides: its table.
+/// What a generated module provides: its table, and its states' fast paths
+/// as a function the caller's chunk loop inlines.
 pub trait Machine {
     const TABLE: &'static Table;
+    /// State `st`'s fast path ([`Table::fast`]).
+    fn fast(st: u16) -> Fast;
+    /// [`Table::fast_in`] with the current state's row.
+    fn fast_step<S: Sink, const R: usize, const P: usize, const A: usize>(c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool;
 }
 
 impl Table {
@@ -455,21 +488,54 @@ impl Table {
     /// when it has at most 8 bytes, else [`Word::NONE`].
     #[inline(always)]
     pub fn fast<S: Sink, const R: usize, const P: usize, const A: usize>(&self, c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool {
+        self.fast_in((self.fast)(c.st), c, chunk, word, sink)
+    }
+
+    /// [`Self::fast`] given the current state's fast path.
+    #[inline(always)]
+    pub fn fast_in<S: Sink, const R: usize, const P: usize, const A: usize>(
+        &self,
+        fast: Fast,
+        c: &mut Core<'_, R, P, A>,
+        chunk: &str,
+        word: Word,
+        sink: &mut S,
+    ) -> bool {
         if c.degraded() {
             sink.event(crate::Event::Content(chunk));
             return true;
         }
-        match self.states.get(c.st as usize) {
-            Some(&State::Text { kind: kind @ (Kind::Content | Kind::Reasoning | Kind::ArgString), trim, stops, .. }) => {
-                let set = self.stop_set(stops);
-                // A stop's first byte alone (`<` in `a < b`) does not stop
-                // the fast path; a stop, or the start of one at the chunk's
-                // end, does.
-                !(set.may_stop(chunk.as_bytes(), word) && !clear_of_stops(chunk.as_bytes(), set.all)) && c.fast_text(kind, trim, chunk, word, sink)
-            }
-            Some(&State::Json { content, marker, .. }) => c.fast_json(content, marker, chunk, word, sink),
-            _ => false,
+        match fast {
+            Fast::Content { trim, first, second, stops } => self.fast_text(c, Kind::Content, trim, [first, second], stops, chunk, word, sink),
+            Fast::Reasoning { trim, first, second, stops } => self.fast_text(c, Kind::Reasoning, trim, [first, second], stops, chunk, word, sink),
+            Fast::ArgString { trim, first, second, stops } => self.fast_text(c, Kind::ArgString, trim, [first, second], stops, chunk, word, sink),
+            Fast::Json { content, marker_first } => c.fast_json(content, marker_first, chunk, word, sink),
+            Fast::No => false,
         }
+    }
+
+    /// [`Self::fast`] in a text state.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn fast_text<S: Sink, const R: usize, const P: usize, const A: usize>(
+        &self,
+        c: &mut Core<'_, R, P, A>,
+        kind: Kind,
+        trim: bool,
+        [first, second]: [u8; 2],
+        stops: u16,
+        chunk: &str,
+        word: Word,
+        sink: &mut S,
+    ) -> bool {
+        // A stop's first byte alone (`<` in `a < b`) does not stop the fast
+        // path; a stop, or the start of one at the chunk's end, does.
+        let may_stop = if first != 0 && word.len <= 8 {
+            has_byte(word, first) || (second != 0 && has_byte(word, second))
+        } else {
+            self.stop_set(stops).may_stop(chunk.as_bytes(), word)
+        };
+        !(may_stop && !clear_of_stops(chunk.as_bytes(), self.stop_set(stops).all)) && c.fast_text(kind, trim, chunk, word, sink)
     }
 
     /// When `chunk` ends with the start of a stop of the current text state
@@ -484,16 +550,17 @@ impl Table {
         max: usize,
         sink: &mut S,
     ) -> Option<usize> {
-        match self.states.get(c.st as usize) {
-            Some(&State::Text { kind: kind @ (Kind::Content | Kind::Reasoning | Kind::ArgString), trim, stops, .. }) => {
-                let set = self.stop_set(stops);
-                if set.all.is_empty() {
-                    return None;
-                }
-                c.fast_partial(kind, trim, chunk, set.all, max, sink)
-            }
-            _ => None,
+        let (kind, trim, stops) = match (self.fast)(c.st) {
+            Fast::Content { trim, stops, .. } => (Kind::Content, trim, stops),
+            Fast::Reasoning { trim, stops, .. } => (Kind::Reasoning, trim, stops),
+            Fast::ArgString { trim, stops, .. } => (Kind::ArgString, trim, stops),
+            _ => return None,
+        };
+        let set = self.stop_set(stops);
+        if set.all.is_empty() {
+            return None;
         }
+        c.fast_partial(kind, trim, chunk, set.all, max, sink)
     }
 
     /// Runs the machine over `text` from the current position: steps until

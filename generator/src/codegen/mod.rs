@@ -256,9 +256,12 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     let raw = hold_of(&grammars, &states::Costs::RAW) + raw_lookahead;
     let longest = pack.iter().map(String::len).max().unwrap_or(0);
     let full = if pack.is_empty() { window } else { raw.max(hold * longest.div_ceil(2) + raw_lookahead).min(4096).max(window) };
+    if full > chat_parser_runtime::input::MAX_FULL {
+        return Err(CodegenError(format!("{}: markup too long ({full} bytes to look at once, at most {})", spec.template, chat_parser_runtime::input::MAX_FULL)));
+    }
     let hold_lit = Literal::usize_unsuffixed(hold);
     let window_lit = Literal::usize_unsuffixed(window);
-    let full_lit = Literal::usize_unsuffixed(full);
+    let full_lit = Literal::u16_unsuffixed(full as u16);
     let pack_strs = pack.iter().map(|m| Literal::string(m));
     let regions = states.max_regions.max(1);
     let loops = states.max_loops.max(1);
@@ -304,6 +307,36 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         })
         .collect();
     let n_resumes = Literal::usize_unsuffixed(resumes.len());
+    // One arm per distinct fast path, naming its states (the variants share
+    // most of their text states' paths).
+    let mut fast_groups: Vec<(String, Vec<u16>, &TokenStream)> = Vec::new();
+    for (id, row) in &states.fast {
+        let key = row.to_string();
+        match fast_groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push(*id),
+            None => fast_groups.push((key, vec![*id], row)),
+        }
+    }
+    let fast_steps: Vec<TokenStream> = fast_groups
+        .iter()
+        .map(|(_, ids, row)| {
+            let tests = ids.iter().map(|&n| {
+                let st = states.state(n);
+                quote!(st == #st)
+            });
+            quote! { st if #(#tests)||* => TABLE.fast_in(#row, c, s, w, sink), }
+        })
+        .collect();
+    let fast_arms: Vec<TokenStream> = fast_groups
+        .iter()
+        .map(|(_, ids, row)| {
+            let tests = ids.iter().map(|&n| {
+                let st = states.state(n);
+                quote!(st == #st)
+            });
+            quote! { st if #(#tests)||* => #row, }
+        })
+        .collect();
 
     let text = |s: &str| Literal::string(s);
     let gp = &spec.generation_prompt;
@@ -351,10 +384,10 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         .into_iter()
         .filter(|n| states::uses_ident(&envelope_tokens, n))
         .map(|n| proc_macro2::Ident::new(n, proc_macro2::Span::call_site()));
-    let machine_code = quote! { #(#rows)* #(#arms)* #(#guards)* #stop_sets #(#resumes)* };
-    let runtime_uses = ["Arm", "Arms", "Guard", "Kind", "LoopResume", "Machine", "NONE", "State", "StopSet", "Table"]
+    let machine_code = quote! { #(#rows)* #(#arms)* #(#guards)* #stop_sets #(#resumes)* #(#fast_arms)* };
+    let runtime_uses = ["Arm", "Arms", "Core", "Fast", "Guard", "Kind", "LoopResume", "Machine", "NONE", "Sink", "State", "StopSet", "Table", "Word"]
         .into_iter()
-        .filter(|n| matches!(*n, "Machine" | "State" | "Table" | "StopSet" | "LoopResume" | "Arm" | "Guard") || states::uses_ident(&machine_code, n))
+        .filter(|n| matches!(*n, "Machine" | "State" | "Table" | "StopSet" | "LoopResume" | "Arm" | "Guard" | "Fast" | "Core" | "Sink" | "Word") || states::uses_ident(&machine_code, n))
         .map(|n| proc_macro2::Ident::new(n, proc_macro2::Span::call_site()));
 
     Ok(quote! {
@@ -408,16 +441,13 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         /// not empty).
         pub const WINDOW_BYTES: usize = #window_lit;
         const W: usize = WINDOW_BYTES;
-        /// The longest text the machine looks at at once (held text
-        /// unpacked, plus a chunk): `W` unless the template packs.
-        const F: usize = #full_lit;
         /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
         /// `HOLD_LIMIT` counts them so.
         pub const PACK: &[&str] = &[#(#pack_strs),*];
 
         /// A streaming parser of the model's output: feed it bytes as they
         /// arrive, then `finish`. Fixed-size state, no heap allocation.
-        pub type Parser<'t> = chat_parser_runtime::parser::Parser<'t, Grammar, W, F, #regions, #loops, #alts>;
+        pub type Parser<'t> = chat_parser_runtime::parser::Parser<'t, Grammar, W, #regions, #loops, #alts>;
 
         /// This template's state machine (the runtime's parser walks its table).
         #[doc(hidden)]
@@ -425,10 +455,25 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
 
         impl Machine for Grammar {
             const TABLE: &'static Table = &TABLE;
+
+            #[inline(always)]
+            fn fast(st: u16) -> Fast {
+                fast(st)
+            }
+
+            #[inline(always)]
+            fn fast_step<S: Sink, const R: usize, const P: usize, const A: usize>(c: &mut Core<'_, R, P, A>, s: &str, w: Word, sink: &mut S) -> bool {
+                // The row of each arm a constant in it.
+                match c.st {
+                    #(#fast_steps)*
+                    _ => false,
+                }
+            }
         }
 
         static TABLE: Table = Table {
             states: &STATES,
+            fast,
             arms: &ARMS,
             guards: &GUARDS,
             stops: &STOPS,
@@ -437,6 +482,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             switches: THINKING_SWITCHES,
             pack: PACK,
             hold_limit: HOLD_LIMIT,
+            full: #full_lit,
         };
 
         /// The machine's states, named for what they read.
@@ -452,6 +498,17 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             #(#rows)*
             s
         };
+
+        /// What the streaming fast path does in each state: a chunk without
+        /// markup in it is reported whole in text and JSON strings; the
+        /// other states run the machine.
+        #[inline(always)]
+        fn fast(st: u16) -> Fast {
+            match st {
+                #(#fast_arms)*
+                _ => Fast::No,
+            }
+        }
 
         /// The alternatives of choices and loops: a guard, and the state
         /// taken when it matches.

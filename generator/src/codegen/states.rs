@@ -33,6 +33,8 @@ pub struct States {
     guard_keys: Vec<String>,
     /// The distinct stop sets of text states.
     pub stop_sets: Vec<Vec<String>>,
+    /// The states with a streaming fast path, each with its `Fast` row.
+    pub fast: Vec<(u16, TokenStream)>,
     /// Compiled nodes, by their text, successor and first loop number,
     /// with the loops they registered.
     compiled: std::collections::HashMap<(String, u16, usize), (u16, Vec<(u16, Option<u16>)>)>,
@@ -228,8 +230,10 @@ impl States {
                     let end = self.push("json end marker", quote! { State::Choice { arms: #arms } });
                     self.state(end)
                 };
+                let marker_first = Literal::u8_unsuffixed(marker.as_bytes().first().copied().unwrap_or(0));
                 let marker = Literal::string(marker);
                 let scan = self.push("json", quote! { State::Json { content: #content, marker: #marker, open_end: #open_end, next: #nx } });
+                self.fast.push((scan, quote! { Fast::Json { content: #content, marker_first: #marker_first } }));
                 let s = self.state(scan);
                 self.push("json start", quote! { State::JsonStart { python: #python, object_only: #object_only, next: #s } })
             }
@@ -310,7 +314,24 @@ impl States {
         } else {
             quote! { State::Text { kind: #k, trim: #trim, stops: #set, next: #nx } }
         };
-        self.push(&format!("{kind:?} up to {stops:?}"), row)
+        let id = self.push(&format!("{kind:?} up to {stops:?}"), row);
+        // Text that is reported as it comes: a chunk without a stop in it
+        // is reported whole, without running the machine.
+        let variant = match kind {
+            TextKind::Content => Some(quote!(Content)),
+            TextKind::Reasoning => Some(quote!(Reasoning)),
+            TextKind::ArgString => Some(quote!(ArgString)),
+            _ => None,
+        };
+        if let Some(variant) = variant {
+            // The stops' first bytes, tested a word at a time (0: none, or
+            // more than two, and the stop set is searched).
+            let byte = |b: Option<&u8>| b.map_or(Literal::u8_unsuffixed(0), |b| Literal::byte_character(*b));
+            let firsts = first_bytes(stops);
+            let (first, second) = if firsts.len() <= 2 { (byte(firsts.first()), byte(firsts.get(1))) } else { (byte(None), byte(None)) };
+            self.fast.push((id, quote! { Fast::#variant { trim: #trim, first: #first, second: #second, stops: #set } }));
+        }
+        id
     }
 
     /// The module's stop sets: each set's stops as a named array
