@@ -317,26 +317,19 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             None => fast_groups.push((key, vec![*id], row)),
         }
     }
-    let fast_steps: Vec<TokenStream> = fast_groups
+    // Each group's test (`st == St::ContentText as u16 || ...`) and row.
+    let fast_tests: Vec<(TokenStream, &TokenStream)> = fast_groups
         .iter()
         .map(|(_, ids, row)| {
             let tests = ids.iter().map(|&n| {
                 let st = states.state(n);
                 quote!(st == #st)
             });
-            quote! { st if #(#tests)||* => TABLE.fast_in(#row, c, s, w, sink), }
+            (quote!(#(#tests)||*), *row)
         })
         .collect();
-    let fast_arms: Vec<TokenStream> = fast_groups
-        .iter()
-        .map(|(_, ids, row)| {
-            let tests = ids.iter().map(|&n| {
-                let st = states.state(n);
-                quote!(st == #st)
-            });
-            quote! { st if #(#tests)||* => #row, }
-        })
-        .collect();
+    let fast_steps = fast_tests.iter().map(|(test, row)| quote! { st if #test => TABLE.fast_in(#row, c, s, w, sink), });
+    let fast_arms: Vec<TokenStream> = fast_tests.iter().map(|(test, row)| quote! { st if #test => #row, }).collect();
 
     let text = |s: &str| Literal::string(s);
     let gp = &spec.generation_prompt;
