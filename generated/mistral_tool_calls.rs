@@ -343,10 +343,6 @@ pub struct Grammar;
 impl Machine for Grammar {
     const TABLE: &'static Table = &TABLE;
     #[inline(always)]
-    fn fast(st: u16) -> Fast {
-        fast(st)
-    }
-    #[inline(always)]
     fn fast_step<S: Sink, const R: usize, const P: usize, const A: usize>(
         c: &mut Core<'_, R, P, A>,
         s: &str,
@@ -357,12 +353,7 @@ impl Machine for Grammar {
             st if st == St::ContentText as u16 => {
                 TABLE
                     .fast_in(
-                        Fast::Content {
-                            trim: false,
-                            first: 0,
-                            second: 0,
-                            stops: 0,
-                        },
+                        const { Fast::of(&STATES[St::ContentText as usize], &STOPS) },
                         c,
                         s,
                         w,
@@ -374,12 +365,7 @@ impl Machine for Grammar {
                 || st == St::ContentText6 as u16 || st == St::ContentText7 as u16 => {
                 TABLE
                     .fast_in(
-                        Fast::Content {
-                            trim: false,
-                            first: b'[',
-                            second: 0,
-                            stops: 1,
-                        },
+                        const { Fast::of(&STATES[St::ContentText2 as usize], &STOPS) },
                         c,
                         s,
                         w,
@@ -392,10 +378,7 @@ impl Machine for Grammar {
                 || st == St::Json7 as u16 || st == St::Json8 as u16 => {
                 TABLE
                     .fast_in(
-                        Fast::Json {
-                            content: false,
-                            marker_first: 0,
-                        },
+                        const { Fast::of(&STATES[St::Json as usize], &STOPS) },
                         c,
                         s,
                         w,
@@ -405,10 +388,7 @@ impl Machine for Grammar {
             st if st == St::Json9 as u16 => {
                 TABLE
                     .fast_in(
-                        Fast::Json {
-                            content: true,
-                            marker_first: 0,
-                        },
+                        const { Fast::of(&STATES[St::Json9 as usize], &STOPS) },
                         c,
                         s,
                         w,
@@ -421,7 +401,6 @@ impl Machine for Grammar {
 }
 static TABLE: Table = Table {
     states: &STATES,
-    fast,
     arms: &ARMS,
     guards: &GUARDS,
     stops: &STOPS,
@@ -1387,47 +1366,6 @@ static STATES: [State; 187] = {
     };
     s
 };
-/// What the streaming fast path does in each state: a chunk without
-/// markup in it is reported whole in text and JSON strings; the
-/// other states run the machine.
-#[inline(always)]
-fn fast(st: u16) -> Fast {
-    match st {
-        st if st == St::ContentText as u16 => {
-            Fast::Content {
-                trim: false,
-                first: 0,
-                second: 0,
-                stops: 0,
-            }
-        }
-        st if st == St::ContentText2 as u16 || st == St::ContentText3 as u16
-            || st == St::ContentText4 as u16 || st == St::ContentText5 as u16
-            || st == St::ContentText6 as u16 || st == St::ContentText7 as u16 => {
-            Fast::Content {
-                trim: false,
-                first: b'[',
-                second: 0,
-                stops: 1,
-            }
-        }
-        st if st == St::Json as u16 || st == St::Json2 as u16 || st == St::Json3 as u16
-            || st == St::Json4 as u16 || st == St::Json5 as u16 || st == St::Json6 as u16
-            || st == St::Json7 as u16 || st == St::Json8 as u16 => {
-            Fast::Json {
-                content: false,
-                marker_first: 0,
-            }
-        }
-        st if st == St::Json9 as u16 => {
-            Fast::Json {
-                content: true,
-                marker_first: 0,
-            }
-        }
-        _ => Fast::No,
-    }
-}
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
 static ARMS: [Arm; 38] = [

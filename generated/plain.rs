@@ -80,10 +80,6 @@ pub struct Grammar;
 impl Machine for Grammar {
     const TABLE: &'static Table = &TABLE;
     #[inline(always)]
-    fn fast(st: u16) -> Fast {
-        fast(st)
-    }
-    #[inline(always)]
     fn fast_step<S: Sink, const R: usize, const P: usize, const A: usize>(
         c: &mut Core<'_, R, P, A>,
         s: &str,
@@ -95,12 +91,7 @@ impl Machine for Grammar {
                 || st == St::ContentText3 as u16 => {
                 TABLE
                     .fast_in(
-                        Fast::Content {
-                            trim: false,
-                            first: b'<',
-                            second: 0,
-                            stops: 0,
-                        },
+                        const { Fast::of(&STATES[St::ContentText as usize], &STOPS) },
                         c,
                         s,
                         w,
@@ -110,10 +101,7 @@ impl Machine for Grammar {
             st if st == St::Json as u16 => {
                 TABLE
                     .fast_in(
-                        Fast::Json {
-                            content: true,
-                            marker_first: 0,
-                        },
+                        const { Fast::of(&STATES[St::Json as usize], &STOPS) },
                         c,
                         s,
                         w,
@@ -126,7 +114,6 @@ impl Machine for Grammar {
 }
 static TABLE: Table = Table {
     states: &STATES,
-    fast,
     arms: &ARMS,
     guards: &GUARDS,
     stops: &STOPS,
@@ -277,30 +264,6 @@ static STATES: [State; 24] = {
     };
     s
 };
-/// What the streaming fast path does in each state: a chunk without
-/// markup in it is reported whole in text and JSON strings; the
-/// other states run the machine.
-#[inline(always)]
-fn fast(st: u16) -> Fast {
-    match st {
-        st if st == St::ContentText as u16 || st == St::ContentText2 as u16
-            || st == St::ContentText3 as u16 => {
-            Fast::Content {
-                trim: false,
-                first: b'<',
-                second: 0,
-                stops: 0,
-            }
-        }
-        st if st == St::Json as u16 => {
-            Fast::Json {
-                content: true,
-                marker_first: 0,
-            }
-        }
-        _ => Fast::No,
-    }
-}
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
 static ARMS: [Arm; 9] = [

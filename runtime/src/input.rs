@@ -3,8 +3,8 @@
 //! a fixed window.
 //!
 //! Every generated module has the same input handling; only its state
-//! machine differs. [`Input`] is that handling, generic over the module's
-//! machine's [`Table`] and window size.
+//! machine differs. [`Input`] is that handling, written once for every
+//! window size and taking the machine's [`Table`].
 
 use crate::machine::{floor_boundary, Core};
 use crate::table::{Machine, Table};
@@ -68,10 +68,10 @@ impl<const W: usize> Default for Input<[u8; W]> {
 /// largest stack buffer packed windows are unpacked into.
 pub const MAX_FULL: usize = 4096;
 
-/// Runs `f` with a zeroed stack buffer of at least `full` bytes (of
-/// `full` bytes exactly, as a slice): the buffer is one of a few sizes,
-/// the smallest that holds `full`, so that a template's buffer costs
-/// little more to clear than its own size.
+/// Runs `f` with a zeroed stack buffer of `full` bytes (at most
+/// [`MAX_FULL`]): the buffer is one of a few sizes, the smallest that holds
+/// `full`, so that a template's buffer costs little more to clear than its
+/// own size.
 #[inline(never)]
 fn with_scratch<T>(full: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
     fn run<const N: usize, T>(full: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
@@ -268,6 +268,18 @@ impl Input<[u8]> {
             if self.finished {
                 break 'slow;
             }
+            // Output that degraded is content: a chunk that is whole
+            // characters, with nothing held before it, is reported as it is
+            // (the module's fast path covers only its text states).
+            if self.plain && core.degraded() {
+                if let Some(s) = ascii_str(bytes).or_else(|| core::str::from_utf8(bytes).ok()) {
+                    if !s.is_empty() {
+                        sink.event(crate::Event::Content(s));
+                        core.fast_consumed(s.len());
+                    }
+                    break 'slow;
+                }
+            }
             // Streaming case: a small chunk (with the start of a character the
             // last one cut off) becomes text once.
             if bytes.len() <= SMALL_CHUNK {
@@ -424,8 +436,8 @@ impl Input<[u8]> {
             } else if !m.pack.is_empty() && (self.held == Held::Packed || self.len as usize + s.len() > self.buf.len()) {
                 // Held text that is (or will be) longer than the window:
                 // unpacked on the stack, completed, run, kept packed.
-                let full = m.full as usize;
-                s = with_scratch(full, |scratch| {
+                s = with_scratch(m.full as usize, |scratch| {
+                    let full = scratch.len();
                     let mut len = if self.held == Held::Packed {
                         unpack(&self.buf[..self.len as usize], m.pack, scratch)
                     } else {

@@ -31,7 +31,12 @@ impl<'t, M: Machine, const W: usize, const R: usize, const P: usize, const A: us
     /// A parser for a request with these options (the grammar variant they
     /// select, and the tools names and argument types are checked against).
     pub fn new(options: Options<'t>) -> Self {
-        const { assert!(M::TABLE.full as usize <= crate::input::MAX_FULL, "a table's text is longer than MAX_FULL") };
+        // The window holds `full` bytes unless the template packs; a packed
+        // window is unpacked into at most MAX_FULL.
+        const {
+            let full = M::TABLE.full as usize;
+            assert!(if M::TABLE.pack.is_empty() { W == full } else { W <= full && full <= crate::input::MAX_FULL }, "a table's text size does not fit its window");
+        };
         let entry = M::TABLE.entries[options.variant(M::TABLE.switches)];
         Parser { core: Core::new(entry, options.tools), entry, input: Input::default(), machine: PhantomData }
     }

@@ -134,9 +134,9 @@ pub enum Guard {
     Peek(u16),
 }
 
-/// What ends a run of text: the stops, and their distinct first bytes
-/// (sorted, at most 4: the search looks for these before comparing whole
-/// stops; more than 4 are not listed and every byte is tried).
+/// What ends a run of text: the stops, and their distinct first bytes (at
+/// most 4: the search looks for these before comparing whole stops; with
+/// more, [`StopSet::MANY`], every byte is tried).
 ///
 /// ```
 /// use chat_parser_runtime::table::StopSet;
@@ -150,14 +150,19 @@ pub enum Guard {
 pub struct StopSet {
     pub all: &'static [&'static str],
     pub firsts: [u8; 4],
-    /// How many of `firsts` are used (0 when more than 4 differ, or no stop).
+    /// How many of `firsts` are used: 0 when no stop has a first byte (no
+    /// stop can be found), [`StopSet::MANY`] when more than 4 differ.
     pub n_firsts: u8,
     /// The longest stop's length in bytes.
     pub longest: u16,
 }
 
 impl StopSet {
-    /// The stop set of `all` (a `const fn`: modules write their sets so).
+    /// [`StopSet::n_firsts`] of a set whose stops start with more than 4
+    /// different bytes.
+    pub const MANY: u8 = u8::MAX;
+
+    /// The stop set of `all` (what a generated module writes out).
     pub const fn new(all: &'static [&'static str]) -> StopSet {
         let mut firsts = [0u8; 4];
         let mut n = 0usize;
@@ -188,19 +193,18 @@ impl StopSet {
             }
             i += 1;
         }
-        if many {
-            n = 0;
-        }
-        StopSet { all, firsts, n_firsts: n as u8, longest: longest as u16 }
+        let n_firsts = if many { StopSet::MANY } else { n as u8 };
+        StopSet { all, firsts, n_firsts, longest: longest as u16 }
     }
 
     /// The first stop in `hay`.
     #[inline]
     pub fn find(&self, hay: &[u8]) -> Option<usize> {
-        if self.all.is_empty() {
-            return None;
+        match self.n_firsts {
+            0 => None,
+            StopSet::MANY => find_in(hay, &[], self.all),
+            n => find_in(hay, &self.firsts[..(n as usize).min(4)], self.all),
         }
-        find_in(hay, &self.firsts[..self.n_firsts as usize], self.all)
     }
 
     /// How many bytes at the end of `hay` may start a stop.
@@ -214,25 +218,27 @@ impl StopSet {
     #[inline]
     fn may_stop(&self, s: &[u8], w: Word) -> bool {
         match self.n_firsts {
-            0 => !self.all.is_empty(),
-            1 if w.len <= 8 => has_byte(w, self.firsts[0]),
-            n => holds_any_of(s, w, &self.firsts[..n as usize]),
+            0 => false,
+            StopSet::MANY => true,
+            n => holds_any_of(s, w, &self.firsts[..(n as usize).min(4)]),
         }
     }
 }
 
 /// What the streaming fast path may do in a state ([`Table::fast`]): each
 /// kind of text is its own variant, so what a chunk is reported as is
-/// known in each arm. A module gives its states' as a `match` from state
-/// to row ([`Machine::fast`]), which it also hands to [`Table::fast_in`]
-/// arm by arm: inlined into the caller's chunk loop, each arm is then
-/// compiled with its row's values as constants.
+/// known in each arm. A module's `fast_step` ([`Machine::fast_step`]) hands
+/// each of its text and JSON states' rows to [`Table::fast_in`] as a
+/// constant: inlined into the caller's chunk loop, each arm is compiled
+/// with its row's values. Elsewhere the row is worked out from the state
+/// ([`Fast::of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fast {
     /// The machine must run.
     No,
     /// Content up to stop set `stops`, whose stops all start with `first`
-    /// or `second` (0: no second; both 0: with more than two bytes).
+    /// or `second` (`second` 0: one byte; `first` 0: no first byte, or more
+    /// than two, and the stop set decides).
     Content { trim: bool, first: u8, second: u8, stops: u16 },
     /// Reasoning, likewise.
     Reasoning { trim: bool, first: u8, second: u8, stops: u16 },
@@ -241,6 +247,40 @@ pub enum Fast {
     /// A JSON value; `marker_first` is the first byte of the string marker
     /// of a marked dialect (0: plain JSON).
     Json { content: bool, marker_first: u8 },
+}
+
+impl Fast {
+    /// The fast path of `state`, whose text ends at one of `stops` (the
+    /// table's stop sets).
+    /// (A `const fn`: a module's `fast_step` works its rows out when it is
+    /// compiled.)
+    pub const fn of(state: &State, stops: &[StopSet]) -> Fast {
+        match *state {
+            State::Text { kind, trim, stops: n, .. } => {
+                let (first, second) = if (n as usize) < stops.len() {
+                    let set = &stops[n as usize];
+                    match set.n_firsts {
+                        1 => (set.firsts[0], 0),
+                        2 => (set.firsts[0], set.firsts[1]),
+                        _ => (0, 0),
+                    }
+                } else {
+                    (0, 0)
+                };
+                match kind {
+                    Kind::Content => Fast::Content { trim, first, second, stops: n },
+                    Kind::Reasoning => Fast::Reasoning { trim, first, second, stops: n },
+                    Kind::ArgString => Fast::ArgString { trim, first, second, stops: n },
+                    _ => Fast::No,
+                }
+            }
+            State::Json { content, marker, .. } => {
+                let marker_first = if marker.is_empty() { 0 } else { marker.as_bytes()[0] };
+                Fast::Json { content, marker_first }
+            }
+            _ => Fast::No,
+        }
+    }
 }
 
 /// Where a loop of a grammar variant resumes after a broken round: the
@@ -259,8 +299,6 @@ pub struct LoopResume {
 #[derive(Debug)]
 pub struct Table {
     pub states: &'static [State],
-    /// Each state's fast path (the module's [`Machine::fast`]).
-    pub fast: fn(u16) -> Fast,
     pub arms: &'static [Arm],
     pub guards: &'static [Guard],
     pub stops: &'static [StopSet],
@@ -284,8 +322,6 @@ pub struct Table {
 /// as a function the caller's chunk loop inlines.
 pub trait Machine {
     const TABLE: &'static Table;
-    /// State `st`'s fast path ([`Table::fast`]).
-    fn fast(st: u16) -> Fast;
     /// [`Table::fast_in`] with the current state's row.
     fn fast_step<S: Sink, const R: usize, const P: usize, const A: usize>(c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool;
 }
@@ -345,6 +381,12 @@ impl Table {
         }
     }
 
+    /// The first of `arms` whose guard matches, taken (or waited for);
+    /// `None` when none does.
+    fn first_arm<const R: usize, const P: usize, const A: usize>(&self, arms: Arms, c: &mut Core<'_, R, P, A>, t: &str, last: bool) -> Option<Flow> {
+        self.arms(arms).iter().find_map(|arm| c.choose(self.guard(arm.guard, t, c.pos, last), arm.to))
+    }
+
     fn arms(&self, arms: Arms) -> &'static [Arm] {
         self.arms.get(arms.first as usize..(arms.first + arms.len) as usize).unwrap_or(&[])
     }
@@ -352,6 +394,12 @@ impl Table {
     fn stop_set(&self, n: u16) -> &'static StopSet {
         const NO_STOPS: StopSet = StopSet::new(&[]);
         self.stops.get(n as usize).unwrap_or(&NO_STOPS)
+    }
+
+    /// State `st`'s fast path.
+    #[inline]
+    fn fast_row(&self, st: u16) -> Fast {
+        self.states.get(st as usize).map_or(Fast::No, |s| Fast::of(s, self.stops))
     }
 
     /// Whether the markup held up to `to` is longer than the hold limit.
@@ -390,22 +438,8 @@ impl Table {
             State::Space { next } => c.space_state(t, last, next),
             State::Newline { next } => c.newline_state(t, last, next),
             State::End { next } => c.end_state(t, last, next),
-            State::Choice { arms } => {
-                for arm in self.arms(arms) {
-                    if let Some(flow) = c.choose(self.guard(arm.guard, t, c.pos, last), arm.to) {
-                        return flow;
-                    }
-                }
-                Flow::Fail
-            }
-            State::Loop { arms, next } => {
-                for arm in self.arms(arms) {
-                    if let Some(flow) = c.choose(self.guard(arm.guard, t, c.pos, last), arm.to) {
-                        return flow;
-                    }
-                }
-                go(c, next)
-            }
+            State::Choice { arms } => self.first_arm(arms, c, t, last).unwrap_or(Flow::Fail),
+            State::Loop { arms, next } => self.first_arm(arms, c, t, last).unwrap_or_else(|| go(c, next)),
             State::LoopHead { repeat, recover, arms, next } => {
                 for (k, arm) in self.arms(arms).iter().enumerate() {
                     let guard = |t: &str, p: usize, last: bool| self.guard(arm.guard, t, p, last);
@@ -488,7 +522,7 @@ impl Table {
     /// when it has at most 8 bytes, else [`Word::NONE`].
     #[inline(always)]
     pub fn fast<S: Sink, const R: usize, const P: usize, const A: usize>(&self, c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool {
-        self.fast_in((self.fast)(c.st), c, chunk, word, sink)
+        self.fast_in(self.fast_row(c.st), c, chunk, word, sink)
     }
 
     /// [`Self::fast`] given the current state's fast path.
@@ -550,7 +584,7 @@ impl Table {
         max: usize,
         sink: &mut S,
     ) -> Option<usize> {
-        let (kind, trim, stops) = match (self.fast)(c.st) {
+        let (kind, trim, stops) = match self.fast_row(c.st) {
             Fast::Content { trim, stops, .. } => (Kind::Content, trim, stops),
             Fast::Reasoning { trim, stops, .. } => (Kind::Reasoning, trim, stops),
             Fast::ArgString { trim, stops, .. } => (Kind::ArgString, trim, stops),

@@ -240,9 +240,13 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         entries.push(states.add_variant(g));
     }
     // State numbers are `u16`, and `NONE` (u16::MAX) means no state.
-    let too_large = [states.rows.len(), states.arms.len(), states.guards.len(), states.stop_sets.len()].into_iter().any(|n| n >= u16::MAX as usize);
-    if too_large {
-        return Err(CodegenError(format!("{}: grammar too large ({} states)", spec.template, states.rows.len())));
+    let counts = [("states", states.rows.len()), ("alternatives", states.arms.len()), ("guards", states.guards.len()), ("stop sets", states.stop_sets.len())];
+    if let Some((what, n)) = counts.into_iter().find(|&(_, n)| n >= u16::MAX as usize) {
+        return Err(CodegenError(format!("{}: grammar too large ({n} {what}, at most {})", spec.template, u16::MAX - 1)));
+    }
+    // A loop's number is a byte (`table::State::LoopHead`, `machine::Region`).
+    if states.max_loops > 256 {
+        return Err(CodegenError(format!("{}: grammar too large ({} loops, at most 256)", spec.template, states.max_loops)));
     }
     let pack = pack_table_of(&grammars);
     let costs = states::Costs { pack: &pack };
@@ -256,8 +260,10 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     let raw = hold_of(&grammars, &states::Costs::RAW) + raw_lookahead;
     let longest = pack.iter().map(String::len).max().unwrap_or(0);
     let full = if pack.is_empty() { window } else { raw.max(hold * longest.div_ceil(2) + raw_lookahead).min(4096).max(window) };
-    if full > chat_parser_runtime::input::MAX_FULL {
-        return Err(CodegenError(format!("{}: markup too long ({full} bytes to look at once, at most {})", spec.template, chat_parser_runtime::input::MAX_FULL)));
+    // A packed window is unpacked on the stack (at most MAX_FULL bytes).
+    let max_full = if pack.is_empty() { u16::MAX as usize } else { chat_parser_runtime::input::MAX_FULL };
+    if full > max_full {
+        return Err(CodegenError(format!("{}: markup too long ({full} bytes to look at once, at most {max_full})", spec.template)));
     }
     let hold_lit = Literal::usize_unsuffixed(hold);
     let window_lit = Literal::usize_unsuffixed(window);
@@ -309,27 +315,25 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     let n_resumes = Literal::usize_unsuffixed(resumes.len());
     // One arm per distinct fast path, naming its states (the variants share
     // most of their text states' paths).
-    let mut fast_groups: Vec<(String, Vec<u16>, &TokenStream)> = Vec::new();
-    for (id, row) in &states.fast {
-        let key = row.to_string();
+    let mut fast_groups: Vec<(&str, Vec<u16>)> = Vec::new();
+    for (id, key) in &states.fast {
         match fast_groups.iter_mut().find(|g| g.0 == key) {
             Some(g) => g.1.push(*id),
-            None => fast_groups.push((key, vec![*id], row)),
+            None => fast_groups.push((key, vec![*id])),
         }
     }
-    // Each group's test (`st == St::ContentText as u16 || ...`) and row.
-    let fast_tests: Vec<(TokenStream, &TokenStream)> = fast_groups
-        .iter()
-        .map(|(_, ids, row)| {
-            let tests = ids.iter().map(|&n| {
-                let st = states.state(n);
-                quote!(st == #st)
-            });
-            (quote!(#(#tests)||*), *row)
-        })
-        .collect();
-    let fast_steps = fast_tests.iter().map(|(test, row)| quote! { st if #test => TABLE.fast_in(#row, c, s, w, sink), });
-    let fast_arms: Vec<TokenStream> = fast_tests.iter().map(|(test, row)| quote! { st if #test => #row, }).collect();
+    // Each group's arm: its states' test and the call with its row.
+    let fast_steps = fast_groups.iter().map(|(_, ids)| {
+        let tests = ids.iter().map(|&n| {
+            let st = states.state(n);
+            quote!(st == #st)
+        });
+        // The row is worked out from the group's first state when the
+        // module is compiled (the runtime's `Fast::of`, as its out-of-line
+        // paths do): a constant in the arm.
+        let first = states.ident(ids[0]);
+        quote! { st if #(#tests)||* => TABLE.fast_in(const { Fast::of(&STATES[St::#first as usize], &STOPS) }, c, s, w, sink), }
+    });
 
     let text = |s: &str| Literal::string(s);
     let gp = &spec.generation_prompt;
@@ -377,7 +381,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         .into_iter()
         .filter(|n| states::uses_ident(&envelope_tokens, n))
         .map(|n| proc_macro2::Ident::new(n, proc_macro2::Span::call_site()));
-    let machine_code = quote! { #(#rows)* #(#arms)* #(#guards)* #stop_sets #(#resumes)* #(#fast_arms)* };
+    let machine_code = quote! { #(#rows)* #(#arms)* #(#guards)* #stop_sets #(#resumes)* };
     let runtime_uses = ["Arm", "Arms", "Core", "Fast", "Guard", "Kind", "LoopResume", "Machine", "NONE", "Sink", "State", "StopSet", "Table", "Word"]
         .into_iter()
         .filter(|n| matches!(*n, "Machine" | "State" | "Table" | "StopSet" | "LoopResume" | "Arm" | "Guard" | "Fast" | "Core" | "Sink" | "Word") || states::uses_ident(&machine_code, n))
@@ -450,13 +454,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             const TABLE: &'static Table = &TABLE;
 
             #[inline(always)]
-            fn fast(st: u16) -> Fast {
-                fast(st)
-            }
-
-            #[inline(always)]
             fn fast_step<S: Sink, const R: usize, const P: usize, const A: usize>(c: &mut Core<'_, R, P, A>, s: &str, w: Word, sink: &mut S) -> bool {
-                // The row of each arm a constant in it.
                 match c.st {
                     #(#fast_steps)*
                     _ => false,
@@ -466,7 +464,6 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
 
         static TABLE: Table = Table {
             states: &STATES,
-            fast,
             arms: &ARMS,
             guards: &GUARDS,
             stops: &STOPS,
@@ -491,17 +488,6 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             #(#rows)*
             s
         };
-
-        /// What the streaming fast path does in each state: a chunk without
-        /// markup in it is reported whole in text and JSON strings; the
-        /// other states run the machine.
-        #[inline(always)]
-        fn fast(st: u16) -> Fast {
-            match st {
-                #(#fast_arms)*
-                _ => Fast::No,
-            }
-        }
 
         /// The alternatives of choices and loops: a guard, and the state
         /// taken when it matches.

@@ -33,8 +33,10 @@ pub struct States {
     guard_keys: Vec<String>,
     /// The distinct stop sets of text states.
     pub stop_sets: Vec<Vec<String>>,
-    /// The states with a streaming fast path, each with its `Fast` row.
-    pub fast: Vec<(u16, TokenStream)>,
+    /// The states with a streaming fast path (text reported as it comes,
+    /// JSON), each with what its `Fast` row is made of: states with the
+    /// same key have the same row.
+    pub fast: Vec<(u16, String)>,
     /// Compiled nodes, by their text, successor and first loop number,
     /// with the loops they registered.
     compiled: std::collections::HashMap<(String, u16, usize), (u16, Vec<(u16, Option<u16>)>)>,
@@ -230,10 +232,10 @@ impl States {
                     let end = self.push("json end marker", quote! { State::Choice { arms: #arms } });
                     self.state(end)
                 };
-                let marker_first = Literal::u8_unsuffixed(marker.as_bytes().first().copied().unwrap_or(0));
+                let key = format!("json {content} {marker:?}");
                 let marker = Literal::string(marker);
                 let scan = self.push("json", quote! { State::Json { content: #content, marker: #marker, open_end: #open_end, next: #nx } });
-                self.fast.push((scan, quote! { Fast::Json { content: #content, marker_first: #marker_first } }));
+                self.fast.push((scan, key));
                 let s = self.state(scan);
                 self.push("json start", quote! { State::JsonStart { python: #python, object_only: #object_only, next: #s } })
             }
@@ -317,19 +319,8 @@ impl States {
         let id = self.push(&format!("{kind:?} up to {stops:?}"), row);
         // Text that is reported as it comes: a chunk without a stop in it
         // is reported whole, without running the machine.
-        let variant = match kind {
-            TextKind::Content => Some(quote!(Content)),
-            TextKind::Reasoning => Some(quote!(Reasoning)),
-            TextKind::ArgString => Some(quote!(ArgString)),
-            _ => None,
-        };
-        if let Some(variant) = variant {
-            // The stops' first bytes, tested a word at a time (0: none, or
-            // more than two, and the stop set is searched).
-            let byte = |b: Option<&u8>| b.map_or(Literal::u8_unsuffixed(0), |b| Literal::byte_character(*b));
-            let firsts = first_bytes(stops);
-            let (first, second) = if firsts.len() <= 2 { (byte(firsts.first()), byte(firsts.get(1))) } else { (byte(None), byte(None)) };
-            self.fast.push((id, quote! { Fast::#variant { trim: #trim, first: #first, second: #second, stops: #set } }));
+        if matches!(kind, TextKind::Content | TextKind::Reasoning | TextKind::ArgString) {
+            self.fast.push((id, format!("{kind:?} {trim} {set}")));
         }
         id
     }
@@ -349,10 +340,11 @@ impl States {
         });
         let sets = self.stop_sets.iter().enumerate().map(|(n, stops)| {
             let name = format_ident!("STOPS_{}", n);
+            // `n_firsts` as `StopSet::new` has it: the count, or `MANY`.
             let mut firsts = first_bytes(stops);
-            let n_firsts = if firsts.len() > 4 { 0u8 } else { firsts.len() as u8 };
+            let n_firsts = if firsts.len() > 4 { u8::MAX } else { firsts.len() as u8 };
             firsts.resize(4, 0);
-            if n_firsts == 0 {
+            if n_firsts == u8::MAX {
                 firsts = vec![0; 4];
             }
             let firsts = firsts.iter().map(|b| Literal::u8_unsuffixed(*b));
