@@ -92,7 +92,7 @@ impl Options<'_> {
     /// Which of a generated parser's 16 grammar variants a request takes:
     /// thinking off (8), reasoning not extracted (4), and the reply's kind
     /// (0 no tools, 1 one call, 2 parallel calls, 3 structured output).
-    /// The module maps it to its entry state (`ENTRIES`).
+    /// The module maps it to its entry state (its table's `entries`).
     pub fn variant(&self, switches: &[ThinkingSwitch]) -> usize {
         let reply = if self.structured_output {
             3

@@ -41,7 +41,7 @@ pub struct Flags {
 
 impl Flags {
     /// Every combination, in the order the runtime's `Options::variant`
-    /// numbers them (a generated module's `ENTRIES`).
+    /// numbers them (a generated module's `Table::entries`).
     pub fn all() -> Vec<Flags> {
         let mut all = Vec::new();
         for enable_thinking in [true, false] {
