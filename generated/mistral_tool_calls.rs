@@ -1586,24 +1586,9 @@ static STOPS_1: [&str; 1] = ["[TOOL_CALLS]"];
 static STOPS_2: [&str; 1] = ["\""];
 /// What ends each kind of text (`State::Text { stops, .. }`).
 static STOPS: [StopSet; 3] = [
-    StopSet {
-        all: &STOPS_0,
-        firsts: [0, 0, 0, 0],
-        n_firsts: 0u8,
-        longest: 0,
-    },
-    StopSet {
-        all: &STOPS_1,
-        firsts: [91, 0, 0, 0],
-        n_firsts: 1u8,
-        longest: 12,
-    },
-    StopSet {
-        all: &STOPS_2,
-        firsts: [34, 0, 0, 0],
-        n_firsts: 1u8,
-        longest: 1,
-    },
+    StopSet::new(&STOPS_0),
+    StopSet::new(&STOPS_1),
+    StopSet::new(&STOPS_2),
 ];
 /// Where each loop resumes after a broken round, per grammar variant.
 static RESUMES: [LoopResume; 4] = [

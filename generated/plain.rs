@@ -323,14 +323,7 @@ static GUARDS: [Guard; 4] = [
 /// Text ends at ["<|im_end|>"].
 static STOPS_0: [&str; 1] = ["<|im_end|>"];
 /// What ends each kind of text (`State::Text { stops, .. }`).
-static STOPS: [StopSet; 1] = [
-    StopSet {
-        all: &STOPS_0,
-        firsts: [60, 0, 0, 0],
-        n_firsts: 1u8,
-        longest: 10,
-    },
-];
+static STOPS: [StopSet; 1] = [StopSet::new(&STOPS_0)];
 /// Where each loop resumes after a broken round, per grammar variant.
 static RESUMES: [LoopResume; 1] = [
     LoopResume {

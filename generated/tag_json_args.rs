@@ -696,24 +696,9 @@ static STOPS_1: [&str; 2] = ["<function=", "<|end|>"];
 static STOPS_2: [&str; 1] = [">"];
 /// What ends each kind of text (`State::Text { stops, .. }`).
 static STOPS: [StopSet; 3] = [
-    StopSet {
-        all: &STOPS_0,
-        firsts: [60, 0, 0, 0],
-        n_firsts: 1u8,
-        longest: 7,
-    },
-    StopSet {
-        all: &STOPS_1,
-        firsts: [60, 0, 0, 0],
-        n_firsts: 1u8,
-        longest: 10,
-    },
-    StopSet {
-        all: &STOPS_2,
-        firsts: [62, 0, 0, 0],
-        n_firsts: 1u8,
-        longest: 1,
-    },
+    StopSet::new(&STOPS_0),
+    StopSet::new(&STOPS_1),
+    StopSet::new(&STOPS_2),
 ];
 /// Where each loop resumes after a broken round, per grammar variant.
 static RESUMES: [LoopResume; 3] = [

@@ -435,20 +435,7 @@ static STOPS_0: [&str; 1] = ["<|im_end|>"];
 /// Text ends at ["</think>", "<|im_end|>"].
 static STOPS_1: [&str; 2] = ["</think>", "<|im_end|>"];
 /// What ends each kind of text (`State::Text { stops, .. }`).
-static STOPS: [StopSet; 2] = [
-    StopSet {
-        all: &STOPS_0,
-        firsts: [60, 0, 0, 0],
-        n_firsts: 1u8,
-        longest: 10,
-    },
-    StopSet {
-        all: &STOPS_1,
-        firsts: [60, 0, 0, 0],
-        n_firsts: 1u8,
-        longest: 10,
-    },
-];
+static STOPS: [StopSet; 2] = [StopSet::new(&STOPS_0), StopSet::new(&STOPS_1)];
 /// Where each loop resumes after a broken round, per grammar variant.
 static RESUMES: [LoopResume; 3] = [
     LoopResume {

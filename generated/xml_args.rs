@@ -1402,30 +1402,10 @@ static STOPS_2: [&str; 3] = ["</parameter>", "</function>", "</tool_call>"];
 static STOPS_3: [&str; 1] = [">"];
 /// What ends each kind of text (`State::Text { stops, .. }`).
 static STOPS: [StopSet; 4] = [
-    StopSet {
-        all: &STOPS_0,
-        firsts: [60, 0, 0, 0],
-        n_firsts: 1u8,
-        longest: 10,
-    },
-    StopSet {
-        all: &STOPS_1,
-        firsts: [60, 0, 0, 0],
-        n_firsts: 1u8,
-        longest: 11,
-    },
-    StopSet {
-        all: &STOPS_2,
-        firsts: [60, 0, 0, 0],
-        n_firsts: 1u8,
-        longest: 12,
-    },
-    StopSet {
-        all: &STOPS_3,
-        firsts: [62, 0, 0, 0],
-        n_firsts: 1u8,
-        longest: 1,
-    },
+    StopSet::new(&STOPS_0),
+    StopSet::new(&STOPS_1),
+    StopSet::new(&STOPS_2),
+    StopSet::new(&STOPS_3),
 ];
 /// Where each loop resumes after a broken round, per grammar variant.
 static RESUMES: [LoopResume; 3] = [

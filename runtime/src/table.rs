@@ -9,8 +9,8 @@
 //! a module is only its data:
 //!
 //! ```text
-//! St::ContentText => State::Text { kind: Kind::Content, trim: false, stops: 0, next: St::LoopHead as u16 },
-//! St::LitToolCall => State::Literal { text: "<tool_call>", next: St::Space2 as u16 },
+//! s[St::ContentText as usize] = State::Text { kind: Kind::Content, trim: false, stops: 0, next: St::LoopHead as u16 };
+//! s[St::LitToolCall as usize] = State::Literal { text: "<tool_call>", next: St::Space2 as u16 };
 //! ```
 //!
 //! A state's successors are state numbers (the module's `St` enum), so the
@@ -18,7 +18,7 @@
 //! fixed (see [`crate::machine::Core`]).
 
 use crate::kwargs::ThinkingSwitch;
-use crate::machine::{clear_of_stops, end, find_in, json_close, json_step, lit, partial, Core, Flow, Kind, Resume, G, NONE};
+use crate::machine::{clear_of_stops, end, find_in, json_close, json_step, lit, opt_newline, partial, space, Core, Flow, Kind, Resume, G, NONE};
 use crate::word::{has_byte, holds_any_of, Word};
 use crate::{ArgType, Sink};
 
@@ -333,23 +333,8 @@ impl Table {
             None | Some(Guard::Never) => G::No,
             Some(Guard::Empty) => G::Match(p),
             Some(Guard::Lit(s)) => lit(t, p, s, last),
-            Some(Guard::Space) => {
-                let e = crate::machine::ws_end(t, p);
-                if e >= t.len() && !last {
-                    G::More
-                } else {
-                    G::Match(e)
-                }
-            }
-            Some(Guard::Newline) => {
-                if p >= t.len() && !last {
-                    G::More
-                } else if t.as_bytes().get(p) == Some(&b'\n') {
-                    G::Match(p + 1)
-                } else {
-                    G::Match(p)
-                }
-            }
+            Some(Guard::Space) => space(t, p, last),
+            Some(Guard::Newline) => opt_newline(t, p, last),
             Some(Guard::End) => end(t, p, last),
             Some(&Guard::Seq { first, len }) => {
                 let mut p = p;
@@ -564,12 +549,14 @@ impl Table {
     ) -> bool {
         // A stop's first byte alone (`<` in `a < b`) does not stop the fast
         // path; a stop, or the start of one at the chunk's end, does.
+        // The stop set is read only where the row's bytes do not decide.
+        let set = || self.stop_set(stops);
         let may_stop = if first != 0 && word.len <= 8 {
             has_byte(word, first) || (second != 0 && has_byte(word, second))
         } else {
-            self.stop_set(stops).may_stop(chunk.as_bytes(), word)
+            set().may_stop(chunk.as_bytes(), word)
         };
-        !(may_stop && !clear_of_stops(chunk.as_bytes(), self.stop_set(stops).all)) && c.fast_text(kind, trim, chunk, word, sink)
+        !(may_stop && !clear_of_stops(chunk.as_bytes(), set().all)) && c.fast_text(kind, trim, chunk, word, sink)
     }
 
     /// When `chunk` ends with the start of a stop of the current text state
@@ -590,11 +577,8 @@ impl Table {
             Fast::ArgString { trim, stops, .. } => (Kind::ArgString, trim, stops),
             _ => return None,
         };
-        let set = self.stop_set(stops);
-        if set.all.is_empty() {
-            return None;
-        }
-        c.fast_partial(kind, trim, chunk, set.all, max, sink)
+        // (Without stops nothing is held: `fast_partial` finds no start.)
+        c.fast_partial(kind, trim, chunk, self.stop_set(stops).all, max, sink)
     }
 
     /// Runs the machine over `text` from the current position: steps until

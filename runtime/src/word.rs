@@ -127,11 +127,7 @@ pub fn json_escape_lanes(w: u64) -> u64 {
 /// `bytes`.
 #[inline(always)]
 pub fn holds_any<const N: usize>(s: &[u8], w: Word, bytes: [u8; N]) -> bool {
-    if w.len <= 8 {
-        bytes.iter().any(|&b| has_byte(w, b))
-    } else {
-        s.iter().any(|x| bytes.contains(x))
-    }
+    holds_any_of(s, w, &bytes)
 }
 
 /// [`holds_any`] for bytes known only at run time (a table's stop set).

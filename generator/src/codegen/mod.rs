@@ -382,10 +382,12 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         .filter(|n| states::uses_ident(&envelope_tokens, n))
         .map(|n| proc_macro2::Ident::new(n, proc_macro2::Span::call_site()));
     let machine_code = quote! { #(#rows)* #(#arms)* #(#guards)* #stop_sets #(#resumes)* };
-    let runtime_uses = ["Arm", "Arms", "Core", "Fast", "Guard", "Kind", "LoopResume", "Machine", "NONE", "Sink", "State", "StopSet", "Table", "Word"]
-        .into_iter()
-        .filter(|n| matches!(*n, "Machine" | "State" | "Table" | "StopSet" | "LoopResume" | "Arm" | "Guard" | "Fast" | "Core" | "Sink" | "Word") || states::uses_ident(&machine_code, n))
-        .map(|n| proc_macro2::Ident::new(n, proc_macro2::Span::call_site()));
+    // What every module names, and what only some tables hold.
+    let always = ["Arm", "Core", "Fast", "Guard", "LoopResume", "Machine", "Sink", "State", "StopSet", "Table", "Word"];
+    let some = ["Arms", "Kind", "NONE"].into_iter().filter(|n| states::uses_ident(&machine_code, n));
+    let mut names: Vec<&str> = always.into_iter().chain(some).collect();
+    names.sort_by_key(|n| n.to_ascii_lowercase());
+    let runtime_uses = names.into_iter().map(|n| proc_macro2::Ident::new(n, proc_macro2::Span::call_site()));
 
     Ok(quote! {
 

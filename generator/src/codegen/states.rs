@@ -338,18 +338,9 @@ impl States {
                 static #name: [&str; #len] = [#(#all),*];
             }
         });
-        let sets = self.stop_sets.iter().enumerate().map(|(n, stops)| {
+        let sets = (0..self.stop_sets.len()).map(|n| {
             let name = format_ident!("STOPS_{}", n);
-            // `n_firsts` as `StopSet::new` has it: the count, or `MANY`.
-            let mut firsts = first_bytes(stops);
-            let n_firsts = if firsts.len() > 4 { u8::MAX } else { firsts.len() as u8 };
-            firsts.resize(4, 0);
-            if n_firsts == u8::MAX {
-                firsts = vec![0; 4];
-            }
-            let firsts = firsts.iter().map(|b| Literal::u8_unsuffixed(*b));
-            let longest = Literal::u16_unsuffixed(stops.iter().map(String::len).max().unwrap_or(0) as u16);
-            quote! { StopSet { all: &#name, firsts: [#(#firsts),*], n_firsts: #n_firsts, longest: #longest } }
+            quote! { StopSet::new(&#name) }
         });
         let count = Literal::usize_unsuffixed(self.stop_sets.len());
         quote! {
@@ -432,14 +423,6 @@ pub fn uses_ident(tokens: &TokenStream, name: &str) -> bool {
 
 struct Variant {
     loops: Vec<(u16, Option<u16>)>,
-}
-
-/// The distinct first bytes of `stops`, sorted (what a stop search looks for).
-fn first_bytes(stops: &[String]) -> Vec<u8> {
-    let mut firsts: Vec<u8> = stops.iter().filter_map(|s| s.as_bytes().first().copied()).collect();
-    firsts.sort();
-    firsts.dedup();
-    firsts
 }
 
 /// A state's constant name, from what it does: `literal "</tool_call>"`
