@@ -5,6 +5,8 @@
 //! form is written to a callback as borrowed slices of the input, with short
 //! static strings in place of the characters JSON does not allow raw.
 
+use crate::block::{block_at, json_specials, BLOCK};
+
 /// The escape of each control character `U+0000..=U+001F`: `\n`, `\r` and
 /// `\t` in their short forms, the others as `\u00XX` (lower-case hex).
 const CONTROL: [&str; 32] = [
@@ -35,13 +37,13 @@ pub(crate) fn escape_of(b: u8) -> Option<&'static str> {
 /// characters and U+007F, is passed through unchanged.
 ///
 /// Guarantees: never allocates and never panics. `out` receives non-empty
-/// pieces only: the text and its escapes are gathered a word at a time in a
-/// small buffer on the stack and written in pieces of about 256 bytes
-/// (source code with an escape every few bytes is a few pieces, not two per
-/// escape); a text that starts with a run of [`LONG_RUN`] bytes or more
-/// needing no escape passes that run as a slice of `text`. The concatenated
-/// pieces, put between double quotes, are a JSON string that decodes to
-/// `text`.
+/// pieces only: the text and its escapes are gathered 16 bytes at a time
+/// ([`crate::block`]) in a small buffer on the stack and written in pieces
+/// of about 256 bytes (source code with an escape every few bytes is a few
+/// pieces, not two per escape); a text that starts with a run of
+/// [`LONG_RUN`] bytes or more needing no escape passes that run as a slice
+/// of `text`. The concatenated pieces, put between double quotes, are a
+/// JSON string that decodes to `text`.
 ///
 /// # Example
 /// ```
@@ -67,11 +69,13 @@ pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
         out(escaped);
         return;
     }
-    // Runs are copied a word at a time: the buffer has room for the words
-    // and escapes written after it passes FLUSH_AT, until a character ends.
+    // Runs are copied a block at a time: the buffer has room for the
+    // blocks and escapes written after it passes FLUSH_AT, until a
+    // character ends.
     let mut buf = [0u8; ESCAPE_BUF];
     let mut n = 0;
     let mut i = 0;
+    let mut ext = [b' '; 3 * BLOCK];
     // A text that starts with a long run needing no escape: passed whole.
     if plain >= LONG_RUN {
         if let Some(run) = text.get(..plain) {
@@ -79,29 +83,41 @@ pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
             i = plain;
         }
     }
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let Ok(word) = <[u8; 8]>::try_from(chunk) else { break };
-        let w = u64::from_le_bytes(word);
-        let mut lanes = crate::word::json_escape_lanes(w);
-        // The word's bytes up to each one to escape, and its escape; then
-        // the rest of the word.
+    while i < bytes.len() {
+        let (block, step) = match block_at(bytes, i) {
+            Some(b) => (*b, BLOCK),
+            None => {
+                // The last few bytes, in a block padded with spaces (which
+                // need no escape; only `step` bytes of it are kept).
+                let rest = &bytes[i..];
+                let mut pad = [b' '; BLOCK];
+                pad[..rest.len()].copy_from_slice(rest);
+                (pad, rest.len())
+            }
+        };
+        // The block, then spaces: a 16-byte copy from any lane stays in it
+        // (the index is masked below 32, so no bounds check is needed).
+        ext[..BLOCK].copy_from_slice(&block);
+        // The block's bytes up to each one to escape, and its escape; then
+        // the rest of the block.
+        let mut specials = json_specials(&block);
         let mut done = 0;
-        while lanes != 0 {
-            let lane = (lanes.trailing_zeros() / 8) as usize;
-            put8(&mut buf, n, w >> (8 * done));
+        while specials != 0 {
+            let lane = specials.trailing_zeros() as usize & (BLOCK - 1);
+            put16(&mut buf, n, &ext[done & (2 * BLOCK - 1)..][..BLOCK]);
             n += lane - done;
-            let (escape, len) = ESCAPE_WORDS[usize::from(word[lane] & 0x7f)];
+            let (escape, len) = ESCAPE_WORDS[usize::from(block[lane] & 0x7f)];
             put8(&mut buf, n, escape);
             n += usize::from(len);
             done = lane + 1;
-            lanes &= lanes - 1;
+            specials &= specials - 1;
         }
-        put8(&mut buf, n, w.checked_shr(8 * done as u32).unwrap_or(0));
-        n += 8 - done;
-        i += 8;
+        put16(&mut buf, n, &ext[done & (2 * BLOCK - 1)..][..BLOCK]);
+        n += step.saturating_sub(done);
+        i += step;
         if n >= FLUSH_AT {
             // Written out up to where the last whole character ends: the
-            // words may have cut one, whose first bytes (the last `cut`
+            // block may have cut one, whose first bytes (the last `cut`
             // of the buffer, copied unchanged) start the next piece.
             let mut end = i;
             while !text.is_char_boundary(end) {
@@ -113,20 +129,6 @@ pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
             n = cut;
         }
     }
-    for &b in bytes.get(i..).unwrap_or(&[]) {
-        match escape_of(b) {
-            Some(e) => {
-                put8(&mut buf, n, ESCAPE_WORDS[usize::from(b & 0x7f)].0);
-                n += e.len();
-            }
-            None => {
-                if let Some(d) = buf.get_mut(n) {
-                    *d = b;
-                }
-                n += 1;
-            }
-        }
-    }
     flush(&buf[..n.min(ESCAPE_BUF)], out);
 }
 
@@ -135,9 +137,17 @@ pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
 pub const LONG_RUN: usize = 64;
 /// [`json_escape`] writes its buffer out once it holds this many bytes.
 const FLUSH_AT: usize = 256;
-/// [`json_escape`]'s buffer: [`FLUSH_AT`], plus one word (eight bytes that
-/// may all be control characters, `\u001f` each) and its 8-byte stores.
-const ESCAPE_BUF: usize = FLUSH_AT + 64;
+/// [`json_escape`]'s buffer: [`FLUSH_AT`], plus one block (16 bytes that
+/// may all be control characters, `\u001f` each) and its 16-byte stores.
+const ESCAPE_BUF: usize = FLUSH_AT + 6 * BLOCK + BLOCK;
+
+/// Stores the 16 bytes `src` at `buf[at..at + 16]` when they fit.
+#[inline(always)]
+fn put16(buf: &mut [u8; ESCAPE_BUF], at: usize, src: &[u8]) {
+    if let (Some(d), Ok(src)) = (buf.get_mut(at..at + BLOCK), <&[u8; BLOCK]>::try_from(src)) {
+        d.copy_from_slice(src);
+    }
+}
 
 /// Stores `w` (little-endian) at `buf[at..at + 8]` when it fits.
 #[inline(always)]
@@ -184,16 +194,15 @@ fn flush(buf: &[u8], out: &mut impl FnMut(&str)) {
 }
 
 /// The first position from `i` holding a byte JSON escapes, or the end.
-/// Eight bytes at a time.
+/// Sixteen bytes at a time.
 #[inline]
 fn next_to_escape(bytes: &[u8], mut i: usize) -> usize {
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let Ok(word) = <[u8; 8]>::try_from(chunk) else { break };
-        let lanes = crate::word::json_escape_lanes(u64::from_le_bytes(word));
-        if lanes != 0 {
-            return i + (lanes.trailing_zeros() / 8) as usize;
+    while let Some(b) = block_at(bytes, i) {
+        let specials = json_specials(b);
+        if specials != 0 {
+            return i + specials.trailing_zeros() as usize;
         }
-        i += 8;
+        i += BLOCK;
     }
     while i < bytes.len() && escape_of(bytes[i]).is_none() {
         i += 1;
@@ -316,20 +325,24 @@ mod tests {
     }
 
     #[test]
-    fn pieces_are_whole_characters_however_the_words_cut_them() {
+    fn pieces_are_whole_characters_however_the_blocks_cut_them() {
         // A few ASCII bytes, a newline (so the text is gathered, not passed
-        // whole), then 4-, 2- and 3-byte characters: 8-byte steps end
-        // inside them, so each piece must end before the cut character.
+        // whole), then 4-, 2- and 3-byte characters, with a quote every
+        // `gap` characters: 16-byte blocks end inside the characters, so
+        // each piece must end before the cut one (checked by `escaped`).
         for lead in ["", "a", "ab", "abc", "\"", "a\n"] {
-            let text = std::format!("{lead}\n{}", "🙂é日".repeat(300));
-            let (all, pieces) = escaped(&text);
-            let want: String = text.chars().map(|c| match c {
-                '"' => "\\\"".into(),
-                '\n' => "\\n".into(),
-                c => c.to_string(),
-            }).collect();
-            assert_eq!(all, want, "{lead:?}");
-            assert!(pieces.len() > 5, "{lead:?}");
+            for gap in [1, 2, 5, 17, 100, 1000] {
+                let body: String = "🙂é日".chars().cycle().take(900).enumerate().map(|(k, c)| if k % gap == gap - 1 { '"' } else { c }).collect();
+                let text = std::format!("{lead}\n{body}");
+                let (all, pieces) = escaped(&text);
+                let want: String = text.chars().map(|c| match c {
+                    '"' => "\\\"".into(),
+                    '\n' => "\\n".into(),
+                    c => c.to_string(),
+                }).collect();
+                assert_eq!(all, want, "{lead:?} {gap}");
+                assert!(pieces.len() > 5, "{lead:?} {gap}");
+            }
         }
     }
 

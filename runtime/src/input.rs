@@ -272,7 +272,7 @@ impl Input<[u8]> {
             // characters, with nothing held before it, is reported as it is
             // (the module's fast path covers only its text states).
             if self.plain && core.degraded() {
-                if let Some(s) = ascii_str(bytes).or_else(|| core::str::from_utf8(bytes).ok()) {
+                if let Some(s) = crate::block::utf8_text(bytes) {
                     if !s.is_empty() {
                         sink.event(crate::Event::Content(s));
                         core.fast_consumed(s.len());
@@ -321,7 +321,7 @@ impl Input<[u8]> {
                     break 'slow;
                 }
             } else if self.utf8.is_empty() {
-                if let Some(s) = ascii_str(bytes).or_else(|| core::str::from_utf8(bytes).ok()) {
+                if let Some(s) = crate::block::utf8_text(bytes) {
                     self.push(core, m, entry, s, sink);
                     break 'slow;
                 }
@@ -449,7 +449,7 @@ impl Input<[u8]> {
                     scratch[len..len + n].copy_from_slice(&s.as_bytes()[..n]);
                     len += n;
                     let held = &scratch[..len];
-                    let text = ascii_str(held).or_else(|| core::str::from_utf8(held).ok()).unwrap_or("");
+                    let text = crate::block::utf8_text(held).unwrap_or("");
                     m.run(core, entry, text, false, sink);
                     loop {
                         let keep = core.keep().min(len);

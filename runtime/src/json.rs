@@ -9,6 +9,7 @@
 //! output is slices of the input plus short static strings.
 
 use crate::escape;
+use crate::block::{block_at, json_specials, BLOCK};
 
 /// Whether `text` is exactly one JSON value, with optional whitespace
 /// around it (strict JSON, no Python literals).
@@ -61,34 +62,35 @@ fn needs_escape(b: u8) -> bool {
 /// complete escapes (`\n`, `\"`, `\\`, `\u00e9` …). Stops at the closing
 /// quote, a control character, a backslash whose escape the text cuts off
 /// or that JSON does not have, or the end of `bytes`; the scanner's byte
-/// loop takes it from there. Reads eight bytes at a time, so a long
-/// argument with an escape every few bytes (source code, Windows paths)
-/// is one run, not one scanner step per escape.
+/// loop takes it from there. Reads sixteen bytes at a time
+/// ([`crate::block`]), so a long argument with an escape every few bytes
+/// (source code, Windows paths) is one run, not one scanner step per
+/// escape.
 ///
 /// ```text
 /// "C:\\dev\\a.py", "line": 3}   →  the run ends before the quote after `py`
 /// ```
 #[inline]
 fn plain_run(bytes: &[u8], mut i: usize) -> usize {
-    'words: loop {
-        while let Some(chunk) = bytes.get(i..i + 8) {
-            let Ok(word) = <[u8; 8]>::try_from(chunk) else { break };
-            // Each special byte of the word in turn: an escape whose
-            // second byte is in the word is stepped over without reloading.
-            let mut lanes = crate::word::json_escape_lanes(u64::from_le_bytes(word));
-            while lanes != 0 {
-                let lane = (lanes.trailing_zeros() / 8) as usize;
+    'blocks: loop {
+        while let Some(b) = block_at(bytes, i) {
+            // Each special byte of the block in turn: an escape whose
+            // second byte is in the block is stepped over without reloading.
+            let mut specials = json_specials(b);
+            while specials != 0 {
+                let lane = specials.trailing_zeros() as usize;
                 let at = i + lane;
                 match escape_len(bytes, at) {
-                    Some(n) if lane + n <= 8 => lanes &= u64::MAX.checked_shl(8 * (lane + n) as u32).unwrap_or(0),
+                    // lane + n <= 16: the shift stays below 32.
+                    Some(n) if lane + n <= BLOCK => specials &= u32::MAX << (lane + n),
                     Some(n) => {
                         i = at + n;
-                        continue 'words;
+                        continue 'blocks;
                     }
                     None => return at,
                 }
             }
-            i += 8;
+            i += BLOCK;
         }
         // The last few bytes, one at a time.
         while i < bytes.len() && !needs_escape(bytes[i]) {

@@ -36,6 +36,7 @@ extern crate std;
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+mod block;
 pub mod envelope;
 pub mod escape;
 pub mod holdback;
@@ -81,6 +82,7 @@ pub mod __private {
     pub use crate::json::{JsonScanner, Scan, MAX_DEPTH};
     pub use crate::pack::packed_len;
     pub use crate::utf8::{ascii_str, Lossy, Utf8Carry, Utf8Split, REPLACEMENT};
+    pub use crate::block::{block_at, json_specials, non_ascii, utf8_text, BLOCK};
     pub use crate::word::{has_byte, holds_any, holds_any_of, holds_json_escape, is_ascii, json_escape_lanes, needs_json_escape, Word};
 }
 

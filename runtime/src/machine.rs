@@ -985,14 +985,13 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         true
     }
 
-    /// Inside a JSON string (arguments or structured output;
-    /// `marker_first`: the first byte of the marked dialect's string marker,
-    /// 0 for JSON): reports `chunk` whole if it holds nothing the scanner
-    /// must look at.
+    /// Inside a JSON string (arguments or structured output; `marker`:
+    /// the marked dialect's string marker, empty for JSON): reports `chunk`
+    /// whole if it holds nothing the scanner must look at.
     #[inline(always)]
-    pub fn fast_json(&mut self, content: bool, marker_first: u8, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
-        if marker_first != 0 {
-            return self.fast_marked(content, marker_first, chunk, word, sink);
+    pub fn fast_json(&mut self, content: bool, marker: &str, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
+        if let Some(&first) = marker.as_bytes().first() {
+            return self.fast_marked(content, first, marker, chunk, word, sink);
         }
         let Some(escaped) = self.json.string_escape_state() else { return false };
         let bytes = chunk.as_bytes();
@@ -1018,11 +1017,13 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     }
 
     /// Inside a string between markers: reports `chunk`, JSON-escaped, if
-    /// it holds no `first` byte of the marker (nothing can end the string).
+    /// nothing in it can end the string: no `first` byte of the marker, or
+    /// only ones that start no marker, not even one cut off at the chunk's
+    /// end (the `<` of `x < 3` against `<|"|>`).
     #[inline(always)]
-    fn fast_marked(&mut self, content: bool, first: u8, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
+    fn fast_marked(&mut self, content: bool, first: u8, marker: &str, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
         let bytes = chunk.as_bytes();
-        if !self.json.in_marked_text() || holds_any(bytes, word, [first]) {
+        if !self.json.in_marked_text() || (holds_any(bytes, word, [first]) && !clear_of_stops(bytes, &[marker])) {
             return false;
         }
         if !holds_json_escape(bytes, word) {

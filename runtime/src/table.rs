@@ -244,9 +244,9 @@ pub enum Fast {
     Reasoning { trim: bool, first: u8, second: u8, stops: u16 },
     /// A raw argument value (reported JSON-escaped), likewise.
     ArgString { trim: bool, first: u8, second: u8, stops: u16 },
-    /// A JSON value; `marker_first` is the first byte of the string marker
-    /// of a marked dialect (0: plain JSON).
-    Json { content: bool, marker_first: u8 },
+    /// A JSON value; `marker` is the string marker of a marked dialect
+    /// (empty: plain JSON).
+    Json { content: bool, marker: &'static str },
 }
 
 impl Fast {
@@ -274,10 +274,7 @@ impl Fast {
                     _ => Fast::No,
                 }
             }
-            State::Json { content, marker, .. } => {
-                let marker_first = if marker.is_empty() { 0 } else { marker.as_bytes()[0] };
-                Fast::Json { content, marker_first }
-            }
+            State::Json { content, marker, .. } => Fast::Json { content, marker },
             _ => Fast::No,
         }
     }
@@ -528,7 +525,7 @@ impl Table {
             Fast::Content { trim, first, second, stops } => self.fast_text(c, Kind::Content, trim, [first, second], stops, chunk, word, sink),
             Fast::Reasoning { trim, first, second, stops } => self.fast_text(c, Kind::Reasoning, trim, [first, second], stops, chunk, word, sink),
             Fast::ArgString { trim, first, second, stops } => self.fast_text(c, Kind::ArgString, trim, [first, second], stops, chunk, word, sink),
-            Fast::Json { content, marker_first } => c.fast_json(content, marker_first, chunk, word, sink),
+            Fast::Json { content, marker } => c.fast_json(content, marker, chunk, word, sink),
             Fast::No => false,
         }
     }

@@ -115,12 +115,19 @@ pub fn needs_json_escape(w: Word) -> bool {
 /// ```
 #[inline(always)]
 pub fn json_escape_lanes(w: u64) -> u64 {
-    // A lane is zero exactly when neither its low seven bits plus 0x7f nor
-    // its high bit sets the high bit.
-    let zero = |x: u64| !(((x & !HIGH) + !HIGH) | x) & HIGH;
     // Below 0x20: the low seven bits plus 0x60 stay below 0x80, high bit clear.
     let control = !((w & !HIGH) + LOW * 0x60) & !w & HIGH;
-    control | zero(w ^ (LOW * u64::from(b'"'))) | zero(w ^ (LOW * u64::from(b'\\')))
+    control | byte_lanes(w, b'"') | byte_lanes(w, b'\\')
+}
+
+/// The lanes of `w` holding byte `b`, exact in every lane (as
+/// [`json_escape_lanes`]).
+#[inline(always)]
+pub fn byte_lanes(w: u64, b: u8) -> u64 {
+    // A lane is zero exactly when neither its low seven bits plus 0x7f nor
+    // its high bit sets the high bit.
+    let x = w ^ (LOW * u64::from(b));
+    !(((x & !HIGH) + !HIGH) | x) & HIGH
 }
 
 /// Whether chunk `s`, with its word `w` (or [`Word::NONE`]), holds any of

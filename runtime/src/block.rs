@@ -1,0 +1,191 @@
+//! Long texts read sixteen bytes at a time.
+//!
+//! A one-shot parse reads long runs that need no decision: an argument of
+//! source code up to its next escape, a whole output checked for UTF-8.
+//! Each question about a run ("where is the next byte a JSON string cannot
+//! hold raw", "is it ASCII") is answered for a block of 16 bytes at once, as
+//! a bit mask: bit `i` for byte `i` of the block, so `trailing_zeros` is the
+//! first such byte and clearing the lowest bit walks them all.
+//!
+//! On x86-64 a block is one SSE2 vector (SSE2 is part of every x86-64
+//! CPU, so nothing is detected at run time); elsewhere it is two words with
+//! the same answers ([`crate::word::json_escape_lanes`]).
+//!
+//! # Example
+//! ```
+//! use chat_parser_runtime::__private::{block_at, json_specials, non_ascii};
+//! let text = r#"say("C:\\dev")  # é."#.as_bytes();
+//! let b = block_at(text, 0).unwrap();
+//! // `"` at 4 and 12, `\` at 7 and 8.
+//! assert_eq!(json_specials(b), 1 << 4 | 1 << 7 | 1 << 8 | 1 << 12);
+//! assert_eq!(non_ascii(b), 0);
+//! assert_eq!(non_ascii(block_at(text, 5).unwrap()).trailing_zeros(), 13);
+//! ```
+
+/// The bytes a block holds.
+pub const BLOCK: usize = 16;
+
+/// The block of `bytes` at `at`, when 16 bytes are left there.
+#[inline(always)]
+pub fn block_at(bytes: &[u8], at: usize) -> Option<&[u8; BLOCK]> {
+    bytes.get(at..at.checked_add(BLOCK)?)?.try_into().ok()
+}
+
+/// The bytes of `b` that a JSON string cannot hold raw: `"`, `\` and the
+/// control characters below U+0020.
+#[inline(always)]
+pub fn json_specials(b: &[u8; BLOCK]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
+        // SAFETY: the load reads the 16 bytes of `b` (unaligned loads
+        // allowed); SSE2 is enabled on every x86-64 target.
+        unsafe {
+            let v = _mm_loadu_si128(b.as_ptr().cast());
+            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            // Below 0x20 (unsigned): the byte is its own minimum with 0x1f.
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        json_specials_by_words(b)
+    }
+}
+
+/// The bytes of `b` that are not ASCII.
+#[inline(always)]
+pub fn non_ascii(b: &[u8; BLOCK]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8};
+        // SAFETY: as in `json_specials`.
+        unsafe { _mm_movemask_epi8(_mm_loadu_si128(b.as_ptr().cast())) as u32 }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        non_ascii_by_words(b)
+    }
+}
+
+/// [`json_specials`] from two words (the portable form, tested against the
+/// vector one).
+#[inline(always)]
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn json_specials_by_words(b: &[u8; BLOCK]) -> u32 {
+    by_words(b, crate::word::json_escape_lanes)
+}
+
+/// [`non_ascii`] from two words.
+#[inline(always)]
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn non_ascii_by_words(b: &[u8; BLOCK]) -> u32 {
+    by_words(b, |w| w & 0x8080_8080_8080_8080)
+}
+
+/// The mask of a block whose words' lanes (the high bit of each byte) are
+/// given by `lanes`.
+#[inline(always)]
+fn by_words(b: &[u8; BLOCK], lanes: impl Fn(u64) -> u64) -> u32 {
+    let mut lo = [0u8; 8];
+    let mut hi = [0u8; 8];
+    lo.copy_from_slice(&b[..8]);
+    hi.copy_from_slice(&b[8..]);
+    u32::from(gather(lanes(u64::from_le_bytes(lo)))) | u32::from(gather(lanes(u64::from_le_bytes(hi)))) << 8
+}
+
+/// The high bits of a word's eight lanes as the eight bits of a byte:
+/// each lane's bit, moved to bit 7 of the lane, lands by one multiply on
+/// its own bit of the top byte (no two products overlap).
+#[inline(always)]
+fn gather(lanes: u64) -> u8 {
+    ((lanes >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8
+}
+
+/// `bytes` as text, if they are UTF-8: ASCII a block at a time, and each
+/// run of non-ASCII bytes checked on its own (a multi-byte character is
+/// all non-ASCII bytes, and an ASCII byte is always a whole character, so
+/// the text is UTF-8 exactly when every such run is).
+///
+/// ```
+/// use chat_parser_runtime::__private::utf8_text;
+/// assert_eq!(utf8_text("plain ascii, then é and 中文".as_bytes()), Some("plain ascii, then é and 中文"));
+/// assert_eq!(utf8_text(b"cut \xe4\xb8"), None);
+/// ```
+#[inline]
+pub fn utf8_text(bytes: &[u8]) -> Option<&str> {
+    let mut i = 0;
+    loop {
+        // ASCII, a block at a time, then byte by byte near the end.
+        while let Some(b) = block_at(bytes, i) {
+            let high = non_ascii(b);
+            if high != 0 {
+                i += high.trailing_zeros() as usize;
+                break;
+            }
+            i += BLOCK;
+        }
+        while bytes.get(i).is_some_and(u8::is_ascii) {
+            i += 1;
+        }
+        if i >= bytes.len() {
+            break;
+        }
+        let run = bytes[i..].iter().position(u8::is_ascii).unwrap_or(bytes.len() - i);
+        // Whole characters only (none cut off at the run's end).
+        if crate::utf8::complete_prefix(&bytes[i..i + run]) != Some(run) {
+            return None;
+        }
+        i += run;
+    }
+    // SAFETY: every run of non-ASCII bytes is UTF-8 (checked above) and the
+    // rest is ASCII.
+    Some(unsafe { core::str::from_utf8_unchecked(bytes) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks() -> impl Iterator<Item = [u8; BLOCK]> {
+        let alphabet = [0u8, 1, 0x1f, 0x20, 0x21, b'"', b'#', b'<', b'\\', b']', b'a', 0x7f, 0x80, 0xa2, 0xdc, 0xff];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        (0..100_000).map(move |_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let s = state;
+            core::array::from_fn(|k| alphabet[((s >> (3 * k)) ^ (s >> (k + 40))) as usize % alphabet.len()])
+        })
+    }
+
+    #[test]
+    fn masks_agree_with_byte_tests_in_both_forms() {
+        for b in blocks() {
+            let specials = b.iter().enumerate().filter(|(_, &x)| x == b'"' || x == b'\\' || x < 0x20).fold(0u32, |m, (k, _)| m | 1 << k);
+            let high = b.iter().enumerate().filter(|(_, &x)| x >= 0x80).fold(0u32, |m, (k, _)| m | 1 << k);
+            assert_eq!(json_specials(&b), specials, "{b:?}");
+            assert_eq!(json_specials_by_words(&b), specials, "{b:?}");
+            assert_eq!(non_ascii(&b), high, "{b:?}");
+            assert_eq!(non_ascii_by_words(&b), high, "{b:?}");
+        }
+    }
+
+    #[test]
+    fn utf8_text_agrees_with_the_standard_check() {
+        let pieces: [&[u8]; 9] = [b"abcdefgh", b"\xc3\xa9", b"\xe4\xb8\xad", b"\xf0\x9f\x98\x80", b"\xe4\xb8", b"\x80", b"\xff", b"\xed\xa0\x80", b"0123456789abcdef"];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..50_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let mut text = std::vec::Vec::new();
+            for k in 0..(state % 12) {
+                text.extend_from_slice(pieces[(state >> (4 * k + 8)) as usize % pieces.len()]);
+            }
+            assert_eq!(utf8_text(&text), core::str::from_utf8(&text).ok(), "{text:?}");
+        }
+    }
+}
