@@ -134,10 +134,7 @@ pub fn utf8_text(bytes: &[u8]) -> Option<&str> {
             break;
         }
         let run = bytes[i..].iter().position(u8::is_ascii).unwrap_or(bytes.len() - i);
-        // Whole characters only (none cut off at the run's end).
-        if crate::utf8::complete_prefix(&bytes[i..i + run]) != Some(run) {
-            return None;
-        }
+        core::str::from_utf8(&bytes[i..i + run]).ok()?;
         i += run;
     }
     // SAFETY: every run of non-ASCII bytes is UTF-8 (checked above) and the
