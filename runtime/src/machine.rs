@@ -630,6 +630,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     #[inline]
     pub fn set_degraded(&mut self) {
         self.flags.set(DEGRADED, true);
+        // No JSON value is open any more: the JSON fast path, which tests
+        // for an open string, leaves the rest to the content rule.
+        self.json = JsonScanner::new(false, false);
     }
 
     /// Everything left is content.
@@ -696,7 +699,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             if self.emit_pos < self.pos {
                 self.pos = self.emit_pos;
             }
-            self.flags.set(DEGRADED, true);
+            self.set_degraded();
             return;
         }
         self.n_regions -= 1;
@@ -926,11 +929,18 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// layout is held, as `until_step` holds it).
     #[inline(always)]
     pub fn fast_text(&mut self, kind: Kind, trim_newlines: bool, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
-        if self.flags.has(FRESH) {
-            return false;
-        }
+        // One test for the rare cases: output that degraded (all content),
+        // text not started yet (the machine reads its start), a layout
+        // newline held or ending the chunk.
         let newline_last = trim_newlines && chunk.as_bytes().last() == Some(&b'\n');
-        if self.flags.has(HELD_NEWLINE) || newline_last {
+        if self.flags.has(DEGRADED | FRESH | HELD_NEWLINE) || newline_last {
+            if self.flags.has(DEGRADED) {
+                sink.event(Event::Content(chunk));
+                return true;
+            }
+            if self.flags.has(FRESH) {
+                return false;
+            }
             return self.fast_text_newlines(kind, newline_last, chunk, word, sink);
         }
         match kind {
@@ -990,6 +1000,8 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// whole if it holds nothing the scanner must look at.
     #[inline(always)]
     pub fn fast_json(&mut self, content: bool, marker: &str, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
+        // (Output that degraded has no open string: `set_degraded` resets
+        // the scanner, so this finds none and the machine reports it.)
         if let Some(&first) = marker.as_bytes().first() {
             return self.fast_marked(content, first, marker, chunk, word, sink);
         }

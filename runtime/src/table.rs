@@ -517,10 +517,8 @@ impl Table {
         word: Word,
         sink: &mut S,
     ) -> bool {
-        if c.degraded() {
-            sink.event(crate::Event::Content(chunk));
-            return true;
-        }
+        // (Output that degraded is content: each kind's path tests it with
+        // its own rare cases.)
         match fast {
             Fast::Content { trim, first, second, stops } => self.fast_text(c, Kind::Content, trim, [first, second], stops, chunk, word, sink),
             Fast::Reasoning { trim, first, second, stops } => self.fast_text(c, Kind::Reasoning, trim, [first, second], stops, chunk, word, sink),
