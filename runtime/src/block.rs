@@ -70,6 +70,51 @@ pub fn non_ascii(b: &[u8; BLOCK]) -> u32 {
     }
 }
 
+/// The bytes of a text where one of `pairs` starts: bit `i` when byte `i`
+/// of `b0` and byte `i` of `b1` (the block one byte further on) are one of
+/// the pairs. Finds a stop by its first two bytes (`</` of
+/// `</parameter>`), not stopping at each `<` of source code.
+#[inline(always)]
+pub fn pairs_in<const K: usize>(b0: &[u8; BLOCK], b1: &[u8; BLOCK], pairs: [[u8; 2]; K]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_setzero_si128};
+        // SAFETY: as in `json_specials`.
+        unsafe {
+            let v0 = _mm_loadu_si128(b0.as_ptr().cast());
+            let v1 = _mm_loadu_si128(b1.as_ptr().cast());
+            let mut hits = _mm_setzero_si128();
+            for [x, y] in pairs {
+                let pair = _mm_and_si128(_mm_cmpeq_epi8(v0, _mm_set1_epi8(x as i8)), _mm_cmpeq_epi8(v1, _mm_set1_epi8(y as i8)));
+                hits = _mm_or_si128(hits, pair);
+            }
+            _mm_movemask_epi8(hits) as u32
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        pairs_in_by_words(b0, b1, pairs)
+    }
+}
+
+/// [`pairs_in`] from words.
+#[inline(always)]
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn pairs_in_by_words<const K: usize>(b0: &[u8; BLOCK], b1: &[u8; BLOCK], pairs: [[u8; 2]; K]) -> u32 {
+    let word = |b: &[u8; BLOCK], k: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[8 * k..8 * k + 8]);
+        u64::from_le_bytes(w)
+    };
+    let mut mask = 0;
+    for k in 0..2 {
+        let (w0, w1) = (word(b0, k), word(b1, k));
+        let lanes = pairs.iter().fold(0, |l, &[x, y]| l | (crate::word::byte_lanes(w0, x) & crate::word::byte_lanes(w1, y)));
+        mask |= u32::from(gather(lanes)) << (8 * k);
+    }
+    mask
+}
+
 /// [`json_specials`] from two words (the portable form, tested against the
 /// vector one).
 #[inline(always)]
@@ -167,6 +212,13 @@ mod tests {
             assert_eq!(json_specials_by_words(&b), specials, "{b:?}");
             assert_eq!(non_ascii(&b), high, "{b:?}");
             assert_eq!(non_ascii_by_words(&b), high, "{b:?}");
+            // Pairs against the block shifted by one (its last byte `#`).
+            let mut next = [b'#'; BLOCK];
+            next[..BLOCK - 1].copy_from_slice(&b[1..]);
+            let pairs = [[b'<', b'\\'], [0x80, b'#']];
+            let hits = (0..BLOCK).filter(|&k| pairs.contains(&[b[k], next[k]])).fold(0u32, |m, k| m | 1 << k);
+            assert_eq!(pairs_in(&b, &next, pairs), hits, "{b:?}");
+            assert_eq!(pairs_in_by_words(&b, &next, pairs), hits, "{b:?}");
         }
     }
 

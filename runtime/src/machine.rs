@@ -1188,25 +1188,27 @@ fn json_event(content: bool, piece: &str) -> Event<'_> {
 /// The first position in `hay` where one of `stops` begins, looking only at
 /// positions holding one of `firsts` (the stops' distinct first bytes;
 /// every position when it is empty). Up to four stops are compared from an
-/// array, so the comparison per candidate is unrolled.
+/// array, so the comparison per candidate is unrolled. `pairs` (the stops'
+/// distinct first two bytes, or none) take over in a long text where the
+/// first bytes alone keep turning up ([`find_from`]).
 #[inline]
-pub fn find_in(hay: &[u8], firsts: &[u8], stops: &[&str]) -> Option<usize> {
+pub fn find_in(hay: &[u8], firsts: &[u8], pairs: &[[u8; 2]], stops: &[&str]) -> Option<usize> {
     match *stops {
-        [a] => find_firsts(hay, firsts, &[a]),
-        [a, b] => find_firsts(hay, firsts, &[a, b]),
-        [a, b, c] => find_firsts(hay, firsts, &[a, b, c]),
-        [a, b, c, d] => find_firsts(hay, firsts, &[a, b, c, d]),
-        _ => find_firsts(hay, firsts, stops),
+        [a] => find_firsts(hay, firsts, pairs, &[a]),
+        [a, b] => find_firsts(hay, firsts, pairs, &[a, b]),
+        [a, b, c] => find_firsts(hay, firsts, pairs, &[a, b, c]),
+        [a, b, c, d] => find_firsts(hay, firsts, pairs, &[a, b, c, d]),
+        _ => find_firsts(hay, firsts, pairs, stops),
     }
 }
 
 /// [`find_in`] over a list of stops of a known or unknown length.
 #[inline(always)]
-fn find_firsts<L: StopList + ?Sized>(hay: &[u8], firsts: &[u8], stops: &L) -> Option<usize> {
+fn find_firsts<L: StopList + ?Sized>(hay: &[u8], firsts: &[u8], pairs: &[[u8; 2]], stops: &L) -> Option<usize> {
     match *firsts {
-        [a] => find_from(hay, |x| x == a, |h| memchr::memchr(a, h), stops),
-        [a, b] => find_from(hay, |x| x == a || x == b, |h| memchr::memchr2(a, b, h), stops),
-        [a, b, c] => find_from(hay, |x| x == a || x == b || x == c, |h| memchr::memchr3(a, b, c, h), stops),
+        [a] => find_from(hay, |x| x == a, |h| memchr::memchr(a, h), pairs, stops),
+        [a, b] => find_from(hay, |x| x == a || x == b, |h| memchr::memchr2(a, b, h), pairs, stops),
+        [a, b, c] => find_from(hay, |x| x == a || x == b || x == c, |h| memchr::memchr3(a, b, c, h), pairs, stops),
         _ => (0..hay.len()).find(|&i| (firsts.is_empty() || firsts.contains(&hay[i])) && stops.at(hay, i)),
     }
 }
@@ -1234,25 +1236,77 @@ impl StopList for [&str] {
 
 /// The first stop in `hay`, trying the positions that hold a stop's first
 /// byte: `first` tests one, `next` finds the next (a `memchr` search, worth
-/// its setup only past [`SHORT`] bytes).
+/// its setup only past [`SHORT`] bytes). After [`DENSE`] of them close
+/// together that start no stop (the `<`s of source code before a
+/// `</parameter>`), the rest of a long text is searched for the stops'
+/// first two bytes (`pairs`) a 16-byte block at a time ([`find_pairs`]).
 #[inline(always)]
-fn find_from<L: StopList + ?Sized>(hay: &[u8], first: impl Fn(u8) -> bool, next: impl Fn(&[u8]) -> Option<usize>, stops: &L) -> Option<usize> {
+fn find_from<L: StopList + ?Sized>(hay: &[u8], first: impl Fn(u8) -> bool, next: impl Fn(&[u8]) -> Option<usize>, pairs: &[[u8; 2]], stops: &L) -> Option<usize> {
     if hay.len() < SHORT {
         return (0..hay.len()).find(|&i| first(hay[i]) && stops.at(hay, i));
     }
     let mut at = 0;
+    // The misses since `since`, which starts each run of misses closer
+    // together than [`DENSE_SPAN`].
+    let (mut misses, mut since) = (0, 0);
     while let Some(i) = next(&hay[at..]) {
         let i = at + i;
         if stops.at(hay, i) {
             return Some(i);
         }
         at = i + 1;
+        if i - since > DENSE_SPAN {
+            (misses, since) = (0, i);
+        }
+        misses += 1;
+        if misses == DENSE && !pairs.is_empty() && hay.len() - at >= SHORT {
+            return find_pairs(hay, at, pairs, first, stops);
+        }
     }
     None
 }
 
-/// Below this length a plain loop beats a SIMD search's setup.
+/// Below this many bytes, [`find_from`] tests each byte.
 const SHORT: usize = 32;
+
+/// First bytes starting no stop, all within [`DENSE_SPAN`] bytes, after
+/// which [`find_from`] searches pairs (source code: a `<` every few dozen
+/// bytes; prose with an occasional `a < b` keeps the byte search).
+const DENSE: usize = 4;
+/// See [`DENSE`].
+const DENSE_SPAN: usize = 256;
+
+/// The first stop in `hay` from `i`, trying the positions that hold one of
+/// `pairs` (up to four, dispatched to arrays).
+#[inline(never)]
+fn find_pairs<L: StopList + ?Sized>(hay: &[u8], i: usize, pairs: &[[u8; 2]], first: impl Fn(u8) -> bool, stops: &L) -> Option<usize> {
+    match *pairs {
+        [p] => scan_pairs(hay, i, [p], first, stops),
+        [p, q] => scan_pairs(hay, i, [p, q], first, stops),
+        [p, q, r] => scan_pairs(hay, i, [p, q, r], first, stops),
+        [p, q, r, s] => scan_pairs(hay, i, [p, q, r, s], first, stops),
+        _ => (i..hay.len()).find(|&k| first(hay[k]) && stops.at(hay, k)),
+    }
+}
+
+/// [`find_pairs`] for `K` pairs: a block and the block one byte on give
+/// the positions where a pair starts; the last bytes are tested one by one.
+#[inline(always)]
+fn scan_pairs<L: StopList + ?Sized, const K: usize>(hay: &[u8], mut i: usize, pairs: [[u8; 2]; K], first: impl Fn(u8) -> bool, stops: &L) -> Option<usize> {
+    use crate::block::{block_at, pairs_in, BLOCK};
+    while let (Some(b0), Some(b1)) = (block_at(hay, i), block_at(hay, i + 1)) {
+        let mut hits = pairs_in(b0, b1, pairs);
+        while hits != 0 {
+            let at = i + hits.trailing_zeros() as usize;
+            if stops.at(hay, at) {
+                return Some(at);
+            }
+            hits &= hits - 1;
+        }
+        i += BLOCK;
+    }
+    (i..hay.len()).find(|&k| first(hay[k]) && stops.at(hay, k))
+}
 
 /// Whether `hay` starts with `stop`: for stops of 4 to 16 bytes, two
 /// (overlapping) word loads from each side, not a call to `memcmp` (the

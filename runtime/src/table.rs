@@ -155,6 +155,12 @@ pub struct StopSet {
     pub n_firsts: u8,
     /// The longest stop's length in bytes.
     pub longest: u16,
+    /// The stops' distinct first two bytes (`</` of `</parameter>`), for
+    /// long texts where a first byte alone is frequent ([`find_in`]).
+    pub pairs: [[u8; 2]; 4],
+    /// How many of `pairs` are used: 0 when a stop is shorter than two
+    /// bytes or more than 4 pairs differ (first bytes alone are searched).
+    pub n_pairs: u8,
 }
 
 impl StopSet {
@@ -194,7 +200,37 @@ impl StopSet {
             i += 1;
         }
         let n_firsts = if many { StopSet::MANY } else { n as u8 };
-        StopSet { all, firsts, n_firsts, longest: longest as u16 }
+        let (pairs, n_pairs) = StopSet::pairs_of(all);
+        StopSet { all, firsts, n_firsts, longest: longest as u16, pairs, n_pairs }
+    }
+
+    /// [`StopSet::pairs`] and [`StopSet::n_pairs`] of `all`.
+    const fn pairs_of(all: &'static [&'static str]) -> ([[u8; 2]; 4], u8) {
+        let mut pairs = [[0u8; 2]; 4];
+        let mut n = 0usize;
+        let mut i = 0;
+        while i < all.len() {
+            let s = all[i].as_bytes();
+            if s.len() < 2 {
+                return ([[0u8; 2]; 4], 0);
+            }
+            let pair = [s[0], s[1]];
+            let mut j = 0;
+            let mut seen = false;
+            while j < n {
+                seen |= pairs[j][0] == pair[0] && pairs[j][1] == pair[1];
+                j += 1;
+            }
+            if !seen {
+                if n == 4 {
+                    return ([[0u8; 2]; 4], 0);
+                }
+                pairs[n] = pair;
+                n += 1;
+            }
+            i += 1;
+        }
+        (pairs, n as u8)
     }
 
     /// The first stop in `hay`.
@@ -202,8 +238,8 @@ impl StopSet {
     pub fn find(&self, hay: &[u8]) -> Option<usize> {
         match self.n_firsts {
             0 => None,
-            StopSet::MANY => find_in(hay, &[], self.all),
-            n => find_in(hay, &self.firsts[..(n as usize).min(4)], self.all),
+            StopSet::MANY => find_in(hay, &[], &[], self.all),
+            n => find_in(hay, &self.firsts[..(n as usize).min(4)], &self.pairs[..(self.n_pairs as usize).min(4)], self.all),
         }
     }
 

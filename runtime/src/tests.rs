@@ -466,3 +466,43 @@ fn stop_match_equals_starts_with() {
         }
     }
 }
+
+/// A stop set's search (first bytes, then pairs of first bytes in a long
+/// text dense in them) finds the first stop a naive search finds, for
+/// sets of one to five stops over texts full of near misses.
+#[test]
+fn stop_search_equals_a_naive_search() {
+    use crate::table::StopSet;
+    let sets: [&'static [&'static str]; 5] = [
+        &["</parameter>"],
+        &["</parameter>", "</function>"],
+        &["<|end|>", "<|call|>", "<|return|>"],
+        &["<", "</x>"],
+        &["<a>", "<b>", "[c]", "{d}", "(e)"],
+    ];
+    let alphabet: [&str; 10] = ["<", "/", "a", "<|", "</", "</parameter", "</function>", "x < y", "é", "\n"];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for round in 0..3000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let pieces = 20 + (state % 200) as usize;
+        let mut text = String::new();
+        let mut s = state;
+        for _ in 0..pieces {
+            s = s.rotate_left(7) ^ 0x9e37_79b9_7f4a_7c15;
+            text.push_str(alphabet[(s % alphabet.len() as u64) as usize]);
+        }
+        let stops: &'static [&'static str] = sets[round % sets.len()];
+        // Sometimes one of the stops, somewhere late.
+        if round % 3 == 0 {
+            let at = text.len() * 3 / 4;
+            let at = (0..=at).rev().find(|&k| text.is_char_boundary(k)).unwrap_or(0);
+            text.insert_str(at, stops[round % stops.len()]);
+        }
+        let set = StopSet::new(stops);
+        let hay = text.as_bytes();
+        let naive = (0..hay.len()).find(|&i| stops.iter().any(|s| hay[i..].starts_with(s.as_bytes())));
+        assert_eq!(set.find(hay), naive, "{stops:?} in {text:?}");
+    }
+}
