@@ -1218,6 +1218,8 @@ fn find_firsts<L: StopList + ?Sized>(hay: &[u8], firsts: &[u8], pairs: &[[u8; 2]
 trait StopList {
     /// Whether one of the stops begins at `hay[i]`.
     fn at(&self, hay: &[u8], i: usize) -> bool;
+    /// The stops as a slice.
+    fn as_slice(&self) -> &[&str];
 }
 
 impl<const N: usize> StopList for [&str; N] {
@@ -1225,12 +1227,20 @@ impl<const N: usize> StopList for [&str; N] {
     fn at(&self, hay: &[u8], i: usize) -> bool {
         self.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes()))
     }
+
+    fn as_slice(&self) -> &[&str] {
+        self
+    }
 }
 
 impl StopList for [&str] {
     #[inline(always)]
     fn at(&self, hay: &[u8], i: usize) -> bool {
         self.iter().any(|s| starts_with_stop(&hay[i..], s.as_bytes()))
+    }
+
+    fn as_slice(&self) -> &[&str] {
+        self
     }
 }
 
@@ -1260,7 +1270,7 @@ fn find_from<L: StopList + ?Sized>(hay: &[u8], first: impl Fn(u8) -> bool, next:
         }
         misses += 1;
         if misses == DENSE && !pairs.is_empty() && hay.len() - at >= SHORT {
-            return find_pairs(hay, at, pairs, first, stops);
+            return find_pairs(hay, at, pairs, stops.as_slice());
         }
     }
     None
@@ -1277,22 +1287,24 @@ const DENSE: usize = 4;
 const DENSE_SPAN: usize = 256;
 
 /// The first stop in `hay` from `i`, trying the positions that hold one of
-/// `pairs` (up to four, dispatched to arrays).
+/// `pairs` (up to four, dispatched to arrays). One function for every stop
+/// list: a pair that starts a stop is rare, so the stops are compared from
+/// a slice.
 #[inline(never)]
-fn find_pairs<L: StopList + ?Sized>(hay: &[u8], i: usize, pairs: &[[u8; 2]], first: impl Fn(u8) -> bool, stops: &L) -> Option<usize> {
+fn find_pairs(hay: &[u8], i: usize, pairs: &[[u8; 2]], stops: &[&str]) -> Option<usize> {
     match *pairs {
-        [p] => scan_pairs(hay, i, [p], first, stops),
-        [p, q] => scan_pairs(hay, i, [p, q], first, stops),
-        [p, q, r] => scan_pairs(hay, i, [p, q, r], first, stops),
-        [p, q, r, s] => scan_pairs(hay, i, [p, q, r, s], first, stops),
-        _ => (i..hay.len()).find(|&k| first(hay[k]) && stops.at(hay, k)),
+        [p] => scan_pairs(hay, i, [p], stops),
+        [p, q] => scan_pairs(hay, i, [p, q], stops),
+        [p, q, r] => scan_pairs(hay, i, [p, q, r], stops),
+        [p, q, r, s] => scan_pairs(hay, i, [p, q, r, s], stops),
+        _ => (i..hay.len()).find(|&k| stops.at(hay, k)),
     }
 }
 
 /// [`find_pairs`] for `K` pairs: a block and the block one byte on give
-/// the positions where a pair starts; the last bytes are tested one by one.
+/// the positions where a pair starts; the last bytes are tried one by one.
 #[inline(always)]
-fn scan_pairs<L: StopList + ?Sized, const K: usize>(hay: &[u8], mut i: usize, pairs: [[u8; 2]; K], first: impl Fn(u8) -> bool, stops: &L) -> Option<usize> {
+fn scan_pairs<const K: usize>(hay: &[u8], mut i: usize, pairs: [[u8; 2]; K], stops: &[&str]) -> Option<usize> {
     use crate::block::{block_at, pairs_in, BLOCK};
     while let (Some(b0), Some(b1)) = (block_at(hay, i), block_at(hay, i + 1)) {
         let mut hits = pairs_in(b0, b1, pairs);
@@ -1305,7 +1317,7 @@ fn scan_pairs<L: StopList + ?Sized, const K: usize>(hay: &[u8], mut i: usize, pa
         }
         i += BLOCK;
     }
-    (i..hay.len()).find(|&k| first(hay[k]) && stops.at(hay, k))
+    (i..hay.len()).find(|&k| stops.at(hay, k))
 }
 
 /// Whether `hay` starts with `stop`: for stops of 4 to 16 bytes, two
