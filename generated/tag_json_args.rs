@@ -2,8 +2,7 @@
 // Parser for templates/tag_json_args.jinja (see chat-parser's codegen module).
 
 use chat_parser_runtime::__private::{
-    Arm, Arms, Core, Fast, Guard, Kind, LoopResume, Machine, NONE, Sink, State, StopSet,
-    Table, Word,
+    Arm, Arms, Fast, Guard, Kind, LoopResume, Machine, NONE, State, StopSet, Table,
 };
 /// The request options `Parser::new` takes (re-exported for callers,
 /// which may not use it: a module need not).
@@ -157,57 +156,24 @@ pub struct Grammar;
 impl Machine for Grammar {
     const TABLE: &'static Table = &TABLE;
     #[inline(always)]
-    fn fast_step<S: Sink, const R: usize, const P: usize, const A: usize>(
-        c: &mut Core<'_, R, P, A>,
-        s: &str,
-        w: Word,
-        sink: &mut S,
-    ) -> bool {
-        match c.st {
+    fn fast_row(st: u16) -> Fast {
+        match st {
             st if st == St::ContentText as u16 || st == St::ContentText2 as u16
                 || st == St::ContentText3 as u16 => {
-                TABLE
-                    .fast_in(
-                        const { Fast::of(&STATES[St::ContentText as usize], &STOPS) },
-                        c,
-                        s,
-                        w,
-                        sink,
-                    )
+                const { Fast::of(&STATES[St::ContentText as usize], &STOPS) }
             }
             st if st == St::ContentText4 as u16 || st == St::ContentText5 as u16
                 || st == St::ContentText6 as u16 || st == St::ContentText7 as u16
                 || st == St::ContentText8 as u16 || st == St::ContentText9 as u16 => {
-                TABLE
-                    .fast_in(
-                        const { Fast::of(&STATES[St::ContentText4 as usize], &STOPS) },
-                        c,
-                        s,
-                        w,
-                        sink,
-                    )
+                const { Fast::of(&STATES[St::ContentText4 as usize], &STOPS) }
             }
             st if st == St::Json as u16 || st == St::Json2 as u16 => {
-                TABLE
-                    .fast_in(
-                        const { Fast::of(&STATES[St::Json as usize], &STOPS) },
-                        c,
-                        s,
-                        w,
-                        sink,
-                    )
+                const { Fast::of(&STATES[St::Json as usize], &STOPS) }
             }
             st if st == St::Json3 as u16 => {
-                TABLE
-                    .fast_in(
-                        const { Fast::of(&STATES[St::Json3 as usize], &STOPS) },
-                        c,
-                        s,
-                        w,
-                        sink,
-                    )
+                const { Fast::of(&STATES[St::Json3 as usize], &STOPS) }
             }
-            _ => false,
+            _ => Fast::No,
         }
     }
 }

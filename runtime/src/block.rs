@@ -101,14 +101,9 @@ pub fn pairs_in<const K: usize>(b0: &[u8; BLOCK], b1: &[u8; BLOCK], pairs: [[u8;
 #[inline(always)]
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 fn pairs_in_by_words<const K: usize>(b0: &[u8; BLOCK], b1: &[u8; BLOCK], pairs: [[u8; 2]; K]) -> u32 {
-    let word = |b: &[u8; BLOCK], k: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&b[8 * k..8 * k + 8]);
-        u64::from_le_bytes(w)
-    };
     let mut mask = 0;
     for k in 0..2 {
-        let (w0, w1) = (word(b0, k), word(b1, k));
+        let (w0, w1) = (word_of(b0, k), word_of(b1, k));
         let lanes = pairs.iter().fold(0, |l, &[x, y]| l | (crate::word::byte_lanes(w0, x) & crate::word::byte_lanes(w1, y)));
         mask |= u32::from(gather(lanes)) << (8 * k);
     }
@@ -134,11 +129,15 @@ fn non_ascii_by_words(b: &[u8; BLOCK]) -> u32 {
 /// given by `lanes`.
 #[inline(always)]
 fn by_words(b: &[u8; BLOCK], lanes: impl Fn(u64) -> u64) -> u32 {
-    let mut lo = [0u8; 8];
-    let mut hi = [0u8; 8];
-    lo.copy_from_slice(&b[..8]);
-    hi.copy_from_slice(&b[8..]);
-    u32::from(gather(lanes(u64::from_le_bytes(lo)))) | u32::from(gather(lanes(u64::from_le_bytes(hi)))) << 8
+    u32::from(gather(lanes(word_of(b, 0)))) | u32::from(gather(lanes(word_of(b, 1)))) << 8
+}
+
+/// Word `k` (0 or 1) of a block, little-endian.
+#[inline(always)]
+fn word_of(b: &[u8; BLOCK], k: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[8 * k..8 * k + 8]);
+    u64::from_le_bytes(w)
 }
 
 /// The high bits of a word's eight lanes as the eight bits of a byte:

@@ -263,10 +263,10 @@ impl StopSet {
 
 /// What the streaming fast path may do in a state ([`Table::fast`]): each
 /// kind of text is its own variant, so what a chunk is reported as is
-/// known in each arm. A module's `fast_step` ([`Machine::fast_step`]) hands
-/// each of its text and JSON states' rows to [`Table::fast_in`] as a
-/// constant: inlined into the caller's chunk loop, each arm is compiled
-/// with its row's values. Elsewhere the row is worked out from the state
+/// known in each arm. A module's `fast_row` ([`Machine::fast_row`]) gives
+/// each of its text and JSON states' rows as a constant, and
+/// [`Machine::fast_step`] hands it to [`Table::fast_in`]: inlined into the
+/// caller's chunk loop, each arm is compiled with its row's values. Elsewhere the row is worked out from the state
 /// ([`Fast::of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fast {
@@ -288,7 +288,7 @@ pub enum Fast {
 impl Fast {
     /// The fast path of `state`, whose text ends at one of `stops` (the
     /// table's stop sets).
-    /// (A `const fn`: a module's `fast_step` works its rows out when it is
+    /// (A `const fn`: a module's `fast_row` works its rows out when it is
     /// compiled.)
     pub const fn of(state: &State, stops: &[StopSet]) -> Fast {
         match *state {
@@ -355,8 +355,17 @@ pub struct Table {
 /// as a function the caller's chunk loop inlines.
 pub trait Machine {
     const TABLE: &'static Table;
+
+    /// State `st`'s fast path ([`Fast::No`] for a state without one): a
+    /// `match` whose arms are constants, so that [`Self::fast_step`],
+    /// inlined, runs each arm with its row's values.
+    fn fast_row(st: u16) -> Fast;
+
     /// [`Table::fast_in`] with the current state's row.
-    fn fast_step<S: Sink, const R: usize, const P: usize, const A: usize>(c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool;
+    #[inline(always)]
+    fn fast_step<S: Sink, const R: usize, const P: usize, const A: usize>(c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool {
+        Self::TABLE.fast_in(Self::fast_row(c.st), c, chunk, word, sink)
+    }
 }
 
 impl Table {

@@ -322,8 +322,8 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             None => fast_groups.push((key, vec![*id])),
         }
     }
-    // Each group's arm: its states' test and the call with its row.
-    let fast_steps = fast_groups.iter().map(|(_, ids)| {
+    // Each group's arm: its states' test and its row.
+    let fast_rows = fast_groups.iter().map(|(_, ids)| {
         let tests = ids.iter().map(|&n| {
             let st = states.state(n);
             quote!(st == #st)
@@ -332,7 +332,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         // module is compiled (the runtime's `Fast::of`, as its out-of-line
         // paths do): a constant in the arm.
         let first = states.ident(ids[0]);
-        quote! { st if #(#tests)||* => TABLE.fast_in(const { Fast::of(&STATES[St::#first as usize], &STOPS) }, c, s, w, sink), }
+        quote! { st if #(#tests)||* => const { Fast::of(&STATES[St::#first as usize], &STOPS) }, }
     });
 
     let text = |s: &str| Literal::string(s);
@@ -383,7 +383,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         .map(|n| proc_macro2::Ident::new(n, proc_macro2::Span::call_site()));
     let machine_code = quote! { #(#rows)* #(#arms)* #(#guards)* #stop_sets #(#resumes)* };
     // What every module names, and what only some tables hold.
-    let always = ["Arm", "Core", "Fast", "Guard", "LoopResume", "Machine", "Sink", "State", "StopSet", "Table", "Word"];
+    let always = ["Arm", "Fast", "Guard", "LoopResume", "Machine", "State", "StopSet", "Table"];
     let some = ["Arms", "Kind", "NONE"].into_iter().filter(|n| states::uses_ident(&machine_code, n));
     let mut names: Vec<&str> = always.into_iter().chain(some).collect();
     names.sort_by_key(|n| n.to_ascii_lowercase());
@@ -456,10 +456,10 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             const TABLE: &'static Table = &TABLE;
 
             #[inline(always)]
-            fn fast_step<S: Sink, const R: usize, const P: usize, const A: usize>(c: &mut Core<'_, R, P, A>, s: &str, w: Word, sink: &mut S) -> bool {
-                match c.st {
-                    #(#fast_steps)*
-                    _ => false,
+            fn fast_row(st: u16) -> Fast {
+                match st {
+                    #(#fast_rows)*
+                    _ => Fast::No,
                 }
             }
         }
