@@ -1,6 +1,6 @@
 //! The benchmark outputs (`chat_parser_bench::shapes`) parse into the
-//! messages they were written for, with the generated parsers (whole, in
-//! 4-byte and in 1-byte chunks) and with the reference parser: a benchmark
+//! messages they were written for, with the generated parsers (whole, and in
+//! chunks of 1 to 7 bytes) and with the reference parser: a benchmark
 //! whose input silently became plain content would measure nothing.
 
 use chat_parser_bench::parsers::TEMPLATES;
@@ -32,7 +32,9 @@ fn generated_parsers_read_the_intended_messages() {
         return;
     }
     for case in shapes::cases() {
-        for chunk in [usize::MAX, 4, 1] {
+        // Odd sizes too: they cut markup (and the `<` of code against
+        // `<|"|>`) at every offset.
+        for chunk in [usize::MAX, 4, 1, 2, 3, 5, 7] {
             case.check_generated(chunk).unwrap();
         }
     }

@@ -425,13 +425,29 @@ impl JsonScanner {
         matches!(self.token, Token::Str(s) if s.quote == b'"' && !s.escape && s.hex == 0)
     }
 
-    /// Whether the scanner is inside a string between markers (the marked
-    /// dialect of [`JsonScanner::scan_marked`]) and holds no cut marker:
-    /// text without the marker's first byte is then reported JSON-escaped
-    /// and changes nothing (what streaming parsers' fast path relies on).
+    /// Inside a string between markers (the marked dialect of
+    /// [`JsonScanner::scan_marked`]): how many bytes of the closing marker
+    /// the last chunk ended with, held and not reported yet. `None`
+    /// anywhere else. With none held, text without the marker's first byte
+    /// is reported JSON-escaped and changes nothing (what streaming
+    /// parsers' fast path relies on).
     #[inline]
-    pub fn in_marked_text(&self) -> bool {
-        matches!(self.token, Token::Str(s) if s.quote == MARKED && s.held == 0)
+    pub fn marked_held(&self) -> Option<usize> {
+        match self.token {
+            Token::Str(s) if s.quote == MARKED => Some(usize::from(s.held)),
+            _ => None,
+        }
+    }
+
+    /// Inside a string between markers: sets how many bytes of the closing
+    /// marker are held, as [`JsonScanner::scan_marked`] would have after
+    /// the text a fast path reported (a chunk ending with the marker's
+    /// start holds it; one that breaks off a held start makes it text).
+    #[inline]
+    pub fn set_marked_held(&mut self, held: usize) {
+        if let Token::Str(s) = &mut self.token {
+            s.held = held as u8;
+        }
     }
 
     /// Inside a double-quoted string and not in a `\u` escape: whether a

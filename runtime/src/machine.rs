@@ -364,6 +364,28 @@ pub fn clear_of_stops(chunk: &[u8], stops: &[&str]) -> bool {
     true
 }
 
+/// Where `marker` starts in `chunk` when it is cut off by the chunk's end:
+/// the length of that start (0 when the marker does not start in it);
+/// `None` when the chunk holds the whole marker.
+#[inline]
+pub fn marker_cut(chunk: &[u8], marker: &[u8]) -> Option<usize> {
+    let first = *marker.first()?;
+    for (i, &b) in chunk.iter().enumerate() {
+        if b != first {
+            continue;
+        }
+        let rest = &chunk[i..];
+        if rest.len() >= marker.len() {
+            if rest.starts_with(marker) {
+                return None;
+            }
+        } else if marker.starts_with(rest) {
+            return Some(rest.len());
+        }
+    }
+    Some(0)
+}
+
 /// What reading text up to a stop found.
 #[derive(Debug, Clone, Copy)]
 pub struct Found {
@@ -1029,22 +1051,46 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     }
 
     /// Inside a string between markers: reports `chunk`, JSON-escaped, if
-    /// nothing in it can end the string: no `first` byte of the marker, or
-    /// only ones that start no marker, not even one cut off at the chunk's
-    /// end (the `<` of `x < 3` against `<|"|>`).
+    /// nothing in it can end the string. Its `first` bytes (the `<` of
+    /// `x < 3` against `<|"|>`) may start no marker, except one cut off at
+    /// the chunk's end: that start is held in the scanner, as the scanner
+    /// holds it. A start the last chunk ended with is text when this chunk
+    /// does not go on with the marker.
     #[inline(always)]
     fn fast_marked(&mut self, content: bool, first: u8, marker: &str, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
         let bytes = chunk.as_bytes();
-        if !self.json.in_marked_text() || (holds_any(bytes, word, [first]) && !clear_of_stops(bytes, &[marker])) {
-            return false;
+        let Some(held) = self.json.marked_held() else { return false };
+        if held > 0 || holds_any(bytes, word, [first]) {
+            return self.fast_marked_cut(content, held, marker, chunk, sink);
         }
         if !holds_json_escape(bytes, word) {
             sink.event(if content { Event::Content(chunk) } else { Event::ToolArgs(chunk) });
-        } else if content {
-            crate::escape::json_escape(chunk, &mut |piece: &str| sink.event(Event::Content(piece)));
         } else {
-            args_escaped_chunk("", chunk, sink);
+            marked_text(content, chunk, sink);
         }
+        true
+    }
+
+    /// [`Self::fast_marked`] for a chunk with the marker's first byte in
+    /// it, or after a chunk that ended with `held` bytes of the marker.
+    #[inline(never)]
+    fn fast_marked_cut(&mut self, content: bool, held: usize, marker: &str, chunk: &str, sink: &mut impl Sink) -> bool {
+        let bytes = chunk.as_bytes();
+        let Some(cut) = marker_cut(bytes, marker.as_bytes()) else { return false };
+        let Some(body) = chunk.get(..chunk.len() - cut) else { return false };
+        if held > 0 {
+            if bytes.first() == marker.as_bytes().get(held) {
+                return false;
+            }
+            marked_text(content, marker.get(..held).unwrap_or(""), sink);
+        }
+        if body.is_empty() {
+        } else if !holds_json_escape(body.as_bytes(), Word::new(body.as_bytes()).unwrap_or(Word::NONE)) {
+            sink.event(if content { Event::Content(body) } else { Event::ToolArgs(body) });
+        } else {
+            marked_text(content, body, sink);
+        }
+        self.json.set_marked_held(cut);
         true
     }
 
@@ -1122,6 +1168,16 @@ fn report_id(raw: &str, escaped: bool, sink: &mut impl Sink) {
         return;
     }
     crate::escape::json_unescape(raw, &mut |piece: &str| sink.event(Event::ToolId(piece)));
+}
+
+/// Raw text of a marked string, reported JSON-escaped.
+#[inline(always)]
+fn marked_text(content: bool, text: &str, sink: &mut impl Sink) {
+    if content {
+        crate::escape::json_escape(text, &mut |piece: &str| sink.event(Event::Content(piece)));
+    } else {
+        args_escaped_chunk("", text, sink);
+    }
 }
 
 /// `prefix` (an escape already) and `text` escaped as JSON string content:

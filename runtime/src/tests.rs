@@ -506,3 +506,30 @@ fn stop_search_equals_a_naive_search() {
         assert_eq!(set.find(hay), naive, "{stops:?} in {text:?}");
     }
 }
+
+/// `marker_cut` agrees with a naive reading: `None` when the marker is in
+/// the chunk, else the longest end of the chunk that starts it (which is
+/// the first position that starts it: no earlier one fits).
+#[test]
+fn marker_cut_finds_the_start_a_chunk_ends_with() {
+    use crate::machine::marker_cut;
+    let marker = b"<|\"|>";
+    let alphabet: [&[u8]; 6] = [b"<", b"|", b"\"", b"a", b"<|", b">"];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..20_000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let mut chunk = Vec::new();
+        for k in 0..(state % 6) {
+            chunk.extend_from_slice(alphabet[((state >> (8 + 4 * k)) % 6) as usize]);
+        }
+        let whole = chunk.windows(marker.len()).any(|w| w == marker);
+        let naive = (0..chunk.len()).find(|&i| marker.starts_with(&chunk[i..])).map_or(0, |i| chunk.len() - i);
+        assert_eq!(marker_cut(&chunk, marker), if whole { None } else { Some(naive) }, "{:?}", String::from_utf8_lossy(&chunk));
+    }
+    assert_eq!(marker_cut(b"x <", marker), Some(1));
+    assert_eq!(marker_cut(b"<|\"", marker), Some(3));
+    assert_eq!(marker_cut(b"a<|\"|>b", marker), None);
+    assert_eq!(marker_cut(b"<<|", marker), Some(2));
+}
