@@ -307,6 +307,46 @@ fn packed_windows() {
     println!("packed windows: {checked} parses over {} templates with a pack table equal the reference parser", templates.len());
 }
 
+/// Strings between markers (Gemma 4's `<|"|>`): text that starts the
+/// closing marker and breaks off (`x <`, `::<|`, `<|"|` then not `>`),
+/// spliced into every marked string of the round-trip texts, so that
+/// chunks end inside such starts at every offset and the next chunk goes
+/// on with the marker or not. The streaming fast path holds a start in the
+/// scanner; the events must be the reference parser's.
+#[test]
+fn marked_strings_near_their_markers() {
+    let mut checked = 0;
+    let mut templates = std::collections::BTreeSet::new();
+    for c in cases().iter().filter(|c| c.label.starts_with("round trip")) {
+        let marker = c.spec.tools.arguments.string_quote.trim();
+        if marker.is_empty() || !templates.insert(c.file.clone()) && checked > 3000 {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&c.text).into_owned();
+        if !text.contains(marker) {
+            continue;
+        }
+        let m = marker.as_bytes();
+        let fragments: Vec<String> = (1..m.len())
+            .map(|k| String::from_utf8_lossy(&m[..k]).into_owned())
+            .flat_map(|start| [format!("x {start} y"), format!("{start}{start}"), format!("a{start}"), format!("{start}\\\"\n")])
+            .collect();
+        for fragment in &fragments {
+            // After every opening marker (the even ones), so inside strings.
+            let spliced = text.split(marker).enumerate().map(|(i, part)| if i % 2 == 1 { format!("{fragment}{part}") } else { part.to_string() }).collect::<Vec<_>>().join(marker);
+            let want = reference(&c.spec, &c.options, &[spliced.as_bytes()]);
+            let case = Case { label: format!("marked {} + {fragment:?}", c.label), file: c.file.clone(), spec: c.spec.clone(), options: c.options.clone(), text: spliced.into_bytes(), want };
+            for sizes in [&[usize::MAX][..], &[1], &[2], &[3], &[4], &[5], &[7, 1, 3]] {
+                if let Err(e) = check(&case, sizes) {
+                    panic!("{e}");
+                }
+                checked += 1;
+            }
+        }
+    }
+    println!("marked strings: {checked} parses over {} templates equal the reference parser", templates.len());
+}
+
 /// A Python string escape cut by the end of the line (`'tab\` then a
 /// newline) breaks the call in a Python-literal argument. Where the content
 /// after the break starts must not depend on the chunking. Found by
