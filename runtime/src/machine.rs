@@ -1063,11 +1063,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         if held > 0 || holds_any(bytes, word, [first]) {
             return self.fast_marked_cut(content, held, marker, chunk, sink);
         }
-        if !holds_json_escape(bytes, word) {
-            sink.event(if content { Event::Content(chunk) } else { Event::ToolArgs(chunk) });
-        } else {
-            marked_text(content, chunk, sink);
-        }
+        marked_text(content, chunk, word, sink);
         true
     }
 
@@ -1082,13 +1078,11 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             if bytes.first() == marker.as_bytes().get(held) {
                 return false;
             }
-            marked_text(content, marker.get(..held).unwrap_or(""), sink);
+            let start = marker.get(..held).unwrap_or("");
+            marked_text(content, start, Word::new(start.as_bytes()).unwrap_or(Word::NONE), sink);
         }
-        if body.is_empty() {
-        } else if !holds_json_escape(body.as_bytes(), Word::new(body.as_bytes()).unwrap_or(Word::NONE)) {
-            sink.event(if content { Event::Content(body) } else { Event::ToolArgs(body) });
-        } else {
-            marked_text(content, body, sink);
+        if !body.is_empty() {
+            marked_text(content, body, Word::new(body.as_bytes()).unwrap_or(Word::NONE), sink);
         }
         self.json.set_marked_held(cut);
         true
@@ -1170,10 +1164,13 @@ fn report_id(raw: &str, escaped: bool, sink: &mut impl Sink) {
     crate::escape::json_unescape(raw, &mut |piece: &str| sink.event(Event::ToolId(piece)));
 }
 
-/// Raw text of a marked string, reported JSON-escaped.
+/// Raw text of a marked string (`word`: its [`Word`], or [`Word::NONE`]),
+/// reported JSON-escaped: as it is when nothing in it needs an escape.
 #[inline(always)]
-fn marked_text(content: bool, text: &str, sink: &mut impl Sink) {
-    if content {
+fn marked_text(content: bool, text: &str, word: Word, sink: &mut impl Sink) {
+    if !holds_json_escape(text.as_bytes(), word) {
+        sink.event(json_event(content, text));
+    } else if content {
         crate::escape::json_escape(text, &mut |piece: &str| sink.event(Event::Content(piece)));
     } else {
         args_escaped_chunk("", text, sink);

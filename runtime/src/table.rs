@@ -266,8 +266,8 @@ impl StopSet {
 /// known in each arm. A module's `fast_row` ([`Machine::fast_row`]) gives
 /// each of its text and JSON states' rows as a constant, and
 /// [`Machine::fast_step`] hands it to [`Table::fast_in`]: inlined into the
-/// caller's chunk loop, each arm is compiled with its row's values. Elsewhere the row is worked out from the state
-/// ([`Fast::of`]).
+/// caller's chunk loop, each arm is compiled with its row's values.
+/// Elsewhere the row is worked out from the state ([`Fast::of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fast {
     /// The machine must run.
