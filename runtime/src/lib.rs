@@ -83,7 +83,7 @@ pub mod __private {
     pub use crate::pack::packed_len;
     pub use crate::utf8::{ascii_str, Lossy, Utf8Carry, Utf8Split, REPLACEMENT};
     pub use crate::block::{block_at, json_specials, non_ascii, utf8_text, BLOCK};
-    pub use crate::word::{has_byte, holds_any, holds_any_of, holds_json_escape, is_ascii, json_escape_lanes, needs_json_escape, Word};
+    pub use crate::word::{has_byte, holds_any, holds_any_of, holds_json_escape, is_ascii, json_escape_lanes, may_start_stop, needs_json_escape, Word};
 }
 
 /// One step of a parsed reply, in output order. Text borrows the input.

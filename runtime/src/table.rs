@@ -19,7 +19,7 @@
 
 use crate::kwargs::ThinkingSwitch;
 use crate::machine::{clear_of_stops, end, find_in, json_close, json_step, lit, opt_newline, partial, space, Core, Flow, Kind, Resume, G, NONE};
-use crate::word::{has_byte, holds_any_of, Word};
+use crate::word::{has_byte, holds_any_of, may_start_stop, Word};
 use crate::{ArgType, Sink};
 
 /// One state of a generated machine: what it reads, and where it goes next
@@ -161,6 +161,10 @@ pub struct StopSet {
     /// How many of `pairs` are used: 0 when a stop is shorter than two
     /// bytes or more than 4 pairs differ (first bytes alone are searched).
     pub n_pairs: u8,
+    /// The distinct second bytes of `pairs`, for the streaming fast path
+    /// ([`Fast::Content`]'s `follow`): `[0, 0]` when there are no pairs
+    /// or more than two second bytes differ; a zero second: one.
+    pub follow: [u8; 2],
 }
 
 impl StopSet {
@@ -201,7 +205,8 @@ impl StopSet {
         }
         let n_firsts = if many { StopSet::MANY } else { n as u8 };
         let (pairs, n_pairs) = StopSet::pairs_of(all);
-        StopSet { all, firsts, n_firsts, longest: longest as u16, pairs, n_pairs }
+        let follow = StopSet::follow_of(&pairs, n_pairs);
+        StopSet { all, firsts, n_firsts, longest: longest as u16, pairs, n_pairs, follow }
     }
 
     /// [`StopSet::pairs`] and [`StopSet::n_pairs`] of `all`.
@@ -231,6 +236,30 @@ impl StopSet {
             i += 1;
         }
         (pairs, n as u8)
+    }
+
+    /// [`StopSet::follow`] of the first `n_pairs` of `pairs`.
+    const fn follow_of(pairs: &[[u8; 2]; 4], n_pairs: u8) -> [u8; 2] {
+        let mut follow = [0u8; 2];
+        let mut n = 0;
+        let mut i = 0;
+        while i < n_pairs as usize && i < 4 {
+            let b = pairs[i][1];
+            // Zero means "none" in `follow`, so a stop going on with a zero
+            // byte leaves the first bytes alone to decide.
+            if b == 0 {
+                return [0, 0];
+            }
+            if !(n > 0 && follow[0] == b) && !(n > 1 && follow[1] == b) {
+                if n == 2 {
+                    return [0, 0];
+                }
+                follow[n] = b;
+                n += 1;
+            }
+            i += 1;
+        }
+        follow
     }
 
     /// The first stop in `hay`.
@@ -274,12 +303,15 @@ pub enum Fast {
     No,
     /// Content up to stop set `stops`, whose stops all start with `first`
     /// or `second` (`second` 0: one byte; `first` 0: no first byte, or more
-    /// than two, and the stop set decides).
-    Content { trim: bool, first: u8, second: u8, stops: u16 },
+    /// than two, and the stop set decides), and go on with one of `follow`
+    /// (`</` and `<t` of `</think>` and `<tool_call>`: `follow` is `/` and
+    /// `t`; a zero second byte: one; `[0, 0]`: more than two, or a stop of
+    /// one byte, and the first bytes alone decide).
+    Content { trim: bool, first: u8, second: u8, follow: [u8; 2], stops: u16 },
     /// Reasoning, likewise.
-    Reasoning { trim: bool, first: u8, second: u8, stops: u16 },
+    Reasoning { trim: bool, first: u8, second: u8, follow: [u8; 2], stops: u16 },
     /// A raw argument value (reported JSON-escaped), likewise.
-    ArgString { trim: bool, first: u8, second: u8, stops: u16 },
+    ArgString { trim: bool, first: u8, second: u8, follow: [u8; 2], stops: u16 },
     /// A JSON value; `marker` is the string marker of a marked dialect
     /// (empty: plain JSON).
     Json { content: bool, marker: &'static str },
@@ -293,20 +325,21 @@ impl Fast {
     pub const fn of(state: &State, stops: &[StopSet]) -> Fast {
         match *state {
             State::Text { kind, trim, stops: n, .. } => {
-                let (first, second) = if (n as usize) < stops.len() {
+                let (first, second, follow) = if (n as usize) < stops.len() {
                     let set = &stops[n as usize];
-                    match set.n_firsts {
+                    let (first, second) = match set.n_firsts {
                         1 => (set.firsts[0], 0),
                         2 => (set.firsts[0], set.firsts[1]),
                         _ => (0, 0),
-                    }
+                    };
+                    (first, second, set.follow)
                 } else {
-                    (0, 0)
+                    (0, 0, [0, 0])
                 };
                 match kind {
-                    Kind::Content => Fast::Content { trim, first, second, stops: n },
-                    Kind::Reasoning => Fast::Reasoning { trim, first, second, stops: n },
-                    Kind::ArgString => Fast::ArgString { trim, first, second, stops: n },
+                    Kind::Content => Fast::Content { trim, first, second, follow, stops: n },
+                    Kind::Reasoning => Fast::Reasoning { trim, first, second, follow, stops: n },
+                    Kind::ArgString => Fast::ArgString { trim, first, second, follow, stops: n },
                     _ => Fast::No,
                 }
             }
@@ -565,9 +598,9 @@ impl Table {
         // (Output that degraded is content: each kind's path tests it with
         // its own rare cases.)
         match fast {
-            Fast::Content { trim, first, second, stops } => self.fast_text(c, Kind::Content, trim, [first, second], stops, chunk, word, sink),
-            Fast::Reasoning { trim, first, second, stops } => self.fast_text(c, Kind::Reasoning, trim, [first, second], stops, chunk, word, sink),
-            Fast::ArgString { trim, first, second, stops } => self.fast_text(c, Kind::ArgString, trim, [first, second], stops, chunk, word, sink),
+            Fast::Content { trim, first, second, follow, stops } => self.fast_text(c, Kind::Content, trim, [first, second], follow, stops, chunk, word, sink),
+            Fast::Reasoning { trim, first, second, follow, stops } => self.fast_text(c, Kind::Reasoning, trim, [first, second], follow, stops, chunk, word, sink),
+            Fast::ArgString { trim, first, second, follow, stops } => self.fast_text(c, Kind::ArgString, trim, [first, second], follow, stops, chunk, word, sink),
             Fast::Json { content, marker } => c.fast_json(content, marker, chunk, word, sink),
             Fast::No => false,
         }
@@ -582,6 +615,7 @@ impl Table {
         kind: Kind,
         trim: bool,
         [first, second]: [u8; 2],
+        follow: [u8; 2],
         stops: u16,
         chunk: &str,
         word: Word,
@@ -592,7 +626,8 @@ impl Table {
         // The stop set is read only where the row's bytes do not decide.
         let set = || self.stop_set(stops);
         let may_stop = if first != 0 && word.len <= 8 {
-            has_byte(word, first) || (second != 0 && has_byte(word, second))
+            (has_byte(word, first) || (second != 0 && has_byte(word, second)))
+                && (follow[0] == 0 || may_start_stop(word, [first, second], follow))
         } else {
             set().may_stop(chunk.as_bytes(), word)
         };

@@ -533,3 +533,56 @@ fn marker_cut_finds_the_start_a_chunk_ends_with() {
     assert_eq!(marker_cut(b"a<|\"|>b", marker), None);
     assert_eq!(marker_cut(b"<<|", marker), Some(2));
 }
+
+/// `may_start_stop`, with a stop set's first bytes and `follow`, is true
+/// for every chunk of up to 8 bytes in which a stop starts (whole, or cut
+/// off by the chunk's end: what `clear_of_stops` tests), and false where
+/// no first byte is followed by a second byte or ends the chunk.
+#[test]
+fn may_start_stop_misses_no_stop_start() {
+    use crate::machine::clear_of_stops;
+    use crate::table::StopSet;
+    use crate::word::{may_start_stop, Word};
+    static SETS: [&[&str]; 5] = [
+        &["</parameter>", "</function>", "</tool_call>"],
+        &["<tool_call>", "<|im_end|>"],
+        &["</think>"],
+        &["[TOOL_CALLS]", "</s>"],
+        &["<|channel|>", "<|start|>", "<|end|>", "<|call|>"],
+    ];
+    let alphabet: [&[u8]; 10] = [b"<", b"/", b"|", b"t", b"a", b" ", b"[", b"T", b"s", b"</"];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut rejected = 0;
+    for stops in SETS {
+        let set = StopSet::new(stops);
+        assert!(set.n_firsts <= 2 && set.follow[0] != 0, "{stops:?}");
+        let firsts = [set.firsts[0], if set.n_firsts == 2 { set.firsts[1] } else { 0 }];
+        for _ in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let mut chunk = Vec::new();
+            for k in 0..8 {
+                let piece = alphabet[((state >> (6 * k)) % 10) as usize];
+                if chunk.len() + piece.len() <= 8 && (k == 0 || (state >> (48 + k)) & 1 == 1) {
+                    chunk.extend_from_slice(piece);
+                }
+            }
+            let word = Word::new(&chunk).unwrap();
+            let may = may_start_stop(word, firsts, set.follow);
+            let first = |b: &u8| firsts.contains(b) && *b != 0;
+            let exact = chunk.windows(2).any(|p| first(&p[0]) && set.follow.contains(&p[1]) && p[1] != 0)
+                || chunk.last().is_some_and(first);
+            assert_eq!(may, exact, "{stops:?} {:?}", String::from_utf8_lossy(&chunk));
+            if !clear_of_stops(&chunk, stops) {
+                assert!(may, "{stops:?} {:?}", String::from_utf8_lossy(&chunk));
+            }
+            rejected += usize::from(!may && chunk.iter().any(first));
+        }
+    }
+    // The test reaches chunks that hold a first byte and are cleared.
+    assert!(rejected > 1000, "{rejected}");
+    // Three second bytes, or a stop of one byte: the first bytes decide.
+    assert_eq!(StopSet::new(&["<tool_call>", "<function=", "<|im_end|>"]).follow, [0, 0]);
+    assert_eq!(StopSet::new(&["</think>", ">"]).follow, [0, 0]);
+}

@@ -130,6 +130,40 @@ pub fn byte_lanes(w: u64, b: u8) -> u64 {
     !(((x & !HIGH) + !HIGH) | x) & HIGH
 }
 
+/// Whether a stop may start in chunk `w`, given the bytes stops start
+/// with (`firsts`) and the bytes they go on with (`follow`; a zero in
+/// either: none): some first byte is followed by a second byte, or ends
+/// the chunk (the start of a stop the next chunk may complete). `<` in
+/// `a < b` or `Vec<u8>` is not the start of `</think>`.
+///
+/// Conservative: true when a first and a second byte of two different
+/// stops meet (`<t` for `</think>` and `<tool_call>` is not a pair of
+/// either stop, but may be), so that the caller checks the stops
+/// themselves.
+///
+/// ```
+/// use chat_parser_runtime::__private::{may_start_stop, Word};
+/// let w = |s: &str| Word::new(s.as_bytes()).unwrap();
+/// assert!(!may_start_stop(w("a < b"), [b'<', 0], [b'/', 0]));
+/// assert!(may_start_stop(w("a </"), [b'<', 0], [b'/', 0]));
+/// assert!(may_start_stop(w("a <"), [b'<', 0], [b'/', 0]));
+/// ```
+#[inline(always)]
+pub fn may_start_stop(w: Word, firsts: [u8; 2], follow: [u8; 2]) -> bool {
+    let lanes_of = |[a, b]: [u8; 2]| {
+        let a = if a != 0 { byte_lanes(w.bits, a) } else { 0 };
+        a | if b != 0 { byte_lanes(w.bits, b) } else { 0 }
+    };
+    let starts = lanes_of(firsts);
+    // A first byte's lane moved onto the next byte's lane meets a second
+    // byte there; the last byte's lane is the chunk's end.
+    let last = match w.len {
+        1..=8 => HIGH & (0xff << ((w.len - 1) * 8)),
+        _ => 0,
+    };
+    (starts << 8) & lanes_of(follow) != 0 || starts & last != 0
+}
+
 /// Whether chunk `s`, with its word `w` (or [`Word::NONE`]), holds any of
 /// `bytes`.
 #[inline(always)]
