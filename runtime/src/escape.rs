@@ -75,7 +75,7 @@ pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
     let mut buf = [0u8; ESCAPE_BUF];
     let mut n = 0;
     let mut i = 0;
-    let mut ext = [b' '; 3 * BLOCK];
+    let mut ext = [b' '; 2 * BLOCK];
     // A text that starts with a long run needing no escape: passed whole.
     if plain >= LONG_RUN {
         if let Some(run) = text.get(..plain) {
@@ -83,53 +83,75 @@ pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
             i = plain;
         }
     }
-    while i < bytes.len() {
-        let (block, step) = match block_at(bytes, i) {
-            Some(b) => (*b, BLOCK),
-            None => {
-                // The last few bytes, in a block padded with spaces (which
-                // need no escape; only `step` bytes of it are kept).
-                let rest = &bytes[i..];
-                let mut pad = [b' '; BLOCK];
-                pad[..rest.len()].copy_from_slice(rest);
-                (pad, rest.len())
-            }
-        };
-        // The block, then spaces: a 16-byte copy from any lane stays in it
-        // (the index is masked below 32, so no bounds check is needed).
-        ext[..BLOCK].copy_from_slice(&block);
-        // The block's bytes up to each one to escape, and its escape; then
-        // the rest of the block.
-        let mut specials = json_specials(&block);
-        let mut done = 0;
-        while specials != 0 {
-            let lane = specials.trailing_zeros() as usize & (BLOCK - 1);
-            put16(&mut buf, n, &ext[done & (2 * BLOCK - 1)..][..BLOCK]);
-            n += lane - done;
-            let (escape, len) = ESCAPE_WORDS[usize::from(block[lane] & 0x7f)];
-            put8(&mut buf, n, escape);
-            n += usize::from(len);
-            done = lane + 1;
-            specials &= specials - 1;
-        }
-        put16(&mut buf, n, &ext[done & (2 * BLOCK - 1)..][..BLOCK]);
-        n += step.saturating_sub(done);
-        i += step;
-        if n >= FLUSH_AT {
-            // Written out up to where the last whole character ends: the
-            // block may have cut one, whose first bytes (the last `cut`
-            // of the buffer, copied unchanged) start the next piece.
-            let mut end = i;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            let cut = i - end;
-            flush(&buf[..n - cut], out);
-            buf.copy_within(n - cut..n, 0);
-            n = cut;
-        }
+    // Whole blocks, then the last few bytes in a block padded with spaces
+    // (which need no escape; only their count is kept).
+    let mut blocks = bytes[i..].chunks_exact(BLOCK);
+    for block in &mut blocks {
+        let Ok(block) = <&[u8; BLOCK]>::try_from(block) else { break };
+        n = escape_block(&mut buf, n, block, BLOCK, &mut ext);
+        i += BLOCK;
+        n = flush_full(text, i, &mut buf, n, out);
+    }
+    let rest = blocks.remainder();
+    if !rest.is_empty() {
+        let mut pad = [b' '; BLOCK];
+        pad[..rest.len()].copy_from_slice(rest);
+        n = escape_block(&mut buf, n, &pad, rest.len(), &mut ext);
     }
     flush(&buf[..n.min(ESCAPE_BUF)], out);
+}
+
+/// Once the buffer holds [`FLUSH_AT`] bytes or more (the text escaped up
+/// to `i`), writes it out up to where the last whole character ends and
+/// returns what is left in it: the block may have cut a character, whose
+/// first bytes (the last `cut` of the buffer, copied unchanged) start the
+/// next piece.
+#[inline(always)]
+fn flush_full(text: &str, i: usize, buf: &mut [u8; ESCAPE_BUF], n: usize, out: &mut impl FnMut(&str)) -> usize {
+    if n < FLUSH_AT {
+        return n;
+    }
+    let mut end = i;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = i - end;
+    flush(&buf[..n - cut], out);
+    buf.copy_within(n - cut..n, 0);
+    cut
+}
+
+/// Writes the first `step` bytes of `block`, escaped, at `buf[n..]`;
+/// returns the new end. The whole block is stored first (a block with
+/// nothing to escape, the common case, is one store); each escape is then
+/// written over the byte it replaces, followed by the rest of the block
+/// (from `ext`, the block then spaces, so that a 16-byte copy from any
+/// lane stays in it).
+#[inline(always)]
+fn escape_block(buf: &mut [u8; ESCAPE_BUF], mut n: usize, block: &[u8; BLOCK], step: usize, ext: &mut [u8; 2 * BLOCK]) -> usize {
+    let mut specials = json_specials(block);
+    put16(buf, n, block);
+    if specials == 0 {
+        return n + step;
+    }
+    ext[..BLOCK].copy_from_slice(block);
+    let mut done = 0;
+    while specials != 0 {
+        // The bytes before the lane are in place already.
+        let lane = specials.trailing_zeros() as usize & (BLOCK - 1);
+        n += lane - done;
+        let escape = ESCAPE_WORDS[usize::from(block[lane] & 0x7f)];
+        // The length in the top byte is stored too, past the escape: the
+        // rest of the block is stored over it.
+        put8(buf, n, escape);
+        n += (escape >> 56) as usize;
+        done = lane + 1;
+        if let Ok(rest) = <&[u8; BLOCK]>::try_from(&ext[done..done + BLOCK]) {
+            put16(buf, n, rest);
+        }
+        specials &= specials - 1;
+    }
+    n + step.saturating_sub(done)
 }
 
 /// A text that starts with a run this long needing no escape passes it
@@ -137,30 +159,34 @@ pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
 pub const LONG_RUN: usize = 64;
 /// [`json_escape`] writes its buffer out once it holds this many bytes.
 const FLUSH_AT: usize = 256;
-/// [`json_escape`]'s buffer: [`FLUSH_AT`], plus one block (16 bytes that
-/// may all be control characters, `\u001f` each) and its 16-byte stores.
-const ESCAPE_BUF: usize = FLUSH_AT + 6 * BLOCK + BLOCK;
+/// Where [`json_escape`]'s buffer is written: below [`FLUSH_AT`] when a
+/// block starts, plus one block that may be all control characters
+/// (`\u001f` each) and a 16-byte store, is below 512. Positions are masked
+/// with `AT_MASK`, which changes none of them, so that the stores need no
+/// bounds checks.
+const AT_MASK: usize = 511;
+/// [`json_escape`]'s buffer: every masked position and a 16-byte store.
+const ESCAPE_BUF: usize = AT_MASK + 1 + BLOCK;
+const _: () = assert!(FLUSH_AT + 6 * BLOCK + BLOCK <= AT_MASK);
 
-/// Stores the 16 bytes `src` at `buf[at..at + 16]` when they fit.
+/// Stores the 16 bytes `src` at `buf[at..at + 16]`.
 #[inline(always)]
-fn put16(buf: &mut [u8; ESCAPE_BUF], at: usize, src: &[u8]) {
-    if let (Some(d), Ok(src)) = (buf.get_mut(at..at + BLOCK), <&[u8; BLOCK]>::try_from(src)) {
-        d.copy_from_slice(src);
-    }
+fn put16(buf: &mut [u8; ESCAPE_BUF], at: usize, src: &[u8; BLOCK]) {
+    let at = at & AT_MASK;
+    buf[at..at + BLOCK].copy_from_slice(src);
 }
 
-/// Stores `w` (little-endian) at `buf[at..at + 8]` when it fits.
+/// Stores `w` (little-endian) at `buf[at..at + 8]`.
 #[inline(always)]
 fn put8(buf: &mut [u8; ESCAPE_BUF], at: usize, w: u64) {
-    if let Some(d) = buf.get_mut(at..at + 8) {
-        d.copy_from_slice(&w.to_le_bytes());
-    }
+    let at = at & AT_MASK;
+    buf[at..at + 8].copy_from_slice(&w.to_le_bytes());
 }
 
-/// Each ASCII byte's escape as a little-endian word and its length
-/// (`escape_of`; length 0 for a byte that needs none).
-const ESCAPE_WORDS: [(u64, u8); 128] = {
-    let mut table = [(0u64, 0u8); 128];
+/// Each ASCII byte's escape as a little-endian word, with its length (at
+/// most 6) in the top byte (`escape_of`; 0 for a byte that needs none).
+const ESCAPE_WORDS: [u64; 128] = {
+    let mut table = [0u64; 128];
     let mut b = 0;
     while b < 128 {
         let e: &[u8] = match b as u8 {
@@ -169,13 +195,13 @@ const ESCAPE_WORDS: [(u64, u8); 128] = {
             0..=0x1f => CONTROL[b].as_bytes(),
             _ => b"",
         };
-        let mut w = 0u64;
+        let mut w = (e.len() as u64) << 56;
         let mut k = 0;
         while k < e.len() {
             w |= (e[k] as u64) << (8 * k);
             k += 1;
         }
-        table[b] = (w, e.len() as u8);
+        table[b] = w;
         b += 1;
     }
     table
