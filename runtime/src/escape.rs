@@ -6,6 +6,7 @@
 //! static strings in place of the characters JSON does not allow raw.
 
 use crate::block::{block_at, json_specials, BLOCK};
+use crate::word::Word;
 
 /// The escape of each control character `U+0000..=U+001F`: `\n`, `\r` and
 /// `\t` in their short forms, the others as `\u00XX` (lower-case hex).
@@ -140,7 +141,7 @@ fn escape_block(buf: &mut [u8; ESCAPE_BUF], mut n: usize, block: &[u8; BLOCK], s
         // The bytes before the lane are in place already.
         let lane = specials.trailing_zeros() as usize & (BLOCK - 1);
         n += lane - done;
-        let escape = ESCAPE_WORDS[usize::from(block[lane] & 0x7f)];
+        let escape = ESCAPED_BYTES[usize::from(block[lane])];
         // The length in the top byte is stored too, past the escape: the
         // rest of the block is stored over it.
         put8(buf, n, escape);
@@ -183,17 +184,20 @@ fn put8(buf: &mut [u8; ESCAPE_BUF], at: usize, w: u64) {
     buf[at..at + 8].copy_from_slice(&w.to_le_bytes());
 }
 
-/// Each ASCII byte's escape as a little-endian word, with its length (at
-/// most 6) in the top byte (`escape_of`; 0 for a byte that needs none).
-const ESCAPE_WORDS: [u64; 128] = {
-    let mut table = [0u64; 128];
+/// Each byte as JSON string content, as a little-endian word with its
+/// length in the top byte: the escape of a byte JSON does not allow raw
+/// (`escape_of`, at most 6 bytes), the byte itself (length 1) otherwise,
+/// so that escaping is one lookup and one store per byte.
+const ESCAPED_BYTES: [u64; 256] = {
+    let mut table = [0u64; 256];
     let mut b = 0;
-    while b < 128 {
+    while b < 256 {
+        let one = [b as u8];
         let e: &[u8] = match b as u8 {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
             0..=0x1f => CONTROL[b].as_bytes(),
-            _ => b"",
+            _ => &one,
         };
         let mut w = (e.len() as u64) << 56;
         let mut k = 0;
@@ -256,23 +260,21 @@ pub fn json_escape_short<'b>(prefix: &str, text: &str, buf: &'b mut [u8; 64]) ->
     if text.len() > SHORT || prefix.len() > 8 {
         return None;
     }
+    let Some(prefix_word) = Word::new(prefix.as_bytes()) else { return None };
+    buf[..8].copy_from_slice(&prefix_word.bits.to_le_bytes());
     let mut n = prefix.len();
-    buf[..n].copy_from_slice(prefix.as_bytes());
+    // One store of 8 bytes per byte, without a branch: what lies past the
+    // byte's escape is stored over by the next one or cut off at the end.
     for &b in text.as_bytes() {
-        match escape_of(b) {
-            Some(e) => {
-                buf[n..n + e.len()].copy_from_slice(e.as_bytes());
-                n += e.len();
-            }
-            None => {
-                buf[n] = b;
-                n += 1;
-            }
-        }
+        let w = ESCAPED_BYTES[usize::from(b)];
+        // `n` is at most 8 + 7 * 6 here: the bound only spares a check.
+        let at = n.min(64 - 8);
+        buf[at..at + 8].copy_from_slice(&w.to_le_bytes());
+        n += (w >> 56) as usize;
     }
     // SAFETY: `prefix` and `text` are whole characters, and escapes
     // replace single ASCII bytes with ASCII text, so `buf[..n]` is too.
-    Some(unsafe { core::str::from_utf8_unchecked(&buf[..n]) })
+    Some(unsafe { core::str::from_utf8_unchecked(&buf[..n.min(64)]) })
 }
 
 #[cfg(test)]
