@@ -10,7 +10,8 @@
 //! checked to parse into its intended message with both parsers, whole and
 //! in 4-byte chunks.
 //!
-//! Measured (events go to a `Tally` sink, which only counts):
+//! Measured (events go to a `Tally` sink, which counts them and passes each
+//! text through `black_box`, as if it read it):
 //! - `generated::one_shot`, `reference::one_shot`: a new parser, one `feed`
 //!   of the whole output, `finish`. Divan's bytes counter gives the
 //!   throughput; ns/byte is the median time divided by the output size
