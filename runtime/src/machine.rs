@@ -310,7 +310,7 @@ pub fn partial(text: &[u8], stops: &[&str]) -> usize {
         let until = text.len() - best;
         let mut i = from;
         while i < until {
-            if text[i] == first && stop[..text.len() - i] == text[i..] {
+            if text[i] == first && same_bytes(&stop[..text.len() - i], &text[i..]) {
                 best = text.len() - i;
                 break;
             }
@@ -344,6 +344,14 @@ fn plain_json_string_run(text: &[u8]) -> Option<bool> {
     Some(false)
 }
 
+/// Whether `a` and `b` hold the same bytes, compared one by one: the
+/// texts compared here (a chunk's end, the start of a stop) are a few
+/// bytes, where a `memcmp` call costs more than the loop.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// Whether reading `chunk` as text up to `stops` reports all of it: no
 /// stop starts in it, not even one cut off at its end.
 #[inline]
@@ -356,7 +364,7 @@ pub fn clear_of_stops(chunk: &[u8], stops: &[&str]) -> bool {
             }
             let rest = &chunk[i..];
             let n = rest.len().min(stop.len());
-            if rest[..n] == stop[..n] {
+            if same_bytes(&rest[..n], &stop[..n]) {
                 return false;
             }
         }
