@@ -384,10 +384,10 @@ pub fn marker_cut(chunk: &[u8], marker: &[u8]) -> Option<usize> {
         }
         let rest = &chunk[i..];
         if rest.len() >= marker.len() {
-            if rest.starts_with(marker) {
+            if same_bytes(&rest[..marker.len()], marker) {
                 return None;
             }
-        } else if marker.starts_with(rest) {
+        } else if same_bytes(&marker[..rest.len()], rest) {
             return Some(rest.len());
         }
     }
