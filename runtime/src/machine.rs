@@ -979,7 +979,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             Kind::ArgString if !holds_json_escape(chunk.as_bytes(), word) => sink.event(Event::ToolArgs(chunk)),
             // A raw value becomes JSON string content, escaped without
             // allocating: a small chunk as one piece.
-            Kind::ArgString => args_escaped_chunk("", chunk, sink),
+            Kind::ArgString => args_escaped(chunk, sink),
             _ => return false,
         }
         self.flags.set(REPORTED, true);
@@ -1182,6 +1182,20 @@ fn marked_text(content: bool, text: &str, word: Word, sink: &mut impl Sink) {
         crate::escape::json_escape(text, &mut |piece: &str| sink.event(Event::Content(piece)));
     } else {
         args_escaped_chunk("", text, sink);
+    }
+}
+
+/// `text` escaped as JSON string content: a chunk of up to 8 bytes as one
+/// event, escaped here (a lookup and a store per byte: cheaper than the
+/// call), a longer one by [`args_escaped_chunk`]. For a raw value's text;
+/// a marked string's calls [`args_escaped_chunk`] (inlined there, Gemma 4's
+/// chunk loop took 1–4% more instructions).
+#[inline(always)]
+fn args_escaped(text: &str, sink: &mut impl Sink) {
+    let mut buf = [0u8; 64];
+    match crate::escape::json_escape_short("", text, &mut buf) {
+        Some(escaped) => sink.event(Event::ToolArgs(escaped)),
+        None => args_escaped_chunk("", text, sink),
     }
 }
 
