@@ -121,7 +121,7 @@ impl Input<[u8]> {
     pub fn feed<M: Machine, const R: usize, const P: usize, const A: usize>(
         &mut self,
         core: &mut Core<'_, R, P, A>,
-        entry: u16,
+        entry: &u16,
         bytes: &[u8],
         sink: &mut impl Sink,
     ) {
@@ -153,6 +153,7 @@ impl Input<[u8]> {
                 return;
             }
         }
+        // The entry state is read there: only the machine needs it.
         self.feed_slow(core, m, entry, bytes, sink);
     }
 
@@ -258,10 +259,11 @@ impl Input<[u8]> {
         &mut self,
         core: &mut Core<'_, R, P, A>,
         m: &'static Table,
-        entry: u16,
+        entry: &u16,
         bytes: &[u8],
         sink: &mut impl Sink,
     ) {
+        let entry = *entry;
         // Every way out passes `settle`: the window, the carried character
         // or `finished` may have changed.
         'slow: {

@@ -46,7 +46,7 @@ impl<'t, M: Machine, const W: usize, const R: usize, const P: usize, const A: us
     #[inline]
     pub fn feed(&mut self, bytes: &[u8], sink: &mut impl Sink) {
         let input: &mut Input = &mut self.input;
-        input.feed::<M, R, P, A>(&mut self.core, self.entry, bytes, sink);
+        input.feed::<M, R, P, A>(&mut self.core, &self.entry, bytes, sink);
     }
 
     /// Ends the output: reports what was held back, and ends a call the
