@@ -136,7 +136,11 @@ impl Input<[u8]> {
                     }
                     // Nothing is held before the chunk; after it, only what
                     // `hold_partial` keeps.
-                    if M::fast_step(core, s, w, sink) || self.hold_partial(core, m, s, sink) {
+                    if M::fast_step(core, s, w, sink) {
+                        core.fast_consumed(s.len());
+                        return;
+                    }
+                    if self.hold_partial(core, m, s, sink) {
                         core.fast_consumed(s.len() - self.len as usize);
                         return;
                     }
