@@ -176,8 +176,10 @@ const FRESH: u16 = 1 << 3;
 const HELD_NEWLINE: u16 = 1 << 4;
 /// Text up to a stop: an untyped value decided to be a string.
 const AS_STRING: u16 = 1 << 5;
-/// The text being read reported something.
-const REPORTED: u16 = 1 << 6;
+/// The text being read has reported nothing yet. (Set until it has, not
+/// the other way round: the fast path tests it with its rare cases, so a
+/// chunk of text reported sets no flag.)
+const UNREPORTED: u16 = 1 << 6;
 /// A region or failed round sits at position 0, where the next consumed
 /// text would drop it (see [`Core::fast_consumed`]).
 const ANCHORED: u16 = 1 << 7;
@@ -412,7 +414,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             st: start,
             pos: 0,
             emit_pos: 0,
-            flags: Flags(FRESH),
+            flags: Flags(FRESH | UNREPORTED),
             calls: 0,
             regions: [Region::default(); R],
             n_regions: 0,
@@ -799,8 +801,8 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
 
     /// Starts reading text up to a stop.
     pub fn until_start(&mut self) {
-        self.flags.set(FRESH, true);
-        self.flags.set(HELD_NEWLINE | AS_STRING | REPORTED, false);
+        self.flags.set(FRESH | UNREPORTED, true);
+        self.flags.set(HELD_NEWLINE | AS_STRING, false);
     }
 
     /// One step of reading text of `kind` up to a stop, which the generated
@@ -869,7 +871,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 let piece = text.get(from..to).unwrap_or("");
                 self.text(kind, piece, sink);
                 if newline_first || !piece.is_empty() {
-                    self.flags.set(REPORTED, true);
+                    self.flags.set(UNREPORTED, false);
                 }
             }
             Kind::ToolId => self.id(text, from, to, false, sink),
@@ -880,7 +882,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         }
         // Text read up to the stop is accounted for (a layout newline
         // dropped at the end included), however the output was split.
-        if self.flags.has(REPORTED) {
+        if !self.flags.has(UNREPORTED) {
             self.emit_pos = self.pos;
         }
         let acc = text.get(acc_from..acc_to).unwrap_or("");
@@ -959,11 +961,14 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// layout is held, as `until_step` holds it).
     #[inline(always)]
     pub fn fast_text(&mut self, kind: Kind, trim_newlines: bool, chunk: &str, word: Word, sink: &mut impl Sink) -> bool {
+        if !matches!(kind, Kind::Content | Kind::Reasoning | Kind::ArgString) {
+            return false;
+        }
         // One test for the rare cases: output that degraded (all content),
         // text not started yet (the machine reads its start), a layout
-        // newline held or ending the chunk.
+        // newline held or ending the chunk, the text's first report.
         let newline_last = trim_newlines && chunk.as_bytes().last() == Some(&b'\n');
-        if self.flags.has(DEGRADED | FRESH | HELD_NEWLINE) || newline_last {
+        if self.flags.has(DEGRADED | FRESH | HELD_NEWLINE | UNREPORTED) || newline_last {
             if self.flags.has(DEGRADED) {
                 sink.event(Event::Content(chunk));
                 return true;
@@ -971,7 +976,11 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             if self.flags.has(FRESH) {
                 return false;
             }
-            return self.fast_text_newlines(kind, newline_last, chunk, word, sink);
+            if self.flags.has(HELD_NEWLINE) || newline_last {
+                return self.fast_text_newlines(kind, newline_last, chunk, word, sink);
+            }
+            // The first report of this text: the chunk is reported below.
+            self.flags.set(UNREPORTED, false);
         }
         match kind {
             Kind::Content => sink.event(Event::Content(chunk)),
@@ -982,7 +991,6 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             Kind::ArgString => args_escaped(chunk, sink),
             _ => return false,
         }
-        self.flags.set(REPORTED, true);
         true
     }
 
@@ -1020,7 +1028,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         }
         self.flags.set(HELD_NEWLINE, newline_last);
         if newline_first || !body.is_empty() {
-            self.flags.set(REPORTED, true);
+            self.flags.set(UNREPORTED, false);
         }
         true
     }
