@@ -20,7 +20,7 @@ const CONTROL: [&str; 32] = [
 /// The JSON escape of an ASCII byte that cannot appear raw in a JSON
 /// string, or `None` for a byte that can.
 #[inline]
-pub(crate) fn escape_of(b: u8) -> Option<&'static str> {
+pub(crate) const fn escape_of(b: u8) -> Option<&'static str> {
     match b {
         b'"' => Some("\\\""),
         b'\\' => Some("\\\\"),
@@ -193,11 +193,9 @@ const ESCAPED_BYTES: [u64; 256] = {
     let mut b = 0;
     while b < 256 {
         let one = [b as u8];
-        let e: &[u8] = match b as u8 {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            0..=0x1f => CONTROL[b].as_bytes(),
-            _ => &one,
+        let e: &[u8] = match escape_of(b as u8) {
+            Some(e) => e.as_bytes(),
+            None => &one,
         };
         let mut w = (e.len() as u64) << 56;
         let mut k = 0;

@@ -185,20 +185,9 @@ impl StopSet {
                 longest = s.len();
             }
             if !s.is_empty() {
-                let b = s[0];
-                let mut j = 0;
-                let mut seen = false;
-                while j < n {
-                    seen |= firsts[j] == b;
-                    j += 1;
-                }
-                if !seen {
-                    if n == 4 {
-                        many = true;
-                    } else {
-                        firsts[n] = b;
-                        n += 1;
-                    }
+                match add_distinct(&mut firsts, n, s[0]) {
+                    Some(k) => n = k,
+                    None => many = true,
                 }
             }
             i += 1;
@@ -250,12 +239,9 @@ impl StopSet {
             if b == 0 {
                 return [0, 0];
             }
-            if !(n > 0 && follow[0] == b) && !(n > 1 && follow[1] == b) {
-                if n == 2 {
-                    return [0, 0];
-                }
-                follow[n] = b;
-                n += 1;
+            match add_distinct(&mut follow, n, b) {
+                Some(k) => n = k,
+                None => return [0, 0],
             }
             i += 1;
         }
@@ -288,6 +274,23 @@ impl StopSet {
             n => holds_any_of(s, w, &self.firsts[..(n as usize).min(4)]),
         }
     }
+}
+
+/// Adds `b` to the first `n` bytes of `set` unless they hold it already:
+/// the new count, or `None` when `set` is full and `b` is not in it.
+const fn add_distinct<const N: usize>(set: &mut [u8; N], n: usize, b: u8) -> Option<usize> {
+    let mut j = 0;
+    while j < n {
+        if set[j] == b {
+            return Some(n);
+        }
+        j += 1;
+    }
+    if n >= N {
+        return None;
+    }
+    set[n] = b;
+    Some(n + 1)
 }
 
 /// What the streaming fast path may do in a state ([`Table::fast`]): each
