@@ -132,7 +132,7 @@ fn plain_run(bytes: &[u8], mut i: usize) -> usize {
 }
 
 /// The bytes that make a two-byte JSON escape after a backslash.
-const SHORT_ESCAPE: [bool; 256] = {
+pub(crate) const SHORT_ESCAPE: [bool; 256] = {
     let mut table = [false; 256];
     let mut b = 0;
     while b < 256 {

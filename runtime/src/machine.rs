@@ -22,7 +22,7 @@
 //! that never resolves, whitespace without end between two markers), the
 //! held markup counts as broken, by the same rules.
 
-use crate::json::{JsonScanner, Scan};
+use crate::json::{JsonScanner, Scan, SHORT_ESCAPE};
 use crate::word::{holds_any, holds_json_escape, Word};
 use crate::{ArgType, Event, Sink, Tool};
 
@@ -335,7 +335,7 @@ fn plain_json_string_run(text: &[u8]) -> Option<bool> {
             b'"' => return None,
             b if b < 0x20 => return None,
             b'\\' => match text.get(i + 1) {
-                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 1,
+                Some(&b) if SHORT_ESCAPE[usize::from(b)] => i += 1,
                 None => return Some(true),
                 _ => return None,
             },
