@@ -76,7 +76,6 @@ pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
     let mut buf = [0u8; ESCAPE_BUF];
     let mut n = 0;
     let mut i = 0;
-    let mut ext = [b' '; 2 * BLOCK];
     // A text that starts with a long run needing no escape: passed whole.
     if plain >= LONG_RUN {
         if let Some(run) = text.get(..plain) {
@@ -84,20 +83,23 @@ pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
             i = plain;
         }
     }
-    // Whole blocks, then the last few bytes in a block padded with spaces
-    // (which need no escape; only their count is kept).
-    let mut blocks = bytes[i..].chunks_exact(BLOCK);
-    for block in &mut blocks {
-        let Ok(block) = <&[u8; BLOCK]>::try_from(block) else { break };
-        n = escape_block(&mut buf, n, block, BLOCK, &mut ext);
+    // A block at a time, each read with the 16 bytes after it (the rest of
+    // the block after an escape is copied from there), then the last one
+    // or two blocks from a copy padded with spaces (which need no escape;
+    // only the count of the text's own bytes is kept).
+    while let Some(window) = bytes.get(i..i + 2 * BLOCK).and_then(|w| <&[u8; 2 * BLOCK]>::try_from(w).ok()) {
+        n = escape_block(&mut buf, n, window, BLOCK);
         i += BLOCK;
         n = flush_full(text, i, &mut buf, n, out);
     }
-    let rest = blocks.remainder();
-    if !rest.is_empty() {
-        let mut pad = [b' '; BLOCK];
-        pad[..rest.len()].copy_from_slice(rest);
-        n = escape_block(&mut buf, n, &pad, rest.len(), &mut ext);
+    while let Some(rest) = bytes.get(i..).filter(|r| !r.is_empty()) {
+        let mut pad = [b' '; 2 * BLOCK];
+        let len = rest.len().min(2 * BLOCK);
+        pad[..len].copy_from_slice(&rest[..len]);
+        let step = len.min(BLOCK);
+        n = escape_block(&mut buf, n, &pad, step);
+        i += step;
+        n = flush_full(text, i, &mut buf, n, out);
     }
     flush(&buf[..n.min(ESCAPE_BUF)], out);
 }
@@ -122,20 +124,21 @@ fn flush_full(text: &str, i: usize, buf: &mut [u8; ESCAPE_BUF], n: usize, out: &
     cut
 }
 
-/// Writes the first `step` bytes of `block`, escaped, at `buf[n..]`;
-/// returns the new end. The whole block is stored first (a block with
-/// nothing to escape, the common case, is one store); each escape is then
-/// written over the byte it replaces, followed by the rest of the block
-/// (from `ext`, the block then spaces, so that a 16-byte copy from any
-/// lane stays in it).
+/// Writes the first `step` bytes of the block that starts `window`,
+/// escaped, at `buf[n..]`; returns the new end. The whole block is stored
+/// first (a block with nothing to escape, the common case, is one store);
+/// each escape is then written over the byte it replaces, followed by the
+/// rest of the block, 16 bytes read from `window` after the escaped byte.
+/// (Read from the text itself, not from a copy just stored: a load that
+/// overlaps a recent store at another offset waits for it.)
 #[inline(always)]
-fn escape_block(buf: &mut [u8; ESCAPE_BUF], mut n: usize, block: &[u8; BLOCK], step: usize, ext: &mut [u8; 2 * BLOCK]) -> usize {
+fn escape_block(buf: &mut [u8; ESCAPE_BUF], mut n: usize, window: &[u8; 2 * BLOCK], step: usize) -> usize {
+    let Some(block) = window.first_chunk::<BLOCK>() else { return n };
     let mut specials = json_specials(block);
     put16(buf, n, block);
     if specials == 0 {
         return n + step;
     }
-    ext[..BLOCK].copy_from_slice(block);
     let mut done = 0;
     while specials != 0 {
         // The bytes before the lane are in place already.
@@ -147,7 +150,7 @@ fn escape_block(buf: &mut [u8; ESCAPE_BUF], mut n: usize, block: &[u8; BLOCK], s
         put8(buf, n, escape);
         n += (escape >> 56) as usize;
         done = lane + 1;
-        if let Ok(rest) = <&[u8; BLOCK]>::try_from(&ext[done..done + BLOCK]) {
+        if let Ok(rest) = <&[u8; BLOCK]>::try_from(&window[done..done + BLOCK]) {
             put16(buf, n, rest);
         }
         specials &= specials - 1;
