@@ -62,10 +62,10 @@ fn needs_escape(b: u8) -> bool {
 /// complete escapes (`\n`, `\"`, `\\`, `\u00e9` …). Stops at the closing
 /// quote, a control character, a backslash whose escape the text cuts off
 /// or that JSON does not have, or the end of `bytes`; the scanner's byte
-/// loop takes it from there. Reads sixteen bytes at a time
-/// ([`crate::block`]), so a long argument with an escape every few bytes
-/// (source code, Windows paths) is one run, not one scanner step per
-/// escape.
+/// loop takes it from there. Reads 32 bytes at a time (two blocks of
+/// [`crate::block`]), then 16, then one, so a long argument with an
+/// escape every few bytes (source code, Windows paths) is one run, not one
+/// scanner step per escape.
 ///
 /// ```text
 /// "C:\\dev\\a.py", "line": 3}   →  the run ends before the quote after `py`
@@ -82,6 +82,8 @@ fn plain_run(bytes: &[u8], mut i: usize) -> usize {
             let mut specials = json_specials(b0) | json_specials(b1) << BLOCK;
             while specials != 0 {
                 let lane = specials.trailing_zeros() as usize & (WINDOW - 1);
+                // (The masks only spare bounds checks: `lane + 1` is in the
+                // window here.)
                 if lane + 1 < WINDOW && window[lane] == b'\\' && SHORT_ESCAPE[usize::from(window[(lane + 1) & (WINDOW - 1)])] {
                     // Both bytes of the escape done (shifted twice: the
                     // count may reach 32).
@@ -131,7 +133,10 @@ fn plain_run(bytes: &[u8], mut i: usize) -> usize {
     }
 }
 
-/// The bytes that make a two-byte JSON escape after a backslash.
+/// The bytes that make a two-byte JSON escape after a backslash (`\n`,
+/// `\"`...; `\u` takes four hex digits more). One table for
+/// [`escape_len`], [`plain_run`] and the streaming fast path's check of a
+/// chunk inside a string.
 pub(crate) const SHORT_ESCAPE: [bool; 256] = {
     let mut table = [false; 256];
     let mut b = 0;
