@@ -194,9 +194,7 @@ mod tests {
         let alphabet = [0u8, 1, 0x1f, 0x20, 0x21, b'"', b'#', b'<', b'\\', b']', b'a', 0x7f, 0x80, 0xa2, 0xdc, 0xff];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         (0..100_000).map(move |_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            crate::xorshift(&mut state);
             let s = state;
             core::array::from_fn(|k| alphabet[((s >> (3 * k)) ^ (s >> (k + 40))) as usize % alphabet.len()])
         })
@@ -226,9 +224,7 @@ mod tests {
         let pieces: [&[u8]; 9] = [b"abcdefgh", b"\xc3\xa9", b"\xe4\xb8\xad", b"\xf0\x9f\x98\x80", b"\xe4\xb8", b"\x80", b"\xff", b"\xed\xa0\x80", b"0123456789abcdef"];
         let mut state = 0x2545_f491_4f6c_dd1du64;
         for _ in 0..50_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            crate::xorshift(&mut state);
             let mut text = std::vec::Vec::new();
             for k in 0..(state % 12) {
                 text.extend_from_slice(pieces[(state >> (4 * k + 8)) as usize % pieces.len()]);

@@ -72,57 +72,22 @@ fn needs_escape(b: u8) -> bool {
 /// ```
 #[inline]
 fn plain_run(bytes: &[u8], mut i: usize) -> usize {
-    'blocks: loop {
-        // Two blocks at a time while 32 bytes are left: a window without
-        // specials is one test, and a backslash with a two-byte escape
-        // after it (`\n`, `\"`, `\\`: what source code is dense in) is
-        // stepped over with one table lookup.
-        while let Some(window) = bytes.get(i..i + WINDOW).and_then(|w| <&[u8; WINDOW]>::try_from(w).ok()) {
-            let (Some(b0), Some(b1)) = (window.first_chunk::<BLOCK>(), window.last_chunk::<BLOCK>()) else { break };
-            let mut specials = json_specials(b0) | json_specials(b1) << BLOCK;
-            while specials != 0 {
-                let lane = specials.trailing_zeros() as usize & (WINDOW - 1);
-                // (The masks only spare bounds checks: `lane + 1` is in the
-                // window here.)
-                if lane + 1 < WINDOW && window[lane] == b'\\' && SHORT_ESCAPE[usize::from(window[(lane + 1) & (WINDOW - 1)])] {
-                    // Both bytes of the escape done (shifted twice: the
-                    // count may reach 32).
-                    specials &= (u32::MAX << lane) << 2;
-                    continue;
-                }
-                // A quote or control character, `\u`, a backslash whose
-                // escape is in the next window, or one that is no escape.
-                let at = i + lane;
-                match escape_len(bytes, at) {
-                    Some(n) => {
-                        i = at + n;
-                        continue 'blocks;
-                    }
-                    None => return at,
-                }
-            }
-            i += WINDOW;
+    // Two blocks at a time while 32 bytes are left: a window without
+    // specials is one test. Then one block, then byte by byte.
+    while let Some(window) = bytes.get(i..i + WINDOW).and_then(|w| <&[u8; WINDOW]>::try_from(w).ok()) {
+        let (Some(b0), Some(b1)) = (window.first_chunk::<BLOCK>(), window.last_chunk::<BLOCK>()) else { break };
+        match past_specials(bytes, i, window, json_specials(b0) | json_specials(b1) << BLOCK) {
+            Ok(next) => i = next,
+            Err(end) => return end,
         }
-        while let Some(b) = block_at(bytes, i) {
-            // Each special byte of the block in turn: an escape whose
-            // second byte is in the block is stepped over without reloading.
-            let mut specials = json_specials(b);
-            while specials != 0 {
-                let lane = specials.trailing_zeros() as usize;
-                let at = i + lane;
-                match escape_len(bytes, at) {
-                    // lane + n <= 16: the shift stays below 32.
-                    Some(n) if lane + n <= BLOCK => specials &= u32::MAX << (lane + n),
-                    Some(n) => {
-                        i = at + n;
-                        continue 'blocks;
-                    }
-                    None => return at,
-                }
-            }
-            i += BLOCK;
+    }
+    while let Some(b) = block_at(bytes, i) {
+        match past_specials(bytes, i, b, json_specials(b)) {
+            Ok(next) => i = next,
+            Err(end) => return end,
         }
-        // The last few bytes, one at a time.
+    }
+    loop {
         while i < bytes.len() && !needs_escape(bytes[i]) {
             i += 1;
         }
@@ -131,6 +96,35 @@ fn plain_run(bytes: &[u8], mut i: usize) -> usize {
             None => return i,
         }
     }
+}
+
+/// Reads the `N` bytes at `i` (`window`, whose special bytes are the bits
+/// of `specials`) past their escapes: `Ok` with where reading goes on
+/// (after the window, or after an escape that ends beyond it), `Err` with
+/// where the run ends. A backslash with a two-byte escape after it (`\n`,
+/// `\"`, `\\`: what source code is dense in) is stepped over with one
+/// table lookup; anything else goes to [`escape_len`].
+#[inline(always)]
+fn past_specials<const N: usize>(bytes: &[u8], i: usize, window: &[u8; N], mut specials: u32) -> Result<usize, usize> {
+    while specials != 0 {
+        let lane = specials.trailing_zeros() as usize & (N - 1);
+        // (The masks only spare bounds checks: `lane + 1` is in the
+        // window here.)
+        if lane + 1 < N && window[lane] == b'\\' && SHORT_ESCAPE[usize::from(window[(lane + 1) & (N - 1)])] {
+            // Both bytes of the escape done (shifted twice: the count may
+            // reach 32).
+            specials &= (u32::MAX << lane) << 2;
+            continue;
+        }
+        // A quote or control character, `\u`, a backslash whose escape
+        // is in the next window, or one that is no escape.
+        let at = i + lane;
+        return match escape_len(bytes, at) {
+            Some(n) => Ok(at + n),
+            None => Err(at),
+        };
+    }
+    Ok(i + N)
 }
 
 /// The bytes that make a two-byte JSON escape after a backslash (`\n`,
@@ -1071,9 +1065,7 @@ mod tests {
         let alphabet: [&[u8]; 14] = [b"\\", b"\\\\", b"\"", b"\\n", b"\\u00e9", b"\\u00", b"\\x", b"ab", b"/", b"n", b"\n", b"\x01", "é".as_bytes(), b"0123456789abcdef"];
         let mut state = 0x2545_f491_4f6c_dd1du64;
         for _ in 0..200_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            crate::xorshift(&mut state);
             let mut text = Vec::new();
             let mut s = state;
             // Mostly backslashes and plain bytes, a quote or a bad byte now
@@ -1274,9 +1266,7 @@ mod tests {
         let alphabet = [0u8, 1, 0x1f, 0x20, 0x21, b'"', b'#', b'\\', b']', b'[', b'a', 0x7f, 0x80, 0xa2, 0xdc, 0xff];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         for _ in 0..200_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            crate::xorshift(&mut state);
             let bytes: [u8; 8] = core::array::from_fn(|k| alphabet[(state >> (4 * k)) as usize % alphabet.len()]);
             let lanes = crate::word::json_escape_lanes(u64::from_le_bytes(bytes));
             for (k, &b) in bytes.iter().enumerate() {

@@ -988,7 +988,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             Kind::ArgString if !holds_json_escape(chunk.as_bytes(), word) => sink.event(Event::ToolArgs(chunk)),
             // A raw value becomes JSON string content, escaped without
             // allocating: a small chunk as one piece.
-            Kind::ArgString => args_escaped(chunk, sink),
+            Kind::ArgString => args_escaped_inline(chunk, sink),
             _ => return false,
         }
         true
@@ -1193,13 +1193,14 @@ fn marked_text(content: bool, text: &str, word: Word, sink: &mut impl Sink) {
     }
 }
 
-/// `text` escaped as JSON string content: a chunk of up to 8 bytes as one
-/// event, escaped here (a lookup and a store per byte: cheaper than the
+/// `text` escaped as JSON string content, on the streaming fast path (the
+/// machine's own reports go through [`Core::args_escaped`]): a chunk of up
+/// to 8 bytes as one event, escaped here (a lookup and a store per byte: cheaper than the
 /// call), a longer one by [`args_escaped_chunk`]. For a raw value's text;
 /// a marked string's calls [`args_escaped_chunk`] (inlined there, Gemma 4's
 /// chunk loop took 1–4% more instructions).
 #[inline(always)]
-fn args_escaped(text: &str, sink: &mut impl Sink) {
+fn args_escaped_inline(text: &str, sink: &mut impl Sink) {
     let mut buf = [0u8; 64];
     match crate::escape::json_escape_short("", text, &mut buf) {
         Some(escaped) => sink.event(Event::ToolArgs(escaped)),

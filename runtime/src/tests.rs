@@ -483,9 +483,7 @@ fn stop_search_equals_a_naive_search() {
     let alphabet: [&str; 10] = ["<", "/", "a", "<|", "</", "</parameter", "</function>", "x < y", "é", "\n"];
     let mut state = 0x2545_f491_4f6c_dd1du64;
     for round in 0..3000 {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
+        crate::xorshift(&mut state);
         let pieces = 20 + (state % 200) as usize;
         let mut text = String::new();
         let mut s = state;
@@ -517,9 +515,7 @@ fn marker_cut_finds_the_start_a_chunk_ends_with() {
     let alphabet: [&[u8]; 6] = [b"<", b"|", b"\"", b"a", b"<|", b">"];
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     for _ in 0..20_000 {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
+        crate::xorshift(&mut state);
         let mut chunk = Vec::new();
         for k in 0..(state % 6) {
             chunk.extend_from_slice(alphabet[((state >> (8 + 4 * k)) % 6) as usize]);
@@ -558,9 +554,7 @@ fn may_start_stop_misses_no_stop_start() {
         assert!(set.n_firsts <= 2 && set.follow[0] != 0, "{stops:?}");
         let firsts = [set.firsts[0], if set.n_firsts == 2 { set.firsts[1] } else { 0 }];
         for _ in 0..20_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            crate::xorshift(&mut state);
             let mut chunk = Vec::new();
             for k in 0..8 {
                 let piece = alphabet[((state >> (6 * k)) % 10) as usize];

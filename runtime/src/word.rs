@@ -204,9 +204,7 @@ mod tests {
         let mut chunk = [0u8; 8];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         for _ in 0..200_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            crate::xorshift(&mut state);
             let len = (state % 9) as usize;
             for (i, c) in chunk.iter_mut().enumerate() {
                 *c = alphabet[((state >> (8 + 4 * i)) % alphabet.len() as u64) as usize];
