@@ -233,7 +233,7 @@ proptest! {
 }
 
 /// Hostile outputs (long runs of markup, whitespace without end, names
-/// without end, deep JSON) on every template: no panic, and the same events
+/// without end or too long, deep JSON) on every template: no panic, and the same events
 /// as the reference parser, whole and in small chunks.
 #[test]
 fn hostile_outputs() {
@@ -253,6 +253,9 @@ fn hostile_outputs() {
             [&head[..], &b"[".repeat(5_000)[..]].concat(),
             [&head[..], &b"{\"a\":".repeat(3_000)[..]].concat(),
             b"<".repeat(20_000),
+            // A name of wide characters over the 64-byte limit, one of them
+            // straddling it, then the whole output with its calls.
+            [&head[..], "a".as_bytes(), "名".repeat(40).as_bytes(), &c.text[..]].concat(),
         ];
         for text in inputs {
             let want = reference(&c.spec, &c.options, &[&text]);
@@ -374,6 +377,7 @@ const MUTATED: &[(&str, &[(u8, usize, usize)], &[usize])] = &[
     // A Python string's backslash before a newline (see `broken_python_escape`).
     ("round trip ByteDance-Seed-OSS.jinja #14", &[(152, 742836193261558011, 0), (72, 1988707435711819903, 164733480794223)], &[1]),
     ("vector ByteDance-Seed-OSS#6", &[(232, 8376322666984857533, 175181509568910641)], &[2, 18, 8, 9, 14]),
+    ("round trip meetkai-functionary-medium-v3.1.jinja #23", &[(75, 4818504897827909542, 5227156058509332037), (87, 4403813093636875268, 7535827581460975320)], &[1]),
     ("vector deepseek-ai-DeepSeek-V3.2#12", &[(136, 11405705525011178685, 16411365814918901153), (4, 13186463968737515011, 405377163651646670), (31, 10738139944582102790, 1943590888493248959), (105, 11207115696125327580, 2915675032325492684)], &[1]),
 ];
 

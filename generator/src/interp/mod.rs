@@ -852,8 +852,12 @@ impl<'g> StreamParser<'g> {
             let room = MAX_NAME_LEN - acc.len().min(MAX_NAME_LEN);
             let longest = stops_ref.iter().map(String::len).max().unwrap_or(0);
             let mut cut = (room + longest).min(rest.len());
+            // Round up to the whole character: one that straddles the limit
+            // does not fit (the checks below break the name). Rounding down
+            // could leave nothing to read, and the parser would wait for
+            // text that cannot help.
             while !rest.is_char_boundary(cut) {
-                cut -= 1;
+                cut += 1;
             }
             let window = &rest[..cut];
             match find_first_stop(window, stops_ref) {

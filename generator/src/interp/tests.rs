@@ -87,3 +87,38 @@ fn memory_stays_bounded_by_what_is_held_back() {
     // About 1 MB went through; the parser never kept more than a few KB of it.
     assert!(peak < 16 * 1024, "peak retained text {peak} bytes");
 }
+
+#[test]
+fn a_name_too_long_for_its_room_breaks_where_a_wide_character_straddles_the_limit() {
+    // The name's 64 bytes end inside a three-byte character: the name cannot
+    // fit, so the markup breaks at once. (The window used to be cut back to a
+    // character boundary below the limit, and then to nothing: the parser
+    // waited for more text that could never help, holding all that followed
+    // until the end of the output.)
+    let opts = ParseOptions { tools: vec![tool("f", serde_json::json!({"s": {"type": "string"}}))], ..ParseOptions::default() };
+    let g = build(&qwen_coder_spec(), &opts);
+    let broken = format!("<tool_call>\n<function=a{}", "名".repeat(30));
+    let call = "<tool_call>\n<function=f>\n<parameter=s>\nx\n</parameter>\n</function>\n</tool_call>";
+    for chunk in [1, 4, 1000] {
+        let mut content = String::new();
+        let mut sink = |e: chat_parser_runtime::Event<'_>| {
+            if let chat_parser_runtime::Event::Content(t) = e {
+                content.push_str(t);
+            }
+        };
+        let mut p = StreamParser::new(&g).with_tools(tool_signatures(&opts));
+        for piece in broken.as_bytes().chunks(chunk) {
+            p.feed(piece, &mut sink);
+        }
+        for _ in 0..256 {
+            p.feed(" more content".as_bytes(), &mut sink);
+        }
+        assert!(p.text.len() < 1024, "chunk {chunk}: {} bytes held", p.text.len());
+        drop(sink);
+        assert!(content.starts_with(&broken), "chunk {chunk}: {content:?}");
+        let m = parse_chunked(&g, &opts, &format!("{broken}{call}"), chunk);
+        assert_eq!(m.content, broken, "chunk {chunk}");
+        assert_eq!(m.tool_calls.len(), 1);
+        assert!(m.tool_calls[0].complete);
+    }
+}
