@@ -11,7 +11,7 @@
 set -euo pipefail
 bin="${1:-target/release/chat-parser-bench}"
 templates="Qwen-QwQ-32B.jinja Qwen3-Coder.jinja Mistral-Small-3.2-24B-Instruct-2506.jinja deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja openai-gpt-oss-120b.jinja google-gemma-4-31B-it.jinja"
-shapes="a-text b-long-call c-3-calls d-long-call-escaped e-3-calls-escaped"
+shapes="a-text b-long-call c-3-calls d-long-call-escaped e-3-calls-escaped f-chinese-text"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 count() { # FILE FUNCTION: inclusive instructions of FUNCTION

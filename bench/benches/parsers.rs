@@ -4,9 +4,9 @@
 //! Inputs (`chat_parser_bench::shapes`): six corpus templates of different
 //! output formats (`<think>` + `<tool_call>` JSON, Qwen3-Coder XML
 //! arguments, Mistral `[TOOL_CALLS]`, DeepSeek-R1 with a prompt-opened
-//! `<think>`, harmony, Gemma 4), five 16–17 KB outputs each (reasoning +
-//! content, one long call, three parallel calls, and the two call shapes
-//! with escape-dense arguments). Before anything is timed, every output is
+//! `<think>`, harmony, Gemma 4), six 16–17 KB outputs each (reasoning +
+//! content, one long call, three parallel calls, the two call shapes
+//! with escape-dense arguments, and reasoning + content in Chinese). Before anything is timed, every output is
 //! checked to parse into its intended message with both parsers, whole and
 //! in 4-byte chunks.
 //!

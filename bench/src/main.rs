@@ -13,7 +13,7 @@
 //!
 //! With `--shape`, the text is the benchmark output of that shape for the
 //! template (`shapes`: `a-text`, `b-long-call`, `c-3-calls`,
-//! `d-long-call-escaped`, `e-3-calls-escaped`; the benchmarked templates
+//! `d-long-call-escaped`, `e-3-calls-escaped`, `f-chinese-text`; the benchmarked templates
 //! only) and the request is the benchmark's (`save_snippet`, parallel calls).
 //!
 //! `TEMPLATE.jinja` is a path or a file name; the generated parser is picked

@@ -1,5 +1,5 @@
 //! The benchmark outputs: six corpus templates of different output
-//! formats, five 16 KB outputs each, written in the template's own markup
+//! formats, six 16 KB outputs each, written in the template's own markup
 //! (from right after the generation prompt), with the message each must
 //! parse into. The `parsers` benchmark, the `no_alloc` test and the binary's
 //! test share them.
@@ -25,6 +25,9 @@
 //!   source dense in what JSON escapes (Windows paths, regular expressions,
 //!   quotes in f-strings: one byte in eight of it is escaped), as JSON
 //!   arguments (escaped) or raw values (Qwen3-Coder, Gemma 4: as written).
+//! - `f-chinese-text`: `a` in Chinese (three bytes a character, with some
+//!   ASCII: numbers, code spans, Latin names), as these models often write:
+//!   every 4-byte chunk of it cuts a character.
 //!
 //! The request ([`options`], [`parse_options`]) declares one tool,
 //! `save_snippet(code: string, line: integer)`, with `parallel_tool_calls`
@@ -128,7 +131,7 @@ pub const FAMILIES: [Family; 6] = [
     Family { file: "google-gemma-4-31B-it.jinja", label: "gemma-4", calls: CallStyle::Gemma, reasons: true },
 ];
 
-/// One of the five outputs.
+/// One of the six outputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
     /// 8 KiB reasoning + 8 KiB content.
@@ -141,9 +144,11 @@ pub enum Shape {
     LongCallEscaped,
     /// [`Shape::ThreeCalls`] with Python source dense in what JSON escapes.
     ThreeCallsEscaped,
+    /// [`Shape::Text`] in Chinese.
+    ChineseText,
 }
 
-pub const SHAPES: [Shape; 5] = [Shape::Text, Shape::LongCall, Shape::ThreeCalls, Shape::LongCallEscaped, Shape::ThreeCallsEscaped];
+pub const SHAPES: [Shape; 6] = [Shape::Text, Shape::LongCall, Shape::ThreeCalls, Shape::LongCallEscaped, Shape::ThreeCallsEscaped, Shape::ChineseText];
 
 impl Shape {
     pub fn label(self) -> &'static str {
@@ -153,6 +158,7 @@ impl Shape {
             Shape::ThreeCalls => "c-3-calls",
             Shape::LongCallEscaped => "d-long-call-escaped",
             Shape::ThreeCallsEscaped => "e-3-calls-escaped",
+            Shape::ChineseText => "f-chinese-text",
         }
     }
 
@@ -166,7 +172,15 @@ impl Shape {
 
     /// Reasoning + content only (the 0.5 ns/byte target), or tool arguments (1.5 ns/byte).
     pub fn has_calls(self) -> bool {
-        self != Shape::Text
+        !matches!(self, Shape::Text | Shape::ChineseText)
+    }
+
+    /// The answer prose of this shape.
+    fn content(self, len: usize) -> String {
+        match self {
+            Shape::ChineseText => chinese_content(len),
+            _ => content(len),
+        }
     }
 }
 
@@ -264,6 +278,8 @@ pub fn case(family: &'static Family, shape: Shape) -> Case {
     let (reasoning, content, calls) = match shape {
         Shape::Text if reasons => (reasoning(half), content(half), Vec::new()),
         Shape::Text => (String::new(), content(2 * half), Vec::new()),
+        Shape::ChineseText if reasons => (chinese_reasoning(half), chinese_content(half), Vec::new()),
+        Shape::ChineseText => (String::new(), chinese_content(2 * half), Vec::new()),
         Shape::LongCall | Shape::LongCallEscaped => {
             let call = Call { id: IDS[0], code: shape.code(8 * KIB + 300), line: 120 };
             if reasons {
@@ -283,7 +299,7 @@ pub fn case(family: &'static Family, shape: Shape) -> Case {
     if text.len() < 16 * KIB && !content.is_empty() {
         // Terse markup (Gemma 4 writes code unescaped): more content
         // brings the output to 16 KiB like the others.
-        content = self::content(content.len() + 16 * KIB - text.len() + 64);
+        content = shape.content(content.len() + 16 * KIB - text.len() + 64);
         text = render(family, &reasoning, &content, &calls);
     }
     let has_ids = family.calls == CallStyle::MistralArgs;
@@ -473,6 +489,28 @@ fn content(len: usize) -> String {
          a partial marker at the end of a chunk, or an incomplete UTF-8 sequence such as the first byte of “é”. \
          Costs stay linear, so `parse(a + b)` takes about as long as `parse(a)` plus `parse(b)` when a < b [see note 1].\n\n\
          - step 1: read the chunk;\n- step 2: emit what is certain → the sink.\n\n",
+        len,
+    )
+}
+
+/// Reasoning prose in Chinese (some ASCII: a number, a comparison, a
+/// Latin name).
+fn chinese_reasoning(len: usize) -> String {
+    repeat_to(
+        "用户希望把这个函数改写成每行不超过 80 列。首先检查现有的布局：头部没有问题，但循环体里混用了制表符和空格，需要修正。\
+         如果 n < 10 就走快速路径；否则回到一般情况（对 i < j 有 xs[i] ≤ xs[j]）。\
+         再确认一下边界情况：空输入、只有一行、末尾带换行符。\n\n",
+        len,
+    )
+}
+
+/// Answer prose in Chinese (Markdown-ish, with code spans and `<`).
+fn chinese_content(len: usize) -> String {
+    repeat_to(
+        "这是更新后的版本。解析器现在一次读完输入，只保留必须暂存的部分：块末尾不完整的标记，\
+         或者被截断的 UTF-8 字符，例如“中”的前两个字节。开销保持线性，所以当 a < b 时，\
+         `parse(a + b)` 的耗时大约等于 `parse(a)` 加上 `parse(b)`【见注 1】。\n\n\
+         - 第一步：读取数据块；\n- 第二步：把确定的内容交给 sink。\n\n",
         len,
     )
 }

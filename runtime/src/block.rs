@@ -148,10 +148,9 @@ fn gather(lanes: u64) -> u8 {
     ((lanes >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8
 }
 
-/// `bytes` as text, if they are UTF-8: ASCII a block at a time, and each
-/// run of non-ASCII bytes checked on its own (a multi-byte character is
-/// all non-ASCII bytes, and an ASCII byte is always a whole character, so
-/// the text is UTF-8 exactly when every such run is).
+/// `bytes` as text, if they are UTF-8: a block of ASCII between two
+/// characters at a time, and the other blocks byte by byte by
+/// [`Utf8State`](crate::utf8::Utf8State) (a load and a shift a byte).
 ///
 /// ```
 /// use chat_parser_runtime::__private::utf8_text;
@@ -160,30 +159,33 @@ fn gather(lanes: u64) -> u8 {
 /// ```
 #[inline]
 pub fn utf8_text(bytes: &[u8]) -> Option<&str> {
+    let mut state = crate::utf8::Utf8State::START;
     let mut i = 0;
     loop {
-        // ASCII, a block at a time, then byte by byte near the end.
-        while let Some(b) = block_at(bytes, i) {
-            let high = non_ascii(b);
-            if high != 0 {
-                i += high.trailing_zeros() as usize;
-                break;
-            }
+        // Between characters (or failed for good), ASCII leaves the state
+        // where it is.
+        while block_at(bytes, i).is_some_and(|b| non_ascii(b) == 0) {
             i += BLOCK;
         }
-        while bytes.get(i).is_some_and(u8::is_ascii) {
-            i += 1;
+        // Then whole blocks up to one that ends in ASCII, which leaves the
+        // state between characters or failed. (Text of many multi-byte
+        // characters stays in this loop; reading only from a block's first
+        // non-ASCII byte saves little on text of a few.)
+        while let Some(b) = block_at(bytes, i) {
+            state = state.read(b);
+            i += BLOCK;
+            if b[BLOCK - 1].is_ascii() {
+                break;
+            }
         }
-        if i >= bytes.len() {
+        if block_at(bytes, i).is_none() {
             break;
         }
-        let run = bytes[i..].iter().position(u8::is_ascii).unwrap_or(bytes.len() - i);
-        core::str::from_utf8(&bytes[i..i + run]).ok()?;
-        i += run;
     }
-    // SAFETY: every run of non-ASCII bytes is UTF-8 (checked above) and the
-    // rest is ASCII.
-    Some(unsafe { core::str::from_utf8_unchecked(bytes) })
+    state = state.read(bytes.get(i..).unwrap_or_default());
+    // SAFETY: the state machine read every byte not in an ASCII block
+    // between characters, and ended between characters.
+    state.at_boundary().then(|| unsafe { core::str::from_utf8_unchecked(bytes) })
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@ use core::str;
 /// How much of `bytes` is whole characters, when all of it is valid UTF-8
 /// except a last character cut off at the end (which the next bytes can
 /// still complete); `None` when it holds invalid UTF-8. The streaming fast
-/// path uses this on a few bytes at a time, where a per-character check is
-/// cheaper than the general validator called twice.
+/// path uses this on a few bytes at a time: one pass of [`Utf8State`], then
+/// a step back to the cut character's first byte.
 ///
 /// # Example
 /// ```
@@ -25,43 +25,117 @@ use core::str;
 /// ```
 #[inline(always)]
 pub fn complete_prefix(bytes: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    while i < bytes.len() {
-        let lead = bytes[i];
-        if lead < 0x80 {
-            i += 1;
-            continue;
-        }
-        // Length, and the range of the second byte (which rules out
-        // overlong forms, surrogates and code points past U+10FFFF).
-        let (n, lo, hi) = match lead {
-            0xC2..=0xDF => (2, 0x80, 0xBF),
-            0xE0 => (3, 0xA0, 0xBF),
-            0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
-            0xED => (3, 0x80, 0x9F),
-            0xF0 => (4, 0x90, 0xBF),
-            0xF1..=0xF3 => (4, 0x80, 0xBF),
-            0xF4 => (4, 0x80, 0x8F),
-            _ => return None,
-        };
-        let avail = (bytes.len() - i).min(n);
-        // Unrolled: the second byte in its range, the others continuation
-        // bytes (`10xxxxxx`).
-        if avail > 1 && !(lo..=hi).contains(&bytes[i + 1]) {
-            return None;
-        }
-        if avail > 2 && bytes[i + 2] & 0xC0 != 0x80 {
-            return None;
-        }
-        if avail > 3 && bytes[i + 3] & 0xC0 != 0x80 {
-            return None;
-        }
-        if avail < n {
-            return Some(i);
-        }
-        i += n;
+    let state = Utf8State::START.read(bytes);
+    if state.at_boundary() {
+        Some(bytes.len())
+    } else if state.failed() {
+        None
+    } else {
+        // Inside a character the next bytes can complete: it starts at the
+        // last byte that is not a continuation byte, at most 3 bytes back.
+        bytes.iter().rposition(|&b| !is_continuation(b))
     }
-    Some(bytes.len())
+}
+
+/// Where a UTF-8 check stands after the bytes read so far: between two
+/// characters, inside a character that more bytes can still complete, or
+/// past invalid bytes (for good).
+///
+/// A state machine whose whole transition is one shift: each byte has a
+/// 64-bit row holding, at bit `6·k`, the state that follows state `k` on
+/// that byte. Reading a byte is a load and a shift, with no branch, so a
+/// text of multi-byte characters (Chinese: three bytes each) is checked at
+/// a few instructions a byte, where a check character by character branches
+/// on every lead byte.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::utf8::Utf8State;
+/// let s = Utf8State::START.read("中文".as_bytes());
+/// assert!(s.at_boundary());
+/// let cut = Utf8State::START.read(&"中".as_bytes()[..2]);
+/// assert!(!cut.at_boundary() && !cut.failed());
+/// assert!(cut.read(b"x").failed()); // a continuation byte was due
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Utf8State(u64);
+
+// The states, as the shifts that select their 6-bit field of a row. Invalid
+// is 0: its field is 0 in every row, so it never leaves.
+const INVALID: u64 = 0;
+const BOUNDARY: u64 = 6;
+const NEED_1: u64 = 12;
+const NEED_2: u64 = 18;
+const NEED_3: u64 = 24;
+// After a lead byte whose second byte has a narrower range (no overlong
+// forms, no surrogates, nothing past U+10FFFF).
+const AFTER_E0: u64 = 30; // A0..=BF
+const AFTER_ED: u64 = 36; // 80..=9F
+const AFTER_F0: u64 = 42; // 90..=BF
+const AFTER_F4: u64 = 48; // 80..=8F
+
+/// The row of byte `b`: the state each state goes to on it.
+const fn row(b: u8) -> u64 {
+    let from_boundary = match b {
+        0x00..=0x7f => BOUNDARY,
+        0xc2..=0xdf => NEED_1,
+        0xe0 => AFTER_E0,
+        0xe1..=0xec | 0xee..=0xef => NEED_2,
+        0xed => AFTER_ED,
+        0xf0 => AFTER_F0,
+        0xf1..=0xf3 => NEED_3,
+        0xf4 => AFTER_F4,
+        _ => INVALID,
+    };
+    let mut row = from_boundary << BOUNDARY;
+    if b & 0xc0 == 0x80 {
+        row |= BOUNDARY << NEED_1 | NEED_1 << NEED_2 | NEED_2 << NEED_3;
+        row |= if b >= 0xa0 { NEED_1 << AFTER_E0 } else { NEED_1 << AFTER_ED };
+        row |= if b >= 0x90 { NEED_2 << AFTER_F0 } else { NEED_2 << AFTER_F4 };
+    }
+    row
+}
+
+/// Every byte's row (2 KB).
+static ROWS: [u64; 256] = {
+    let mut rows = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        rows[b] = row(b as u8);
+        b += 1;
+    }
+    rows
+};
+
+impl Utf8State {
+    /// Before any byte: between characters.
+    pub const START: Utf8State = Utf8State(BOUNDARY);
+
+    /// The state after `b`.
+    #[inline(always)]
+    pub fn step(self, b: u8) -> Utf8State {
+        // A shift takes its count modulo 64: only the low 6 bits of the
+        // state are its field's position, the rest is the row's leftover.
+        Utf8State(ROWS[b as usize].wrapping_shr(self.0 as u32))
+    }
+
+    /// The state after `bytes`.
+    #[inline(always)]
+    pub fn read(self, bytes: &[u8]) -> Utf8State {
+        bytes.iter().fold(self, |s, &b| s.step(b))
+    }
+
+    /// Whether the bytes so far are whole characters.
+    #[inline(always)]
+    pub fn at_boundary(self) -> bool {
+        self.0 & 63 == BOUNDARY
+    }
+
+    /// Whether the bytes so far hold invalid UTF-8.
+    #[inline(always)]
+    pub fn failed(self) -> bool {
+        self.0 & 63 == INVALID
+    }
 }
 
 /// The replacement character that stands for invalid UTF-8.
