@@ -191,6 +191,14 @@ impl Utf8Carry {
         self.len == 0
     }
 
+    /// The carried bytes as a little-endian word (zero past them), and
+    /// how many there are.
+    #[inline(always)]
+    pub(crate) fn word(&self) -> (u32, usize) {
+        let n = usize::from(self.len.min(3));
+        (u32::from_le_bytes(self.bytes) & ((1u32 << (8 * n)) - 1), n)
+    }
+
     /// Splits the next chunk into text: the character completed from the
     /// carried bytes (the split's [`head`](Utf8Split::head)), then the rest
     /// of the chunk as pieces of `chunk` (its [`rest`](Utf8Split::rest)),
