@@ -7,9 +7,9 @@
 //! window size and taking the machine's [`Table`].
 
 use crate::machine::{floor_boundary, Core};
-use crate::table::{Machine, Table};
+use crate::table::{Fast, Machine, Table};
 use crate::pack::{pack, unpack};
-use crate::utf8::{ascii_str, complete_prefix, Utf8Carry};
+use crate::utf8::{ascii_str, complete_prefix, Utf8Carry, Utf8State};
 use crate::word::{is_ascii, Word};
 use crate::Sink;
 
@@ -27,6 +27,12 @@ fn put<const N: usize>(dst: &mut [u8], at: usize, src: &[u8]) {
             *d = s;
         }
     }
+}
+
+/// [`Table::fast`], out of line: one copy for every module.
+#[inline(never)]
+fn table_fast<const R: usize, const P: usize, const A: usize>(m: &Table, core: &mut Core<'_, R, P, A>, text: &str, word: Word, sink: &mut impl Sink) -> bool {
+    m.fast(core, text, word, sink)
 }
 
 /// Held-back bytes that a small chunk may complete on the fast path.
@@ -144,7 +150,7 @@ impl Input<[u8]> {
                         core.fast_consumed(s.len() - self.len as usize);
                         return;
                     }
-                } else if self.feed_joined(core, m, 0, bytes, sink) {
+                } else if self.feed_chars::<M, R, P, A>(core, 0, bytes, sink) {
                     return;
                 }
             }
@@ -153,12 +159,78 @@ impl Input<[u8]> {
             && self.held != Held::Packed
             && (self.len == 0 || (self.len as usize <= HELD_SMALL && core.pos == 0))
         {
-            if self.feed_joined(core, m, self.len as usize, bytes, sink) {
+            if self.feed_chars::<M, R, P, A>(core, self.len as usize, bytes, sink) {
                 return;
             }
         }
         // The entry state is read there: only the machine needs it.
         self.feed_slow(core, m, entry, bytes, sink);
+    }
+
+    /// A small chunk with multi-byte characters in it, or after a character
+    /// the last chunk cut off (text of many multi-byte characters: most of
+    /// its chunks). With nothing held and at most 8 bytes joined (in a
+    /// register), the whole characters are reported by the current state's
+    /// fast path: in content and reasoning, the module's own rows, inlined
+    /// (about 45 instructions a chunk fewer than the table's, which work a
+    /// row out from its stop sets); otherwise, or when that path declines,
+    /// [`Self::feed_joined`]. False, and nothing changed, when neither
+    /// takes the chunk.
+    ///
+    /// Generic over the machine, so a copy in every module (1.2–1.9 KB):
+    /// the UTF-8 check and the other states' path are calls.
+    #[inline(never)]
+    fn feed_chars<M: Machine, const R: usize, const P: usize, const A: usize>(
+        &mut self,
+        core: &mut Core<'_, R, P, A>,
+        held: usize,
+        bytes: &[u8],
+        sink: &mut impl Sink,
+    ) -> bool {
+        let (carried, n) = self.utf8.word();
+        let total = n + bytes.len();
+        if let (0, Some(w), true) = (held, Word::new(bytes), total <= 8) {
+            // The carried bytes, then the chunk's, in one word.
+            let bits = u64::from(carried) | w.bits << (8 * n);
+            let joined = bits.to_le_bytes();
+            let joined = &joined[..total];
+            let state = Utf8State::read_apart(joined);
+            let end = if state.at_boundary() {
+                Some(total)
+            } else if state.failed() {
+                None
+            } else {
+                // A character cut off at the end: it starts at the last
+                // byte that is not a continuation byte.
+                joined.iter().rposition(|&b| (b as i8) >= -0x40)
+            };
+            if let Some(end) = end {
+                // SAFETY: the state machine found `joined[..end]` whole
+                // characters of valid UTF-8.
+                let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };
+                let word = Word { bits: bits & u64::MAX.checked_shr(8 * (8 - end) as u32).unwrap_or(0), len: end };
+                // Content and reasoning by the module's rows, inlined; the
+                // other states (raw arguments, JSON) by the table's, out of
+                // line: inlined, they would double more of a module's code
+                // than its 16 KB budget leaves.
+                let taken = end == 0 || {
+                    let stepped = match M::fast_row(core.st) {
+                        fast @ (Fast::Content { .. } | Fast::Reasoning { .. }) => M::TABLE.fast_in(fast, core, s, word, sink),
+                        _ => table_fast(M::TABLE, core, s, word, sink),
+                    };
+                    if stepped {
+                        core.fast_consumed(end);
+                    }
+                    stepped
+                };
+                if taken {
+                    self.utf8.set(&joined[end..]);
+                    self.settle();
+                    return true;
+                }
+            }
+        }
+        self.feed_joined(core, M::TABLE, held, bytes, sink)
     }
 
     /// The fast path for a small chunk joined to what comes before it:
@@ -211,7 +283,7 @@ impl Input<[u8]> {
         let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };
         if !s.is_empty() {
             let word = Word::new(s.as_bytes()).unwrap_or(Word::NONE);
-            if m.fast(core, s, word, sink) {
+            if table_fast(m, core, s, word, sink) {
                 core.fast_consumed(s.len());
             } else if held == 0 && self.hold_partial(core, m, s, sink) {
                 core.fast_consumed(s.len() - self.len as usize);

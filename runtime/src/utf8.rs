@@ -125,6 +125,14 @@ impl Utf8State {
         bytes.iter().fold(self, |s, &b| s.step(b))
     }
 
+    /// The state after `bytes` from the start, read by a function of its
+    /// own: code generic over a parser's machine calls this rather than
+    /// hold its own copy of the unrolled reads.
+    #[inline(never)]
+    pub fn read_apart(bytes: &[u8]) -> Utf8State {
+        Utf8State::START.read(bytes)
+    }
+
     /// Whether the bytes so far are whole characters.
     #[inline(always)]
     pub fn at_boundary(self) -> bool {
