@@ -41,9 +41,12 @@ pub fn complete_prefix(bytes: &[u8]) -> Option<usize> {
 /// characters, inside a character that more bytes can still complete, or
 /// past invalid bytes (for good).
 ///
-/// A state machine whose whole transition is one shift: each byte has a
-/// 64-bit row holding, at bit `6·k`, the state that follows state `k` on
-/// that byte. Reading a byte is a load and a shift, with no branch, so a
+/// A state machine whose whole transition is one shift. Each state is the
+/// position (0, 6, 12, ...) of a 6-bit field; each byte has a 64-bit row
+/// whose field at a state's position holds the state that follows it on
+/// that byte. Shifting the row right by the state brings the next state to
+/// the low 6 bits (the bits above them are the row's leftover, never read).
+/// Reading a byte is a load and a shift, with no branch, so a
 /// text of multi-byte characters (Chinese: three bytes each) is checked at
 /// a few instructions a byte, where a check character by character branches
 /// on every lead byte.
