@@ -255,18 +255,10 @@ impl Input<[u8]> {
             return false;
         }
         let mut buf = [0u8; HELD_SMALL + 3 + 8];
-        let pair;
         let joined: &[u8] = if held == 0 && self.utf8.is_empty() {
             // Nothing to join (the common case: a chunk with a multi-byte
             // character in it): the chunk is checked where it is.
             bytes
-        } else if let (0, Some(w)) = (held, Word::new(bytes)) {
-            // The start of a character the last chunk cut off, then the
-            // chunk (text of many multi-byte characters: most chunks),
-            // joined in a register.
-            let (carried, n) = self.utf8.word();
-            pair = (u128::from(carried) | u128::from(w.bits) << (8 * n)).to_le_bytes();
-            &pair[..n + bytes.len()]
         } else {
             let carried = self.utf8.pending();
             let total = held + carried.len() + bytes.len();
