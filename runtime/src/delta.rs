@@ -308,7 +308,7 @@ impl DeltaBuilder {
         self.announce();
         let index = self.open.as_ref().map_or(0, |open| open.index);
         let calls = &mut self.pending.tool_calls;
-        if calls.last().map_or(true, |last| last.index != index) {
+        if calls.last().is_none_or(|last| last.index != index) {
             calls.push(ToolCallDelta {
                 index,
                 ..ToolCallDelta::default()

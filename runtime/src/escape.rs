@@ -261,7 +261,7 @@ pub fn json_escape_short<'b>(prefix: &str, text: &str, buf: &'b mut [u8; 64]) ->
     if text.len() > SHORT || prefix.len() > 8 {
         return None;
     }
-    let Some(prefix_word) = Word::new(prefix.as_bytes()) else { return None };
+    let prefix_word = Word::new(prefix.as_bytes())?;
     buf[..8].copy_from_slice(&prefix_word.bits.to_le_bytes());
     let mut n = prefix.len();
     // One store of 8 bytes per byte, without a branch: what lies past the
@@ -276,6 +276,63 @@ pub fn json_escape_short<'b>(prefix: &str, text: &str, buf: &'b mut [u8; 64]) ->
     // SAFETY: `prefix` and `text` are whole characters, and escapes
     // replace single ASCII bytes with ASCII text, so `buf[..n]` is too.
     Some(unsafe { core::str::from_utf8_unchecked(&buf[..n.min(64)]) })
+}
+
+/// Decodes JSON string content (`a\"b` → `a"b`), writing the text to `out`
+/// in pieces (runs of `text` and decoded characters), without allocating.
+///
+/// Escapes must be complete in `text` (a streaming caller holds back a
+/// trailing backslash or an incomplete `\u` escape). A `\u` escape that is
+/// not four hex digits of a character (a lone surrogate, say) is kept as
+/// written; an unknown escape `\x` is `x`.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::escape::json_unescape;
+/// let mut s = String::new();
+/// json_unescape(r#"caf\u00e9 \"ok\"\n"#, &mut |p: &str| s.push_str(p));
+/// assert_eq!(s, "café \"ok\"\n");
+/// ```
+pub fn json_unescape(text: &str, out: &mut impl FnMut(&str)) {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if start < i {
+            out(&text[start..i]);
+        }
+        let mut buf = [0u8; 4];
+        let (piece, used): (&str, usize) = match bytes.get(i + 1) {
+            None => ("\\", 1),
+            Some(b'n') => ("\n", 2),
+            Some(b't') => ("\t", 2),
+            Some(b'r') => ("\r", 2),
+            Some(b'b') => ("\u{8}", 2),
+            Some(b'f') => ("\u{c}", 2),
+            Some(b'u') => {
+                let hex = text.get(i + 2..i + 6).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+                match hex.and_then(|h| u32::from_str_radix(h, 16).ok()).and_then(char::from_u32) {
+                    Some(c) => (&*c.encode_utf8(&mut buf), 6),
+                    None => ("\\u", 2),
+                }
+            }
+            Some(_) => {
+                // The escaped character itself (may be multi-byte).
+                let c = text[i + 1..].chars().next().unwrap_or('\\');
+                (&*c.encode_utf8(&mut buf), 1 + c.len_utf8())
+            }
+        };
+        out(piece);
+        i += used;
+        start = i;
+    }
+    if start < bytes.len() {
+        out(&text[start..]);
+    }
 }
 
 #[cfg(test)]
@@ -391,62 +448,5 @@ mod tests {
             let controls = "\u{1f}".repeat(len);
             assert_eq!(escaped(&controls).0, "\\u001f".repeat(len), "{len}");
         }
-    }
-}
-
-/// Decodes JSON string content (`a\"b` → `a"b`), writing the text to `out`
-/// in pieces (runs of `text` and decoded characters), without allocating.
-///
-/// Escapes must be complete in `text` (a streaming caller holds back a
-/// trailing backslash or an incomplete `\u` escape). A `\u` escape that is
-/// not four hex digits of a character (a lone surrogate, say) is kept as
-/// written; an unknown escape `\x` is `x`.
-///
-/// # Example
-/// ```
-/// use chat_parser_runtime::escape::json_unescape;
-/// let mut s = String::new();
-/// json_unescape(r#"caf\u00e9 \"ok\"\n"#, &mut |p: &str| s.push_str(p));
-/// assert_eq!(s, "café \"ok\"\n");
-/// ```
-pub fn json_unescape(text: &str, out: &mut impl FnMut(&str)) {
-    let bytes = text.as_bytes();
-    let mut start = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'\\' {
-            i += 1;
-            continue;
-        }
-        if start < i {
-            out(&text[start..i]);
-        }
-        let mut buf = [0u8; 4];
-        let (piece, used): (&str, usize) = match bytes.get(i + 1) {
-            None => ("\\", 1),
-            Some(b'n') => ("\n", 2),
-            Some(b't') => ("\t", 2),
-            Some(b'r') => ("\r", 2),
-            Some(b'b') => ("\u{8}", 2),
-            Some(b'f') => ("\u{c}", 2),
-            Some(b'u') => {
-                let hex = text.get(i + 2..i + 6).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
-                match hex.and_then(|h| u32::from_str_radix(h, 16).ok()).and_then(char::from_u32) {
-                    Some(c) => (&*c.encode_utf8(&mut buf), 6),
-                    None => ("\\u", 2),
-                }
-            }
-            Some(_) => {
-                // The escaped character itself (may be multi-byte).
-                let c = text[i + 1..].chars().next().unwrap_or('\\');
-                (&*c.encode_utf8(&mut buf), 1 + c.len_utf8())
-            }
-        };
-        out(piece);
-        i += used;
-        start = i;
-    }
-    if start < bytes.len() {
-        out(&text[start..]);
     }
 }

@@ -158,10 +158,9 @@ impl Input<[u8]> {
             && bytes.len() <= 8
             && self.held != Held::Packed
             && (self.len == 0 || (self.len as usize <= HELD_SMALL && core.pos == 0))
+            && self.feed_chars::<M, R, P, A>(core, self.len as usize, bytes, sink)
         {
-            if self.feed_chars::<M, R, P, A>(core, self.len as usize, bytes, sink) {
-                return;
-            }
+            return;
         }
         // The entry state is read there: only the machine needs it.
         self.feed_slow(core, m, entry, bytes, sink);

@@ -1151,14 +1151,12 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         self.pos += n;
         match kind {
             Kind::ToolId => self.id(text, from, self.pos, true, sink),
-            Kind::Content | Kind::Reasoning => {
-                if n > 0 {
-                    self.emit_pos = self.pos;
-                    let raw = text.get(from..self.pos).unwrap_or("");
-                    crate::escape::json_unescape(raw, &mut |piece: &str| {
-                        sink.event(if kind == Kind::Content { Event::Content(piece) } else { Event::Reasoning(piece) })
-                    });
-                }
+            Kind::Content | Kind::Reasoning if n > 0 => {
+                self.emit_pos = self.pos;
+                let raw = text.get(from..self.pos).unwrap_or("");
+                crate::escape::json_unescape(raw, &mut |piece: &str| {
+                    sink.event(if kind == Kind::Content { Event::Content(piece) } else { Event::Reasoning(piece) })
+                });
             }
             _ => {}
         }

@@ -634,7 +634,7 @@ impl Table {
         } else {
             set().may_stop(chunk.as_bytes(), word)
         };
-        !(may_stop && !clear_of_stops(chunk.as_bytes(), set().all)) && c.fast_text(kind, trim, chunk, word, sink)
+        (!may_stop || clear_of_stops(chunk.as_bytes(), set().all)) && c.fast_text(kind, trim, chunk, word, sink)
     }
 
     /// When `chunk` ends with the start of a stop of the current text state

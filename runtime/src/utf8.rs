@@ -458,6 +458,25 @@ fn is_continuation(b: u8) -> bool {
     b & 0xc0 == 0x80
 }
 
+/// `bytes` as text when they are all ASCII (the common case of a streamed
+/// chunk), without a general UTF-8 validation.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::utf8::ascii_str;
+/// assert_eq!(ascii_str(b"abc"), Some("abc"));
+/// assert_eq!(ascii_str("é".as_bytes()), None);
+/// ```
+#[inline]
+pub fn ascii_str(bytes: &[u8]) -> Option<&str> {
+    if bytes.is_ascii() {
+        // SAFETY: every ASCII byte sequence is valid UTF-8.
+        Some(unsafe { str::from_utf8_unchecked(bytes) })
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -593,24 +612,5 @@ mod tests {
             Lossy::new("plain €".as_bytes()).collect::<Vec<_>>(),
             ["plain €"]
         );
-    }
-}
-
-/// `bytes` as text when they are all ASCII (the common case of a streamed
-/// chunk), without a general UTF-8 validation.
-///
-/// # Example
-/// ```
-/// use chat_parser_runtime::utf8::ascii_str;
-/// assert_eq!(ascii_str(b"abc"), Some("abc"));
-/// assert_eq!(ascii_str("é".as_bytes()), None);
-/// ```
-#[inline]
-pub fn ascii_str(bytes: &[u8]) -> Option<&str> {
-    if bytes.is_ascii() {
-        // SAFETY: every ASCII byte sequence is valid UTF-8.
-        Some(unsafe { str::from_utf8_unchecked(bytes) })
-    } else {
-        None
     }
 }

@@ -364,7 +364,7 @@ fn normalize(mut set: Set) -> Set {
     let mut out: Set = Vec::with_capacity(set.len());
     for (lo, hi) in set {
         match out.last_mut() {
-            Some(last) if succ(last.1).map_or(true, |n| lo <= n) => last.1 = last.1.max(hi),
+            Some(last) if succ(last.1).is_none_or(|n| lo <= n) => last.1 = last.1.max(hi),
             _ => out.push((lo, hi)),
         }
     }
@@ -694,7 +694,7 @@ impl Prims<'_, '_> {
                     space.clone(),
                 ]),
             ];
-            let fits = names.iter().zip(&bodies).all(|(name, body)| self.g.get(name).map_or(true, |e| e == body));
+            let fits = names.iter().zip(&bodies).all(|(name, body)| self.g.get(name).is_none_or(|e| e == body));
             if fits {
                 for (name, body) in names.iter().zip(bodies) {
                     if self.g.get(name).is_none() {
@@ -1249,7 +1249,7 @@ impl<'a> Conv<'a, '_> {
         let zero_exclusive = Bound { value: 0.0, exclusive: true };
         let mut alts = Vec::new();
         // v >= 0: its text is the magnitude.
-        if hi.map_or(true, |b| b.value > 0.0 || (b.value == 0.0 && !b.exclusive)) {
+        if hi.is_none_or(|b| b.value > 0.0 || (b.value == 0.0 && !b.exclusive)) {
             let from = match lo {
                 Some(b) if b.value >= 0.0 => b,
                 _ => Bound { value: 0.0, exclusive: false },
@@ -1257,7 +1257,7 @@ impl<'a> Conv<'a, '_> {
             alts.extend(magnitude(from, hi));
         }
         // v < 0: "-" and the magnitude, bounds mirrored.
-        if lo.map_or(true, |b| b.value < 0.0) {
+        if lo.is_none_or(|b| b.value < 0.0) {
             let from = match hi {
                 Some(b) if b.value < 0.0 => Bound { value: -b.value, exclusive: b.exclusive },
                 _ => zero_exclusive,
@@ -1764,14 +1764,14 @@ fn int_range(lo: Option<i64>, hi: Option<i64>) -> Option<Expr> {
         }
     }
     let mut alts = Vec::new();
-    if lo.map_or(true, |l| l < 0) {
+    if lo.is_none_or(|l| l < 0) {
         let from = match hi {
             Some(h) if h < 0 => h.unsigned_abs(),
             _ => 1,
         };
         alts.push(cat([lit("-"), uint_range(from, lo.map(i64::unsigned_abs))]));
     }
-    if hi.map_or(true, |h| h >= 0) {
+    if hi.is_none_or(|h| h >= 0) {
         alts.push(uint_range(lo.map_or(0, |l| l.max(0) as u64), hi.map(|h| h as u64)));
     }
     Some(Expr::alt(alts))
@@ -1798,10 +1798,10 @@ fn magnitude(lo: Bound, hi: Option<Bound>) -> Option<Expr> {
         Some(b) => (Some(floor(b.value)), None),
     };
     let mut alts = Vec::new();
-    if a_int && lo.exclusive && hi.map_or(true, |b| a < b.value) {
+    if a_int && lo.exclusive && hi.is_none_or(|b| a < b.value) {
         alts.push(cat([same_length(&decimal(a as u64), &decimal(a as u64)), frac_nonzero]));
     }
-    if to.map_or(true, |t| from <= t) {
+    if to.is_none_or(|t| from <= t) {
         alts.push(cat([uint_range(from.max(0) as u64, to.map(|t| t as u64)), frac_any]));
     }
     if let Some(b) = upper_edge {
@@ -2303,7 +2303,7 @@ mod tests {
         for &(lo, hi) in cases {
             let e = int_range(lo, hi).unwrap();
             for v in -1100i64..=1100 {
-                let want = lo.map_or(true, |l| v >= l) && hi.map_or(true, |h| v <= h);
+                let want = lo.is_none_or(|l| v >= l) && hi.is_none_or(|h| v <= h);
                 assert_eq!(matches(&e, &v.to_string()), want, "{v} in {lo:?}..={hi:?}");
             }
             assert!(!matches(&e, "01") && !matches(&e, "-0") && !matches(&e, "+1"));
