@@ -315,7 +315,7 @@ fn c_programs_match_the_rust_parsers() {
     let driver = root().join("tests/c/driver.c");
     for (label, flags) in [("plain", &[][..]), ("asan+ubsan", &["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"][..])] {
         let exe = work.join(format!("driver-{}", label.replace('+', "-")));
-        if let Err(e) = compile(&[driver.clone()], &library, &exe, flags) {
+        if let Err(e) = compile(std::slice::from_ref(&driver), &library, &exe, flags) {
             if label == "plain" {
                 println!("SKIP c abi: no C compiler: {e}");
                 return;

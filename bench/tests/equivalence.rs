@@ -370,10 +370,14 @@ fn broken_python_escape() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// A case's label, the mutations made to its text ([`mutate`]) and the
+/// chunk sizes that showed the difference.
+type Mutated = (&'static str, &'static [(u8, usize, usize)], &'static [usize]);
+
 /// Broken outputs that once differed, found by `mutated_outputs` (the
 /// case, the mutations, the chunk sizes), kept as fixed cases since that
 /// test draws new ones on every run.
-const MUTATED: &[(&str, &[(u8, usize, usize)], &[usize])] = &[
+const MUTATED: &[Mutated] = &[
     // A Python string's backslash before a newline (see `broken_python_escape`).
     ("round trip ByteDance-Seed-OSS.jinja #14", &[(152, 742836193261558011, 0), (72, 1988707435711819903, 164733480794223)], &[1]),
     ("vector ByteDance-Seed-OSS#6", &[(232, 8376322666984857533, 175181509568910641)], &[2, 18, 8, 9, 14]),

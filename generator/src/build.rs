@@ -270,7 +270,7 @@ impl Builder {
 pub fn module_name(file: &str) -> String {
     let stem = file.strip_suffix(".jinja").unwrap_or(file);
     let mut name: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
-    if name.chars().next().map_or(true, |c| c.is_ascii_digit()) {
+    if name.chars().next().is_none_or(|c| c.is_ascii_digit()) {
         name.insert(0, '_');
     }
     name
@@ -300,7 +300,7 @@ fn camel(snake: &str) -> String {
 pub fn const_name(file: &str) -> String {
     let stem = file.strip_suffix(".jinja").unwrap_or(file);
     let mut name: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
-    if name.chars().next().map_or(true, |c| c.is_ascii_digit()) {
+    if name.chars().next().is_none_or(|c| c.is_ascii_digit()) {
         name.insert(0, '_');
     }
     name

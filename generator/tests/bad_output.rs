@@ -1825,10 +1825,10 @@ fn very_long_inputs_finish_quickly() {
             let good = fx.family.render(&[call("get_weather", IDS[0], &[("city", s("Paris")), ("days", j("3"))])]);
             let at = good.rfind('3').unwrap_or(0);
             let mut deep = good.as_bytes()[..at].to_vec();
-            deep.extend(std::iter::repeat(b'[').take(MB));
+            deep.extend(std::iter::repeat_n(b'[', MB));
             inputs.push(("a call whose argument is 1 MB of '['".into(), deep, vec![Chunking::Every(4096)]));
             let mut long_value = good.as_bytes()[..at].to_vec();
-            long_value.extend(std::iter::repeat(b'7').take(MB));
+            long_value.extend(std::iter::repeat_n(b'7', MB));
             inputs.push(("a call whose argument is a 1 MB number".into(), long_value, vec![Chunking::Every(4096)]));
             // Whitespace after the name and after each '>' or '}' of a valid
             // call (where markup allows whitespace), in 64-byte chunks.

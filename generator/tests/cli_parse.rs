@@ -220,8 +220,8 @@ fn stream_with(template: &str, request: &Value, options: &[&str]) -> (Vec<Value>
         let fields = delta.as_object().expect("delta object");
         assert!(!fields.is_empty(), "no empty deltas");
         assert!(fields.keys().all(|k| ["content", "reasoning_content", "tool_calls"].contains(&k.as_str())), "{delta}");
-        assert!(fields.get("content").map_or(true, |c| c.as_str().is_some_and(|c| !c.is_empty())), "{delta}");
-        assert!(fields.get("reasoning_content").map_or(true, |c| c.as_str().is_some_and(|c| !c.is_empty())), "{delta}");
+        assert!(fields.get("content").is_none_or(|c| c.as_str().is_some_and(|c| !c.is_empty())), "{delta}");
+        assert!(fields.get("reasoning_content").is_none_or(|c| c.as_str().is_some_and(|c| !c.is_empty())), "{delta}");
         for call in fields.get("tool_calls").map(|c| c.as_array().expect("array").clone()).unwrap_or_default() {
             assert!(call["index"].is_u64(), "a delta's call has an index: {delta}");
         }

@@ -227,7 +227,7 @@ fn list_tokens(source: &str) -> Option<(String, String)> {
 /// a call gives the recipient marker and the namespace (` to=` `functions.`).
 fn harmony_channels(spec: &FormatSpec, r: &mut Renderer<'_>) -> Option<ChannelSpec> {
     let prompt = spec.generation_prompt.thinking.trim();
-    let role_at = prompt.rfind(|c: char| c == '>' || c == ']')? + 1;
+    let role_at = prompt.rfind(['>', ']'])? + 1;
     let (header_start, role) = (prompt[..role_at].to_string(), prompt[role_at..].trim().to_string());
     let message = spec.content.start.trim().to_string();
     if header_start.is_empty() || role.is_empty() || message.is_empty() {
@@ -241,7 +241,7 @@ fn harmony_channels(spec: &FormatSpec, r: &mut Renderer<'_>) -> Option<ChannelSp
     let before = reply[..thinking_at].strip_suffix(message.as_str())?;
     let channel_header = &before[before.rfind(header_start.as_str())? + header_start.len()..];
     let channel_header = channel_header.trim_start().strip_prefix(role.as_str())?;
-    let word_at = channel_header.rfind(|c: char| c == '>' || c == ']')? + 1;
+    let word_at = channel_header.rfind(['>', ']'])? + 1;
     let (channel, reasoning_channel) = (channel_header[..word_at].trim().to_string(), channel_header[word_at..].trim().to_string());
     let after = &reply[thinking_at + THINKING_CONTENT.len()..];
     let end = after[..after.find(header_start.as_str())?].trim().to_string();

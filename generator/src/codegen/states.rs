@@ -15,6 +15,10 @@ use quote::{format_ident, quote};
 
 use crate::ir::{Alt, JsonKind, Mark, Node, TextKind};
 
+/// A loop's head state and the state that runs after a broken round
+/// (`None`: none).
+type LoopResume = (u16, Option<u16>);
+
 /// The state table of all variants of one parser.
 #[derive(Default)]
 pub struct States {
@@ -39,9 +43,9 @@ pub struct States {
     pub fast: Vec<(u16, String)>,
     /// Compiled nodes, by their text, successor and first loop number,
     /// with the loops they registered.
-    compiled: std::collections::HashMap<(String, u16, usize), (u16, Vec<(u16, Option<u16>)>)>,
+    compiled: std::collections::HashMap<(String, u16, usize), (u16, Vec<LoopResume>)>,
     /// Per variant: each loop's head and recovery state.
-    pub resumes: Vec<Vec<(u16, Option<u16>)>>,
+    pub resumes: Vec<Vec<LoopResume>>,
     /// Per variant: entry state.
     pub entries: Vec<u16>,
     /// Largest number of loops, nested regions and loop alternatives in any
@@ -422,7 +426,7 @@ pub fn uses_ident(tokens: &TokenStream, name: &str) -> bool {
 }
 
 struct Variant {
-    loops: Vec<(u16, Option<u16>)>,
+    loops: Vec<LoopResume>,
 }
 
 /// A state's constant name, from what it does: `literal "</tool_call>"`
