@@ -193,7 +193,7 @@ impl Input<[u8]> {
             let bits = u64::from(carried) | w.bits << (8 * n);
             let joined = bits.to_le_bytes();
             let joined = &joined[..total];
-            let state = Utf8State::read_apart(joined);
+            let state = Utf8State::read_word(bits, total);
             let end = if state.at_boundary() {
                 Some(total)
             } else if state.failed() {
@@ -223,7 +223,9 @@ impl Input<[u8]> {
                     stepped
                 };
                 if taken {
-                    self.utf8.set(&joined[end..]);
+                    // The cut character's bytes: the word past `end` (zero
+                    // past `total`).
+                    self.utf8.set_word(bits.checked_shr(8 * end as u32).unwrap_or(0) as u32, total - end);
                     self.settle();
                     return true;
                 }

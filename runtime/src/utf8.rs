@@ -128,12 +128,28 @@ impl Utf8State {
         bytes.iter().fold(self, |s, &b| s.step(b))
     }
 
-    /// The state after `bytes` from the start, read by a function of its
-    /// own: code generic over a parser's machine calls this rather than
-    /// hold its own copy of the unrolled reads.
+    /// The state after the first `len` bytes (at most 8) of `bits`, a
+    /// little-endian word, from the start: a chunk joined to a carried
+    /// character in a register is read where it is. A function of its own:
+    /// code generic over a parser's machine calls it rather than hold its
+    /// own copy of the unrolled steps.
+    ///
+    /// ```
+    /// use chat_parser_runtime::utf8::Utf8State;
+    /// let bits = u64::from_le_bytes(*b"a\xe4\xb8\xad\xe6\x96\x87\0"); // "a中文"
+    /// assert!(Utf8State::read_word(bits, 7).at_boundary());
+    /// let cut = Utf8State::read_word(bits, 6); // "a中" and two bytes of "文"
+    /// assert!(!cut.at_boundary() && !cut.failed());
+    /// ```
     #[inline(never)]
-    pub fn read_apart(bytes: &[u8]) -> Utf8State {
-        Utf8State::START.read(bytes)
+    pub fn read_word(bits: u64, len: usize) -> Utf8State {
+        let mut state = Utf8State::START;
+        let mut rest = bits;
+        for _ in 0..len.min(8) {
+            state = state.step(rest as u8);
+            rest >>= 8;
+        }
+        state
     }
 
     /// Whether the bytes so far are whole characters.
@@ -266,6 +282,15 @@ impl Utf8Carry {
         self.bytes[..tail.len()].copy_from_slice(tail);
         self.len = tail.len() as u8;
         Utf8Split { head, rest: body }
+    }
+
+    /// Carries the first `len` bytes of `tail` (little-endian, zero past
+    /// them), the start of a character (at most 3 bytes) that
+    /// [`complete_prefix`] found completable: [`Self::set`] for a word.
+    #[inline(always)]
+    pub(crate) fn set_word(&mut self, tail: u32, len: usize) {
+        self.bytes = tail.to_le_bytes();
+        self.len = len.min(3) as u8;
     }
 
     /// Carries `tail`, the start of a character (at most 3 bytes) that
