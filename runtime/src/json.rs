@@ -246,18 +246,24 @@ enum Token {
 }
 
 /// Inside a string.
+///
+/// (`repr(C)`, `quote` and `hex` first: the streaming fast path's test
+/// for a plain JSON string, `quote == b'"' && hex == 0`, reads two
+/// adjacent bytes, which the compiler merges into one comparison: about
+/// 0.7% of the instructions of streaming JSON arguments.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 struct Str {
     /// `"`, `'` for a Python string, or [`MARKED`] for a string between
     /// string markers.
     quote: u8,
+    /// Hex digits of a `\u` escape still to come.
+    hex: u8,
+    /// A backslash was read.
+    escape: bool,
     /// Bytes of the closing string marker read at the end of the last
     /// chunk, not reported yet (a marked string).
     held: u8,
-    /// A backslash was read.
-    escape: bool,
-    /// Hex digits of a `\u` escape still to come.
-    hex: u8,
     /// The string is an object key.
     key: bool,
 }
