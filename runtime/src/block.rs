@@ -221,6 +221,68 @@ mod tests {
         }
     }
 
+    /// Long texts of every density of multi-byte characters among ASCII
+    /// (blocks skipped, blocks read), with up to three cut or invalid
+    /// pieces anywhere.
+    #[test]
+    fn long_texts_agree_with_the_standard_check() {
+        let ascii: [&[u8]; 3] = [b"abcdefghijklmnopqrstu", b" ", b"xy"];
+        let wide: [&[u8]; 5] = [b"\xc3\xa9", b"\xe4\xb8\xad", b"\xf0\x9f\x98\x80", b"\xe2\x86\x92", b"\xe6\x96\x87\xe5\xad\x97"];
+        let broken: [&[u8]; 7] = [b"\xe4\xb8", b"\x80", b"\x80\x80\x80\x80", b"\xff", b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80"];
+        let mut state = 0x3c6e_f372_fe94_f82bu64;
+        let mut buf = [0u8; 2048];
+        for round in 0..50_000 {
+            crate::xorshift(&mut state);
+            // One piece in `density` is a multi-byte one (1: all of them).
+            let density = 1 + (state % 40);
+            let target = 16 + (state >> 8) as usize % 1500;
+            let mut len = 0;
+            while len < target {
+                crate::xorshift(&mut state);
+                let piece = if state % density == 0 { wide[(state >> 8) as usize % wide.len()] } else { ascii[(state >> 8) as usize % ascii.len()] };
+                buf[len..len + piece.len()].copy_from_slice(piece);
+                len += piece.len();
+            }
+            // Up to three broken pieces: a cut character, then a lone
+            // continuation byte after it, may look whole to a check that
+            // skips the ASCII between them.
+            for _ in 0..round % 4 {
+                crate::xorshift(&mut state);
+                let piece = broken[(state % broken.len() as u64) as usize];
+                let at = (state >> 16) as usize % len;
+                buf.copy_within(at..len, at + piece.len());
+                buf[at..at + piece.len()].copy_from_slice(piece);
+                len += piece.len();
+            }
+            let text = &buf[..len];
+            // (Lengths: a wrong `Some` holds invalid UTF-8, which `Debug`
+            // could not print.)
+            assert_eq!(utf8_text(text).map(str::len), core::str::from_utf8(text).ok().map(str::len), "round {round}: {text:?}");
+        }
+    }
+
+    /// A character cut by ASCII, then the continuation bytes it lacked,
+    /// at every offset from a block's edge: whatever skips ASCII must not
+    /// join them.
+    #[test]
+    fn a_character_cut_by_ascii_is_invalid_at_every_offset() {
+        let mut buf = [b'a'; 128];
+        // Each start with as many continuation bytes as it lacks.
+        for (lead, lacks) in [(&b"\xe4"[..], 2), (b"\xe4\xb8", 1), (b"\xf0\x9f", 2), (b"\xf0\x9f\x98", 1), (b"\xc3", 1)] {
+            for p in 0..40 {
+                for q in 1..24 {
+                    buf.fill(b'a');
+                    buf[p..p + lead.len()].copy_from_slice(lead);
+                    let at = p + lead.len() + q;
+                    buf[at..at + lacks].fill(0xad);
+                    let text = &buf[..at + lacks + (p * 7 + q) % 40];
+                    assert!(utf8_text(text).is_none(), "{text:?}");
+                    assert_eq!(core::str::from_utf8(text).ok(), None);
+                }
+            }
+        }
+    }
+
     #[test]
     fn utf8_text_agrees_with_the_standard_check() {
         let pieces: [&[u8]; 9] = [b"abcdefgh", b"\xc3\xa9", b"\xe4\xb8\xad", b"\xf0\x9f\x98\x80", b"\xe4\xb8", b"\x80", b"\xff", b"\xed\xa0\x80", b"0123456789abcdef"];
