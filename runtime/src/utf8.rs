@@ -285,8 +285,8 @@ impl Utf8Carry {
     }
 
     /// Carries the first `len` bytes of `tail` (little-endian, zero past
-    /// them), the start of a character (at most 3 bytes) that
-    /// [`complete_prefix`] found completable: [`Self::set`] for a word.
+    /// them), the start of a character (at most 3 bytes) that the state
+    /// machine found completable: [`Self::set`] for a word.
     #[inline(always)]
     pub(crate) fn set_word(&mut self, tail: u32, len: usize) {
         self.bytes = tail.to_le_bytes();
@@ -536,6 +536,33 @@ mod tests {
                         assert_eq!(complete_prefix(&t), complete_prefix_by_std(&t), "{t:x?}");
                     }
                 }
+            }
+        }
+    }
+
+    /// The word forms the streaming fast path uses agree with the slice
+    /// forms: `read_word` with `read` on every length, and `set_word` (the
+    /// word shifted past the whole characters) with `set` on the rest.
+    #[test]
+    fn word_forms_agree_with_slice_forms() {
+        let alphabet = [0x00, 0x41, 0x7f, 0x80, 0x9f, 0xa0, 0xbf, 0xc2, 0xdf, 0xe0, 0xe4, 0xed, 0xef, 0xf0, 0xf4, 0xff];
+        let mut state = 0x6a09_e667_f3bc_c909u64;
+        for _ in 0..300_000 {
+            crate::xorshift(&mut state);
+            let len = (state % 9) as usize;
+            let mut bytes = [0u8; 8];
+            for (i, b) in bytes.iter_mut().enumerate().take(len) {
+                *b = alphabet[(state >> (4 * i + 8)) as usize % alphabet.len()];
+            }
+            let bits = u64::from_le_bytes(bytes);
+            let by_word = Utf8State::read_word(bits, len);
+            let by_slice = Utf8State::START.read(&bytes[..len]);
+            assert_eq!(by_word.0 & 63, by_slice.0 & 63, "{:x?}", &bytes[..len]);
+            if let Some(end) = complete_prefix(&bytes[..len]) {
+                let (mut a, mut b) = (Utf8Carry::new(), Utf8Carry::new());
+                a.set_word(bits.checked_shr(8 * end as u32).unwrap_or(0) as u32, len - end);
+                b.set(&bytes[end..len]);
+                assert_eq!(a, b, "{:x?} cut at {end}", &bytes[..len]);
             }
         }
     }
