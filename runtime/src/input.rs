@@ -9,7 +9,7 @@
 use crate::machine::{floor_boundary, Core};
 use crate::table::{Fast, Machine, Table};
 use crate::pack::{pack, unpack};
-use crate::utf8::{ascii_str, complete_prefix, Utf8Carry, Utf8State};
+use crate::utf8::{ascii_str, complete_prefix, whole_prefix, Utf8Carry, Utf8State};
 use crate::word::{is_ascii, Word};
 use crate::Sink;
 
@@ -176,7 +176,7 @@ impl Input<[u8]> {
     /// [`Self::feed_joined`]. False, and nothing changed, when neither
     /// takes the chunk.
     ///
-    /// Generic over the machine, so a copy in every module (1.2–1.9 KB):
+    /// Generic over the machine, so a copy in every module (1.1–1.9 KB):
     /// the UTF-8 check and the other states' path are calls.
     #[inline(never)]
     fn feed_chars<M: Machine, const R: usize, const P: usize, const A: usize>(
@@ -193,17 +193,7 @@ impl Input<[u8]> {
             let bits = u64::from(carried) | w.bits << (8 * n);
             let joined = bits.to_le_bytes();
             let joined = &joined[..total];
-            let state = Utf8State::read_word(bits, total);
-            let end = if state.at_boundary() {
-                Some(total)
-            } else if state.failed() {
-                None
-            } else {
-                // A character cut off at the end: it starts at the last
-                // byte that is not a continuation byte.
-                joined.iter().rposition(|&b| (b as i8) >= -0x40)
-            };
-            if let Some(end) = end {
+            if let Some(end) = whole_prefix(Utf8State::read_word(bits, total), joined) {
                 // SAFETY: the state machine found `joined[..end]` whole
                 // characters of valid UTF-8.
                 let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };

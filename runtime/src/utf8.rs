@@ -25,7 +25,13 @@ use core::str;
 /// ```
 #[inline(always)]
 pub fn complete_prefix(bytes: &[u8]) -> Option<usize> {
-    let state = Utf8State::START.read(bytes);
+    whole_prefix(Utf8State::START.read(bytes), bytes)
+}
+
+/// [`complete_prefix`] given `state`, the state after `bytes` from the
+/// start (the streaming fast path reads them as a word: `Utf8State::read_word`).
+#[inline(always)]
+pub(crate) fn whole_prefix(state: Utf8State, bytes: &[u8]) -> Option<usize> {
     if state.at_boundary() {
         Some(bytes.len())
     } else if state.failed() {
