@@ -193,33 +193,36 @@ impl Input<[u8]> {
             let bits = u64::from(carried) | w.bits << (8 * n);
             let joined = bits.to_le_bytes();
             let joined = &joined[..total];
-            if let Some(end) = whole_prefix(Utf8State::read_word(bits, total), joined) {
-                // SAFETY: the state machine found `joined[..end]` whole
-                // characters of valid UTF-8.
-                let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };
-                let word = Word { bits: bits & u64::MAX.checked_shr(8 * (8 - end) as u32).unwrap_or(0), len: end };
-                // Content and reasoning by the module's rows, inlined; the
-                // other states (raw arguments, JSON) by the table's, out of
-                // line: inlined, they would double more of a module's code
-                // than its 16 KB budget leaves.
-                let taken = end == 0 || {
-                    let stepped = match M::fast_row(core.st) {
-                        fast @ (Fast::Content { .. } | Fast::Reasoning { .. }) => M::TABLE.fast_in(fast, core, s, word, sink),
-                        _ => table_fast(M::TABLE, core, s, word, sink),
-                    };
-                    if stepped {
-                        core.fast_consumed(end);
-                    }
-                    stepped
+            // (Invalid UTF-8, or text no fast path takes, is the machine's:
+            // `feed_joined` would join and try the same again.)
+            let Some(end) = whole_prefix(Utf8State::read_word(bits, total), joined) else { return false };
+            // SAFETY: the state machine found `joined[..end]` whole
+            // characters of valid UTF-8.
+            let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };
+            let word = Word { bits: bits & u64::MAX.checked_shr(8 * (8 - end) as u32).unwrap_or(0), len: end };
+            // Content and reasoning by the module's rows, inlined; the
+            // other states (raw arguments, JSON) by the table's, out of
+            // line: inlined, they would double more of a module's code
+            // than its 16 KB budget leaves. Then, as in `feed_joined`, up
+            // to the start of a stop it ends with.
+            if end > 0 {
+                let stepped = match M::fast_row(core.st) {
+                    fast @ (Fast::Content { .. } | Fast::Reasoning { .. }) => M::TABLE.fast_in(fast, core, s, word, sink),
+                    _ => table_fast(M::TABLE, core, s, word, sink),
                 };
-                if taken {
-                    // The cut character's bytes: the word past `end` (zero
-                    // past `total`).
-                    self.utf8.set_word(bits.checked_shr(8 * end as u32).unwrap_or(0) as u32, total - end);
-                    self.settle();
-                    return true;
+                if stepped {
+                    core.fast_consumed(end);
+                } else if self.hold_partial(core, M::TABLE, s, sink) {
+                    core.fast_consumed(end - self.len as usize);
+                } else {
+                    return false;
                 }
             }
+            // The cut character's bytes: the word past `end` (zero past
+            // `total`).
+            self.utf8.set_word(bits.checked_shr(8 * end as u32).unwrap_or(0) as u32, total - end);
+            self.settle();
+            return true;
         }
         self.feed_joined(core, M::TABLE, held, bytes, sink)
     }
