@@ -176,7 +176,7 @@ impl Input<[u8]> {
     /// [`Self::feed_joined`]. False, and nothing changed, when neither
     /// takes the chunk.
     ///
-    /// Generic over the machine, so a copy in every module (1.1–1.9 KB):
+    /// Generic over the machine, so a copy in every module (1.2–1.9 KB):
     /// the UTF-8 check and the other states' path are calls.
     #[inline(never)]
     fn feed_chars<M: Machine, const R: usize, const P: usize, const A: usize>(
