@@ -170,11 +170,12 @@ impl Input<[u8]> {
     /// the last chunk cut off (text of many multi-byte characters: most of
     /// its chunks). With nothing held and at most 8 bytes joined (in a
     /// register), the whole characters are reported by the current state's
-    /// fast path: in content and reasoning, the module's own rows, inlined
-    /// (about 45 instructions a chunk fewer than the table's, which work a
-    /// row out from its stop sets); otherwise, or when that path declines,
-    /// [`Self::feed_joined`]. False, and nothing changed, when neither
-    /// takes the chunk.
+    /// fast path (in content and reasoning, the module's own rows, inlined:
+    /// about 45 instructions a chunk fewer than the table's, which work a
+    /// row out from its stop sets), or up to the start of a stop they end
+    /// with ([`Self::hold_partial`]). Held bytes, or more than 8 joined, go
+    /// to [`Self::feed_joined`]. False, and nothing changed, when no fast
+    /// path takes the chunk.
     ///
     /// Generic over the machine, so a copy in every module (1.2–1.9 KB):
     /// the UTF-8 check and the other states' path are calls.
