@@ -49,6 +49,7 @@ pub mod parser;
 pub mod states;
 pub mod table;
 pub mod utf8;
+mod utf8_vector;
 mod word;
 
 #[cfg(feature = "alloc")]
@@ -92,6 +93,7 @@ pub mod __private {
     pub use crate::pack::packed_len;
     pub use crate::utf8::{ascii_str, Lossy, Utf8Carry, Utf8Split, REPLACEMENT};
     pub use crate::block::{block_at, json_specials, non_ascii, utf8_text, BLOCK};
+    pub use crate::utf8_vector::check as utf8_check_blocks;
     pub use crate::word::{has_byte, holds_any, holds_any_of, holds_json_escape, is_ascii, json_escape_lanes, may_start_stop, needs_json_escape, Word};
 }
 
