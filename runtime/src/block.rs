@@ -148,6 +148,35 @@ fn gather(lanes: u64) -> u8 {
     ((lanes >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8
 }
 
+/// Whether the CPU has SSSE3 (the byte shuffle `pshufb`, which the UTF-8
+/// check and the JSON escape use to look bytes up in 16-entry tables):
+/// asked once (`cpuid`, no `std` needed), then read from a static.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn has_ssse3() -> bool {
+    use core::sync::atomic::{AtomicU8, Ordering};
+    const UNKNOWN: u8 = 0;
+    const ABSENT: u8 = 1;
+    const PRESENT: u8 = 2;
+    static SSSE3: AtomicU8 = AtomicU8::new(UNKNOWN);
+    if cfg!(target_feature = "ssse3") {
+        return true;
+    }
+    match SSSE3.load(Ordering::Relaxed) {
+        PRESENT => true,
+        ABSENT => false,
+        _ => {
+            // Leaf 1, ECX bit 9. (Every x86-64 CPU has `cpuid`; the races
+            // of two first callers store the same answer.)
+            #[allow(unused_unsafe)]
+            // SAFETY: `cpuid` exists on every x86-64 CPU.
+            let yes = unsafe { core::arch::x86_64::__cpuid(1) }.ecx & (1 << 9) != 0;
+            SSSE3.store(if yes { PRESENT } else { ABSENT }, Ordering::Relaxed);
+            yes
+        }
+    }
+}
+
 /// `bytes` as text, if they are UTF-8. A long text, on a CPU with SSSE3,
 /// by blocks of 16 bytes (`utf8_vector`: about two instructions a byte of multi-byte
 /// characters); otherwise a block of ASCII between two characters at a

@@ -30,9 +30,9 @@
 //! back, `F0` or more three back), compared with the table's bit by one
 //! exclusive or. A text must also not end inside a character.
 //!
-//! The shuffle (`pshufb`) is SSSE3, which not every x86-64 CPU has; the CPU
-//! is asked once (`cpuid`, no `std` needed). Without it, and on other
-//! architectures, [`check`] declines and the state machine reads the text.
+//! The shuffle (`pshufb`) is SSSE3, which not every x86-64 CPU has
+//! ([`crate::block::has_ssse3`]). Without it, and on other architectures,
+//! [`check`] declines and the state machine reads the text.
 
 #[cfg(target_arch = "x86_64")]
 use core::arch::x86_64::{
@@ -59,39 +59,12 @@ pub const MIN_LEN: usize = 32;
 #[inline]
 pub fn check(bytes: &[u8]) -> Option<bool> {
     #[cfg(target_arch = "x86_64")]
-    if bytes.len() >= MIN_LEN && has_ssse3() {
+    if bytes.len() >= MIN_LEN && crate::block::has_ssse3() {
         // SAFETY: the CPU has SSSE3.
         return Some(unsafe { check_ssse3(bytes) });
     }
     let _ = bytes;
     None
-}
-
-/// Whether the CPU has SSSE3: asked once, then read from a static.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn has_ssse3() -> bool {
-    use core::sync::atomic::{AtomicU8, Ordering};
-    const UNKNOWN: u8 = 0;
-    const ABSENT: u8 = 1;
-    const PRESENT: u8 = 2;
-    static SSSE3: AtomicU8 = AtomicU8::new(UNKNOWN);
-    if cfg!(target_feature = "ssse3") {
-        return true;
-    }
-    match SSSE3.load(Ordering::Relaxed) {
-        PRESENT => true,
-        ABSENT => false,
-        _ => {
-            // Leaf 1, ECX bit 9. (Every x86-64 CPU has `cpuid`; the races
-            // of two first callers store the same answer.)
-            #[allow(unused_unsafe)]
-            // SAFETY: `cpuid` exists on every x86-64 CPU.
-            let yes = unsafe { core::arch::x86_64::__cpuid(1) }.ecx & (1 << 9) != 0;
-            SSSE3.store(if yes { PRESENT } else { ABSENT }, Ordering::Relaxed);
-            yes
-        }
-    }
 }
 
 // The error bits of the module's table.
