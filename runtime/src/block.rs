@@ -162,6 +162,10 @@ pub(crate) fn has_ssse3() -> bool {
     if cfg!(target_feature = "ssse3") {
         return true;
     }
+    // (`cpuid` faults inside an SGX enclave.)
+    if cfg!(target_env = "sgx") {
+        return false;
+    }
     match SSSE3.load(Ordering::Relaxed) {
         PRESENT => true,
         ABSENT => false,

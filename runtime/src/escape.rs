@@ -216,9 +216,8 @@ unsafe fn escape_block_ssse3(buf: &mut [u8; ESCAPE_BUF], n: usize, window: &[u8;
     }
     let mask = _mm_movemask_epi8(short) as usize;
     let at = n & AT_MASK;
-    // SAFETY (of the stores): `at + 16` and `at + 16 + 16` are within the
-    // buffer (`ESCAPE_BUF` is `AT_MASK + 1 + 16`, and the second store
-    // starts at most 16 bytes after the first, masked again).
+    // SAFETY (of the stores): each starts at a position masked with
+    // `AT_MASK`, and `ESCAPE_BUF` is `AT_MASK + 1 + 16`.
     if mask == 0 {
         _mm_storeu_si128(buf.as_mut_ptr().add(at).cast(), v);
         return n + step;
@@ -507,7 +506,7 @@ mod tests {
     /// back to the text.
     #[test]
     fn shuffled_and_byte_escapes_agree_at_every_density() {
-        let plain = ["a", "bc", " = ", "é", "中", "🙂", "\u{7f}", "0123456789abcdef"];
+        let plain = ["a", "bc", " = ", "é", "中", "🙂", "\u{7f}", "0123456789abcdef", "?"];
         let special = ["\"", "\\", "\n", "\r", "\t", "\u{1}", "\u{8}", "\u{1f}", "\u{0}"];
         let mut state = 0x853c_49e6_748f_ea9bu64;
         for round in 0..20_000 {
@@ -522,7 +521,12 @@ mod tests {
                 crate::xorshift(&mut state);
                 let kinds = if long_too { special.len() } else { 5 };
                 let piece = if state % density == 0 { special[(state >> 8) as usize % kinds] } else { plain[(state >> 8) as usize % plain.len()] };
-                text.push_str(piece);
+                if piece == "?" {
+                    // Any printable ASCII byte.
+                    text.push(char::from(0x20 + (state >> 20) as u8 % 0x5f));
+                } else {
+                    text.push_str(piece);
+                }
             }
             let (all, _) = escaped(&text);
             let mut by_bytes = String::new();

@@ -212,6 +212,7 @@ unsafe fn check_ssse3(bytes: &[u8]) -> bool {
             }
         }
     }
+    debug_assert!(len >= MIN_LEN);
     if len >= MIN_LEN {
         let last = load(len - BLOCK);
         if len % BLOCK != 0 {
@@ -236,8 +237,10 @@ mod tests {
         let mut buf = [b'a'; 80];
         for x in 0..=255u8 {
             for y in 0..=255u8 {
-                for z in [b'a', 0x80, 0xbf, 0xc0] {
-                    for at in [15, 16, 31, 77] {
+                for z in [b'a', 0x80, 0xc0] {
+                    // Lanes 13, 14, 15 and 0 of a block, before more
+                    // blocks (cut or not) and at the text's end.
+                    for at in [13, 14, 15, 16, 29, 30, 31, 32, 77] {
                         buf.fill(b'a');
                         for (k, b) in [x, y, z, 0x80].into_iter().enumerate() {
                             if let Some(d) = buf.get_mut(at + k) {
@@ -246,6 +249,38 @@ mod tests {
                         }
                         for len in [at + 2, 80] {
                             let text = &buf[..len.min(80)];
+                            let valid = core::str::from_utf8(text).is_ok();
+                            assert_eq!(crate::block::utf8_text(text).is_some(), valid, "{text:?}");
+                            assert!(check(text).is_none_or(|v| v == valid), "{text:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A character of two, three or four bytes at every position of texts
+    /// of 32 to 64 bytes, in ASCII or among other characters: across the
+    /// edge of every block, the overlapping last one's included.
+    #[test]
+    fn a_character_anywhere_in_a_short_text_agrees_with_the_standard_check() {
+        let mut buf = [0u8; 64];
+        for background in ["a", "é"] {
+            for wide in ["ß", "中", "🙂"] {
+                for len in MIN_LEN..=64 {
+                    for at in 0..=len - wide.len() {
+                        for (k, b) in buf.iter_mut().enumerate() {
+                            *b = background.as_bytes()[k % background.len()];
+                        }
+                        buf[at..at + wide.len()].copy_from_slice(wide.as_bytes());
+                        // Whole, then without its last byte (a cut
+                        // character, or a byte of `é` cut off after it).
+                        for cut in [0, 1] {
+                            let text = &buf[..len];
+                            let mut text_cut = [0u8; 64];
+                            text_cut[..len].copy_from_slice(text);
+                            text_cut.copy_within(at + wide.len()..len, at + wide.len() - cut);
+                            let text = &text_cut[..len - cut];
                             let valid = core::str::from_utf8(text).is_ok();
                             assert_eq!(crate::block::utf8_text(text).is_some(), valid, "{text:?}");
                             assert!(check(text).is_none_or(|v| v == valid), "{text:?}");
