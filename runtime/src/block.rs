@@ -149,36 +149,74 @@ fn gather(lanes: u64) -> u8 {
 }
 
 /// Whether the CPU has SSSE3 (the byte shuffle `pshufb`, which the UTF-8
-/// check and the JSON escape use to look bytes up in 16-entry tables):
-/// asked once (`cpuid`, no `std` needed), then read from a static.
+/// check and the JSON escape use to look bytes up in 16-entry tables).
 #[cfg(target_arch = "x86_64")]
 #[inline]
 pub(crate) fn has_ssse3() -> bool {
+    cfg!(target_feature = "ssse3") || cpu() & SSSE3 != 0
+}
+
+/// Whether the CPU has AVX2 and the system saves its registers (the UTF-8
+/// check 32 bytes at a time).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn has_avx2() -> bool {
+    cfg!(target_feature = "avx2") || cpu() & AVX2 != 0
+}
+
+#[cfg(target_arch = "x86_64")]
+const ASKED: u8 = 1;
+#[cfg(target_arch = "x86_64")]
+const SSSE3: u8 = 2;
+#[cfg(target_arch = "x86_64")]
+const AVX2: u8 = 4;
+
+/// What the CPU has, as `ASKED | SSSE3 | AVX2` bits: asked once (`cpuid`,
+/// no `std` needed), then read from a static.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn cpu() -> u8 {
     use core::sync::atomic::{AtomicU8, Ordering};
-    const UNKNOWN: u8 = 0;
-    const ABSENT: u8 = 1;
-    const PRESENT: u8 = 2;
-    static SSSE3: AtomicU8 = AtomicU8::new(UNKNOWN);
-    if cfg!(target_feature = "ssse3") {
-        return true;
+    static CPU: AtomicU8 = AtomicU8::new(0);
+    let known = CPU.load(Ordering::Relaxed);
+    if known & ASKED != 0 {
+        return known;
     }
+    // (The races of two first callers store the same answer.)
+    let found = ask_cpu();
+    CPU.store(found, Ordering::Relaxed);
+    found
+}
+
+/// [`cpu`], asked.
+#[cfg(target_arch = "x86_64")]
+#[cold]
+fn ask_cpu() -> u8 {
+    use core::arch::x86_64::{__cpuid, __cpuid_count, _xgetbv};
     // (`cpuid` faults inside an SGX enclave.)
     if cfg!(target_env = "sgx") {
-        return false;
+        return ASKED;
     }
-    match SSSE3.load(Ordering::Relaxed) {
-        PRESENT => true,
-        ABSENT => false,
-        _ => {
-            // Leaf 1, ECX bit 9. (Every x86-64 CPU has `cpuid`; the races
-            // of two first callers store the same answer.)
-            #[allow(unused_unsafe)]
-            // SAFETY: `cpuid` exists on every x86-64 CPU.
-            let yes = unsafe { core::arch::x86_64::__cpuid(1) }.ecx & (1 << 9) != 0;
-            SSSE3.store(if yes { PRESENT } else { ABSENT }, Ordering::Relaxed);
-            yes
+    #[allow(unused_unsafe)]
+    // SAFETY: `cpuid` exists on every x86-64 CPU.
+    let (max_leaf, leaf1) = unsafe { (__cpuid(0).eax, __cpuid(1)) };
+    let mut found = ASKED;
+    // Leaf 1: ECX bit 9 SSSE3, bit 27 OSXSAVE (the system saves registers
+    // it enables), bit 28 AVX.
+    if leaf1.ecx & (1 << 9) != 0 {
+        found |= SSSE3;
+    }
+    if leaf1.ecx & (1 << 27 | 1 << 28) == 1 << 27 | 1 << 28 && max_leaf >= 7 {
+        // SAFETY: OSXSAVE says `xgetbv` is enabled; leaf 7 exists.
+        #[allow(unused_unsafe)]
+        let (saved, leaf7) = unsafe { (_xgetbv(0), __cpuid_count(7, 0)) };
+        // The system saves the 16- and 32-byte registers (bits 1 and 2);
+        // leaf 7 EBX bit 5 is AVX2.
+        if saved & 0b110 == 0b110 && leaf7.ebx & (1 << 5) != 0 {
+            found |= AVX2;
         }
     }
+    found
 }
 
 /// `bytes` as text, if they are UTF-8. A long text, on a CPU with SSSE3,

@@ -1,10 +1,10 @@
-//! A long text checked for UTF-8 sixteen bytes at a time, by table lookups
-//! on the bytes' halves (x86-64 with SSSE3, found at run time).
+//! A long text checked for UTF-8 16 or 32 bytes at a time, by table lookups
+//! on the bytes' halves (x86-64 with SSSE3 or AVX2, found at run time).
 //!
 //! Text of many multi-byte characters (Chinese: three bytes each) is most of
 //! what a one-shot parse of it costs: [`Utf8State`](crate::utf8::Utf8State)
-//! reads it at about four instructions a byte. Here a block of 16 bytes is
-//! checked at once, at about two a byte.
+//! reads it at about four instructions a byte. Here a register of 16 bytes
+//! (SSSE3) or 32 (AVX2) is checked at once, at about two or one a byte.
 //!
 //! # How a block is checked
 //! Every error UTF-8 can hold shows in a byte and the one to three bytes
@@ -31,17 +31,16 @@
 //! exclusive or. A text must also not end inside a character.
 //!
 //! The shuffle (`pshufb`) is SSSE3, which not every x86-64 CPU has
-//! ([`crate::block::has_ssse3`]). Without it, and on other architectures,
-//! [`check`] declines and the state machine reads the text.
+//! ([`crate::block::has_ssse3`]); its 32-byte form is AVX2
+//! ([`crate::block::has_avx2`]). The check is written once ([`Lanes`]) for
+//! both. Without either, and on other architectures, [`check`] declines and
+//! the state machine reads the text.
 
 #[cfg(target_arch = "x86_64")]
-use core::arch::x86_64::{
-    __m128i, _mm_alignr_epi8, _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_setr_epi8,
-    _mm_setzero_si128, _mm_shuffle_epi8, _mm_srli_epi16, _mm_subs_epu8, _mm_xor_si128,
-};
+use core::arch::x86_64::*;
 
-/// The shortest text [`check`] takes: its last block is read overlapping the
-/// one before it, both whole, so nothing is copied.
+/// The shortest text [`check`] takes: its last register is read
+/// overlapping the one before it, both whole, so nothing is copied.
 pub const MIN_LEN: usize = 32;
 
 /// Whether `bytes` are UTF-8: `None` when they are fewer than 32 or
@@ -59,9 +58,16 @@ pub const MIN_LEN: usize = 32;
 #[inline]
 pub fn check(bytes: &[u8]) -> Option<bool> {
     #[cfg(target_arch = "x86_64")]
-    if bytes.len() >= MIN_LEN && crate::block::has_ssse3() {
-        // SAFETY: the CPU has SSSE3.
-        return Some(unsafe { check_ssse3(bytes) });
+    {
+        use crate::block::{has_avx2, has_ssse3};
+        if bytes.len() >= 2 * <__m256i as Lanes>::LEN && has_avx2() {
+            // SAFETY: the CPU has AVX2; the text holds two registers.
+            return Some(unsafe { check_avx2(bytes) });
+        }
+        if bytes.len() >= MIN_LEN && has_ssse3() {
+            // SAFETY: the CPU has SSSE3; the text holds two registers.
+            return Some(unsafe { check_ssse3(bytes) });
+        }
     }
     let _ = bytes;
     None
@@ -123,109 +129,307 @@ const BYTE_HIGH: [u8; 16] = [
     TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, // lead bytes
 ];
 
+/// A register of bytes, the unit the check reads: 16 (SSSE3) or 32 (AVX2).
+/// Each operation is what the check needs of it; all are inlined into the
+/// one function per register that enables its instructions.
+#[cfg(target_arch = "x86_64")]
+trait Lanes: Copy {
+    /// The bytes a register holds.
+    const LEN: usize;
+    /// Loads the `LEN` bytes at `at`.
+    ///
+    /// # Safety
+    /// They are readable; the CPU has the register's instructions.
+    unsafe fn load(at: *const u8) -> Self;
+    /// The 16-entry table `t` in each 16-byte lane.
+    unsafe fn table(t: [u8; 16]) -> Self;
+    unsafe fn zero() -> Self;
+    unsafe fn or(self, other: Self) -> Self;
+    /// Whether every byte is ASCII.
+    unsafe fn ascii(self) -> bool;
+    /// Whether every byte is zero.
+    unsafe fn zeros(self) -> bool;
+    /// The register of the bytes `N` places back: the last `N` bytes of
+    /// `before`, then the first bytes of `self`.
+    unsafe fn back<const N: i32>(self, before: Self) -> Self;
+    /// Each byte looked up in `table` (16 entries) by its low half.
+    unsafe fn lookup(self, table: Self) -> Self;
+    /// Each byte's high half.
+    unsafe fn high_half(self) -> Self;
+    unsafe fn low_half(self) -> Self;
+    unsafe fn and(self, other: Self) -> Self;
+    unsafe fn xor(self, other: Self) -> Self;
+    /// Each byte less `n`, down to 0 at least.
+    unsafe fn saturating_sub(self, n: u8) -> Self;
+    /// Each byte of `n`.
+    unsafe fn splat(n: u8) -> Self;
+    /// Each byte less the bytes of `max`, which are 0xff but for the last
+    /// three: 0xef, 0xdf, 0xbf.
+    unsafe fn less_last_three(self) -> Self;
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes for __m128i {
+    const LEN: usize = 16;
+    #[inline(always)]
+    unsafe fn load(at: *const u8) -> Self {
+        _mm_loadu_si128(at.cast())
+    }
+    #[inline(always)]
+    unsafe fn table(t: [u8; 16]) -> Self {
+        _mm_loadu_si128(t.as_ptr().cast())
+    }
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        _mm_setzero_si128()
+    }
+    #[inline(always)]
+    unsafe fn or(self, other: Self) -> Self {
+        _mm_or_si128(self, other)
+    }
+    #[inline(always)]
+    unsafe fn ascii(self) -> bool {
+        _mm_movemask_epi8(self) == 0
+    }
+    #[inline(always)]
+    unsafe fn zeros(self) -> bool {
+        _mm_movemask_epi8(_mm_cmpeq_epi8(self, _mm_setzero_si128())) == 0xffff
+    }
+    #[inline(always)]
+    unsafe fn back<const N: i32>(self, before: Self) -> Self {
+        // (`alignr` takes the shift as a constant expression of its own.)
+        match N {
+            1 => _mm_alignr_epi8::<15>(self, before),
+            2 => _mm_alignr_epi8::<14>(self, before),
+            _ => _mm_alignr_epi8::<13>(self, before),
+        }
+    }
+    #[inline(always)]
+    unsafe fn lookup(self, table: Self) -> Self {
+        _mm_shuffle_epi8(table, self)
+    }
+    #[inline(always)]
+    unsafe fn high_half(self) -> Self {
+        _mm_and_si128(_mm_srli_epi16::<4>(self), _mm_set1_epi8(0x0f))
+    }
+    #[inline(always)]
+    unsafe fn low_half(self) -> Self {
+        _mm_and_si128(self, _mm_set1_epi8(0x0f))
+    }
+    #[inline(always)]
+    unsafe fn and(self, other: Self) -> Self {
+        _mm_and_si128(self, other)
+    }
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        _mm_xor_si128(self, other)
+    }
+    #[inline(always)]
+    unsafe fn saturating_sub(self, n: u8) -> Self {
+        _mm_subs_epu8(self, _mm_set1_epi8(n as i8))
+    }
+    #[inline(always)]
+    unsafe fn splat(n: u8) -> Self {
+        _mm_set1_epi8(n as i8)
+    }
+    #[inline(always)]
+    unsafe fn less_last_three(self) -> Self {
+        let m = -1;
+        _mm_subs_epu8(self, _mm_setr_epi8(m, m, m, m, m, m, m, m, m, m, m, m, m, 0xef_u8 as i8, 0xdf_u8 as i8, 0xbf_u8 as i8))
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes for __m256i {
+    const LEN: usize = 32;
+    #[inline(always)]
+    unsafe fn load(at: *const u8) -> Self {
+        _mm256_loadu_si256(at.cast())
+    }
+    #[inline(always)]
+    unsafe fn table(t: [u8; 16]) -> Self {
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr().cast()))
+    }
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        _mm256_setzero_si256()
+    }
+    #[inline(always)]
+    unsafe fn or(self, other: Self) -> Self {
+        _mm256_or_si256(self, other)
+    }
+    #[inline(always)]
+    unsafe fn ascii(self) -> bool {
+        _mm256_movemask_epi8(self) == 0
+    }
+    #[inline(always)]
+    unsafe fn zeros(self) -> bool {
+        _mm256_testz_si256(self, self) == 1
+    }
+    #[inline(always)]
+    unsafe fn back<const N: i32>(self, before: Self) -> Self {
+        // The shuffles work within 16-byte lanes: the bytes before the low
+        // lane are the high lane of `before`.
+        let between = _mm256_permute2x128_si256::<0x21>(before, self);
+        match N {
+            1 => _mm256_alignr_epi8::<15>(self, between),
+            2 => _mm256_alignr_epi8::<14>(self, between),
+            _ => _mm256_alignr_epi8::<13>(self, between),
+        }
+    }
+    #[inline(always)]
+    unsafe fn lookup(self, table: Self) -> Self {
+        _mm256_shuffle_epi8(table, self)
+    }
+    #[inline(always)]
+    unsafe fn high_half(self) -> Self {
+        _mm256_and_si256(_mm256_srli_epi16::<4>(self), _mm256_set1_epi8(0x0f))
+    }
+    #[inline(always)]
+    unsafe fn low_half(self) -> Self {
+        _mm256_and_si256(self, _mm256_set1_epi8(0x0f))
+    }
+    #[inline(always)]
+    unsafe fn and(self, other: Self) -> Self {
+        _mm256_and_si256(self, other)
+    }
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        _mm256_xor_si256(self, other)
+    }
+    #[inline(always)]
+    unsafe fn saturating_sub(self, n: u8) -> Self {
+        _mm256_subs_epu8(self, _mm256_set1_epi8(n as i8))
+    }
+    #[inline(always)]
+    unsafe fn splat(n: u8) -> Self {
+        _mm256_set1_epi8(n as i8)
+    }
+    #[inline(always)]
+    unsafe fn less_last_three(self) -> Self {
+        let m = -1;
+        #[rustfmt::skip]
+        let max = _mm256_setr_epi8(
+            m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m,
+            m, m, m, m, m, m, m, m, m, m, m, m, m, 0xef_u8 as i8, 0xdf_u8 as i8, 0xbf_u8 as i8,
+        );
+        _mm256_subs_epu8(self, max)
+    }
+}
+
+/// The error bits of register `bytes`, given the register before it.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn table(t: [u8; 16]) -> __m128i {
-    let t = t.map(|b| b as i8);
-    _mm_setr_epi8(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15])
-}
-
-/// The error bits of block `bytes`, given the block before it.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "ssse3")]
-#[inline]
-unsafe fn block_errors(bytes: __m128i, before: __m128i, [before_high, before_low, byte_high]: [__m128i; 3]) -> __m128i {
-    let low_half = _mm_set1_epi8(0x0f);
-    // The bytes one, two and three back, across the blocks' edge.
-    let back1 = _mm_alignr_epi8::<15>(bytes, before);
-    let back2 = _mm_alignr_epi8::<14>(bytes, before);
-    let back3 = _mm_alignr_epi8::<13>(bytes, before);
-    let high = |v| _mm_and_si128(_mm_srli_epi16::<4>(v), low_half);
-    let pair = _mm_and_si128(
-        _mm_and_si128(_mm_shuffle_epi8(before_high, high(back1)), _mm_shuffle_epi8(before_low, _mm_and_si128(back1, low_half))),
-        _mm_shuffle_epi8(byte_high, high(bytes)),
-    );
+unsafe fn block_errors<V: Lanes>(bytes: V, before: V, [before_high, before_low, byte_high]: [V; 3]) -> V {
+    // The bytes one, two and three back, across the registers' edge.
+    let back1 = bytes.back::<1>(before);
+    let pair = back1.high_half().lookup(before_high).and(back1.low_half().lookup(before_low)).and(bytes.high_half().lookup(byte_high));
     // Third byte: `E0` or more two back; fourth: `F0` or more three back.
     // Subtracting (saturated) 0x60 or 0x70 leaves 0x80 or more just then.
-    let third = _mm_subs_epu8(back2, _mm_set1_epi8(0x60));
-    let fourth = _mm_subs_epu8(back3, _mm_set1_epi8(0x70));
-    let must_continue = _mm_and_si128(_mm_or_si128(third, fourth), _mm_set1_epi8(TWO_CONTS as i8));
-    _mm_xor_si128(must_continue, pair)
+    let third = bytes.back::<2>(before).saturating_sub(0x60);
+    let fourth = bytes.back::<3>(before).saturating_sub(0x70);
+    third.or(fourth).and(V::splat(TWO_CONTS)).xor(pair)
 }
 
-/// Nonzero where `bytes`, the last block, ends inside a character: a lead
-/// byte of two, three or four bytes last, next to last or third from last.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "ssse3")]
-#[inline]
-unsafe fn ends_inside(bytes: __m128i) -> __m128i {
-    let m = -1;
-    let max = _mm_setr_epi8(m, m, m, m, m, m, m, m, m, m, m, m, m, 0xef_u8 as i8, 0xdf_u8 as i8, 0xbf_u8 as i8);
-    _mm_subs_epu8(bytes, max)
-}
-
-/// [`check`] with SSSE3. Blocks of ASCII are passed over, two at a time
-/// where they can be. A run of blocks that are not ASCII is checked block
-/// by block, each against the one before it (the first against zeros,
-/// which the tables read as they read any ASCII); the block of ASCII after
-/// the run only must not follow a character cut short. The last 16 bytes
-/// are then checked against the 16 before them, read overlapping the
-/// blocks (the errors of a block depend only on it and the block before
-/// it), and the text must not end inside a character.
+/// [`check`] by registers `V`. Registers of ASCII are passed over, two at
+/// a time where they can be. A run of registers that are not ASCII is
+/// checked register by register, each against the one before it (the
+/// first against zeros, which the tables read as they read any ASCII); the
+/// register of ASCII after the run only must not follow a character cut
+/// short (a lead byte among its last three). The last `LEN` bytes are then
+/// checked against the `LEN` before them, read overlapping the registers
+/// (the errors of a register depend only on it and the one before it), and
+/// the text must not end inside a character.
 ///
 /// # Safety
-/// The CPU has SSSE3; `bytes` holds at least [`MIN_LEN`] bytes.
+/// The CPU has `V`'s instructions; `bytes` holds at least `2 * V::LEN`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "ssse3")]
-unsafe fn check_ssse3(bytes: &[u8]) -> bool {
-    use crate::block::BLOCK;
-    let tables = [table(BEFORE_HIGH), table(BEFORE_LOW), table(BYTE_HIGH)];
-    let len = bytes.len();
-    // SAFETY (of each call): `at + 16 <= len`.
-    let load = |at: usize| _mm_loadu_si128(bytes.as_ptr().add(at).cast());
-    let ascii = |v| _mm_movemask_epi8(v) == 0;
-    let mut errors = _mm_setzero_si128();
+#[inline(always)]
+unsafe fn check_with<V: Lanes>(bytes: &[u8]) -> bool {
+    let tables = [V::table(BEFORE_HIGH), V::table(BEFORE_LOW), V::table(BYTE_HIGH)];
+    let (len, step) = (bytes.len(), V::LEN);
+    // SAFETY (of each call): `at + step <= len`.
+    let load = |at: usize| V::load(bytes.as_ptr().add(at));
+    let mut errors = V::zero();
     let mut i = 0;
     loop {
-        while i + 2 * BLOCK <= len && ascii(_mm_or_si128(load(i), load(i + BLOCK))) {
-            i += 2 * BLOCK;
+        while i + 2 * step <= len && load(i).or(load(i + step)).ascii() {
+            i += 2 * step;
         }
-        while i + BLOCK <= len && ascii(load(i)) {
-            i += BLOCK;
+        while i + step <= len && load(i).ascii() {
+            i += step;
         }
-        if i + BLOCK > len {
+        if i + step > len {
             break;
         }
-        let mut before = _mm_setzero_si128();
+        let mut before = V::zero();
         let mut v = load(i);
         loop {
-            errors = _mm_or_si128(errors, block_errors(v, before, tables));
-            i += BLOCK;
-            if i + BLOCK > len {
+            errors = errors.or(block_errors(v, before, tables));
+            i += step;
+            if i + step > len {
                 break;
             }
             (before, v) = (v, load(i));
-            if ascii(v) {
-                errors = _mm_or_si128(errors, ends_inside(before));
-                i += BLOCK;
+            if v.ascii() {
+                errors = errors.or(before.less_last_three());
+                i += step;
                 break;
             }
         }
     }
-    debug_assert!(len >= MIN_LEN);
-    if len >= MIN_LEN {
-        let last = load(len - BLOCK);
-        if len % BLOCK != 0 {
-            errors = _mm_or_si128(errors, block_errors(last, load(len - 2 * BLOCK), tables));
+    debug_assert!(len >= 2 * step);
+    if len >= 2 * step {
+        let last = load(len - step);
+        if len % step != 0 {
+            errors = errors.or(block_errors(last, load(len - 2 * step), tables));
         }
-        errors = _mm_or_si128(errors, ends_inside(last));
+        errors = errors.or(last.less_last_three());
     }
-    _mm_movemask_epi8(_mm_cmpeq_epi8(errors, _mm_setzero_si128())) == 0xffff
+    errors.zeros()
+}
+
+/// [`check_with`] 16 bytes at a time.
+///
+/// # Safety
+/// The CPU has SSSE3; `bytes` holds at least 32 bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "ssse3")]
+unsafe fn check_ssse3(bytes: &[u8]) -> bool {
+    check_with::<__m128i>(bytes)
+}
+
+/// [`check_with`] 32 bytes at a time.
+///
+/// # Safety
+/// The CPU has AVX2; `bytes` holds at least 64 bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn check_avx2(bytes: &[u8]) -> bool {
+    check_with::<__m256i>(bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `check` and each register's check this CPU can run on `text`: all
+    /// must be `valid`.
+    fn agrees(text: &[u8], valid: bool) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::block::{has_avx2, has_ssse3};
+            // SAFETY: the CPU has the instructions; the lengths are tested.
+            if has_ssse3() && text.len() >= 32 && unsafe { check_ssse3(text) } != valid {
+                return false;
+            }
+            // SAFETY: as above.
+            if has_avx2() && text.len() >= 64 && unsafe { check_avx2(text) } != valid {
+                return false;
+            }
+        }
+        check(text).is_none_or(|v| v == valid)
+    }
 
     /// Every pair of bytes (and every lead byte with each byte after it
     /// cut, or followed by continuation bytes) in the middle of a long
@@ -238,9 +442,10 @@ mod tests {
         for x in 0..=255u8 {
             for y in 0..=255u8 {
                 for z in [b'a', 0x80, 0xc0] {
-                    // Lanes 13, 14, 15 and 0 of a block, before more
-                    // blocks (cut or not) and at the text's end.
-                    for at in [13, 14, 15, 16, 29, 30, 31, 32, 77] {
+                    // Lanes 13, 14, 15 and 0 of a 16-byte block (and of a
+                    // 32-byte one's lanes), before more blocks (cut or not)
+                    // and at the text's end.
+                    for at in [13, 14, 15, 16, 29, 30, 31, 32, 45, 47, 48, 77] {
                         buf.fill(b'a');
                         for (k, b) in [x, y, z, 0x80].into_iter().enumerate() {
                             if let Some(d) = buf.get_mut(at + k) {
@@ -251,7 +456,7 @@ mod tests {
                             let text = &buf[..len.min(80)];
                             let valid = core::str::from_utf8(text).is_ok();
                             assert_eq!(crate::block::utf8_text(text).is_some(), valid, "{text:?}");
-                            assert!(check(text).is_none_or(|v| v == valid), "{text:?}");
+                            assert!(agrees(text, valid), "{text:?}");
                         }
                     }
                 }
@@ -260,14 +465,14 @@ mod tests {
     }
 
     /// A character of two, three or four bytes at every position of texts
-    /// of 32 to 64 bytes, in ASCII or among other characters: across the
-    /// edge of every block, the overlapping last one's included.
+    /// of 32 to 130 bytes, in ASCII or among other characters: across the
+    /// edge of every register, the overlapping last one's included.
     #[test]
     fn a_character_anywhere_in_a_short_text_agrees_with_the_standard_check() {
-        let mut buf = [0u8; 64];
+        let mut buf = [0u8; 130];
         for background in ["a", "é"] {
             for wide in ["ß", "中", "🙂"] {
-                for len in MIN_LEN..=64 {
+                for len in MIN_LEN..=130 {
                     for at in 0..=len - wide.len() {
                         for (k, b) in buf.iter_mut().enumerate() {
                             *b = background.as_bytes()[k % background.len()];
@@ -277,13 +482,13 @@ mod tests {
                         // character, or a byte of `é` cut off after it).
                         for cut in [0, 1] {
                             let text = &buf[..len];
-                            let mut text_cut = [0u8; 64];
+                            let mut text_cut = [0u8; 130];
                             text_cut[..len].copy_from_slice(text);
                             text_cut.copy_within(at + wide.len()..len, at + wide.len() - cut);
                             let text = &text_cut[..len - cut];
                             let valid = core::str::from_utf8(text).is_ok();
                             assert_eq!(crate::block::utf8_text(text).is_some(), valid, "{text:?}");
-                            assert!(check(text).is_none_or(|v| v == valid), "{text:?}");
+                            assert!(agrees(text, valid), "{text:?}");
                         }
                     }
                 }
