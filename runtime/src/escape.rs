@@ -71,23 +71,39 @@ pub fn json_escape(text: &str, out: &mut impl FnMut(&str)) {
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if crate::block::has_ssse3() {
-        // SAFETY: the CPU has SSSE3.
-        unsafe { escape_long_ssse3(text, plain, out) };
-        return;
+    {
+        use crate::block::{has_avx2, has_ssse3};
+        if has_avx2() {
+            // SAFETY: the CPU has AVX2.
+            unsafe { escape_long_avx2(text, plain, out) };
+            return;
+        }
+        if has_ssse3() {
+            // SAFETY: the CPU has SSSE3.
+            unsafe { escape_long_ssse3(text, plain, out) };
+            return;
+        }
     }
-    escape_long(text, plain, out, escape_block);
+    escape_long::<BLOCK, { 2 * BLOCK }>(text, plain, out, escape_block);
 }
 
 /// [`json_escape`] of a text that needs an escape and is longer than
-/// [`SHORT`] (`plain`: the bytes before its first escape), a block at a
-/// time by `escape_block` (what [`escape_block`] does).
+/// [`SHORT`] (`plain`: the bytes before its first escape), `STEP` bytes
+/// (one or two blocks) at a time by `escape_step`, which escapes the first
+/// `step` bytes of a `WINDOW` (`STEP` bytes and the block after them: the
+/// byte-by-byte block copies the rest of a block after an escape from
+/// there) to the buffer, and returns the buffer's new end.
 #[inline(always)]
-fn escape_long(text: &str, plain: usize, out: &mut impl FnMut(&str), escape_block: impl Fn(&mut [u8; ESCAPE_BUF], usize, &[u8; 2 * BLOCK], usize) -> usize) {
+fn escape_long<const STEP: usize, const WINDOW: usize>(
+    text: &str,
+    plain: usize,
+    out: &mut impl FnMut(&str),
+    escape_step: impl Fn(&mut [u8; ESCAPE_BUF], usize, &[u8; WINDOW], usize) -> usize,
+) {
+    const { assert!(WINDOW == STEP + BLOCK && STEP <= 2 * BLOCK) };
     let bytes = text.as_bytes();
-    // Runs are copied a block at a time: the buffer has room for the
-    // blocks and escapes written after it passes FLUSH_AT, until a
-    // character ends.
+    // Runs are copied a step at a time: the buffer has room for the steps
+    // and escapes written after it passes FLUSH_AT, until a character ends.
     let mut buf = [0u8; ESCAPE_BUF];
     let mut n = 0;
     let mut i = 0;
@@ -98,21 +114,20 @@ fn escape_long(text: &str, plain: usize, out: &mut impl FnMut(&str), escape_bloc
             i = plain;
         }
     }
-    // A block at a time, each read with the 16 bytes after it (the rest of
-    // the block after an escape is copied from there), then the last one
-    // or two blocks from a copy padded with spaces (which need no escape;
-    // only the count of the text's own bytes is kept).
-    while let Some(window) = bytes.get(i..i + 2 * BLOCK).and_then(|w| <&[u8; 2 * BLOCK]>::try_from(w).ok()) {
-        n = escape_block(&mut buf, n, window, BLOCK);
-        i += BLOCK;
+    // A step at a time, each read with the block after it, then the last
+    // one or two from a copy padded with spaces (which need no escape; only
+    // the count of the text's own bytes is kept).
+    while let Some(window) = bytes.get(i..i + WINDOW).and_then(|w| <&[u8; WINDOW]>::try_from(w).ok()) {
+        n = escape_step(&mut buf, n, window, STEP);
+        i += STEP;
         n = flush_full(text, i, &mut buf, n, out);
     }
     while let Some(rest) = bytes.get(i..).filter(|r| !r.is_empty()) {
-        let mut pad = [b' '; 2 * BLOCK];
-        let len = rest.len().min(2 * BLOCK);
+        let mut pad = [b' '; WINDOW];
+        let len = rest.len().min(WINDOW);
         pad[..len].copy_from_slice(&rest[..len]);
-        let step = len.min(BLOCK);
-        n = escape_block(&mut buf, n, &pad, step);
+        let step = len.min(STEP);
+        n = escape_step(&mut buf, n, &pad, step);
         i += step;
         n = flush_full(text, i, &mut buf, n, out);
     }
@@ -182,7 +197,68 @@ fn escape_block(buf: &mut [u8; ESCAPE_BUF], mut n: usize, window: &[u8; 2 * BLOC
 #[target_feature(enable = "ssse3")]
 unsafe fn escape_long_ssse3(text: &str, plain: usize, out: &mut impl FnMut(&str)) {
     // SAFETY: the CPU has SSSE3.
-    escape_long(text, plain, out, |buf, n, window, step| unsafe { escape_block_ssse3(buf, n, window, step) });
+    escape_long::<BLOCK, { 2 * BLOCK }>(text, plain, out, |buf, n, window, step| unsafe { escape_block_ssse3(buf, n, window, step) });
+}
+
+/// [`escape_long`] with AVX2: two blocks at a time, by
+/// [`escape_blocks_avx2`].
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn escape_long_avx2(text: &str, plain: usize, out: &mut impl FnMut(&str)) {
+    // SAFETY: the CPU has AVX2.
+    escape_long::<{ 2 * BLOCK }, { 3 * BLOCK }>(text, plain, out, |buf, n, window, step| unsafe { escape_blocks_avx2(buf, n, window, step) });
+}
+
+/// [`escape_block_ssse3`] for two blocks at once: the bytes to escape are
+/// found and turned into letters 32 at a time, then each quarter (8
+/// bytes) is spread as a half block is there. Two blocks with another
+/// control character go to [`escape_block_ssse3`] one by one.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn escape_blocks_avx2(buf: &mut [u8; ESCAPE_BUF], n: usize, window: &[u8; 3 * BLOCK], step: usize) -> usize {
+    use core::arch::x86_64::{
+        _mm256_andnot_si256, _mm256_and_si256, _mm256_broadcastsi128_si256, _mm256_castsi256_si128, _mm256_cmpeq_epi8, _mm256_extracti128_si256,
+        _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8, _mm256_set1_epi8, _mm256_shuffle_epi8, _mm256_storeu_si256, _mm256_xor_si256,
+        _mm_loadu_si128, _mm_set1_epi8, _mm_shuffle_epi8, _mm_storeu_si128, _mm_unpackhi_epi64, _mm_unpacklo_epi64,
+    };
+    let v = _mm256_loadu_si256(window.as_ptr().cast());
+    let table = |t: &[u8; 16]| _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr().cast()));
+    let short = _mm256_cmpeq_epi8(_mm256_shuffle_epi8(table(&SHORT_ESCAPED), v), v);
+    let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v);
+    if _mm256_movemask_epi8(_mm256_andnot_si256(short, control)) != 0 {
+        let (Some(first), Some(second)) = (window.first_chunk::<{ 2 * BLOCK }>(), window.last_chunk::<{ 2 * BLOCK }>()) else { return n };
+        let n = escape_block_ssse3(buf, n, first, step.min(BLOCK));
+        return if step > BLOCK { escape_block_ssse3(buf, n, second, step - BLOCK) } else { n };
+    }
+    let mask = _mm256_movemask_epi8(short) as u32 as usize;
+    // SAFETY (of the stores): each starts at a position masked with
+    // `AT_MASK`, and `ESCAPE_BUF` is `AT_MASK + 1 + 32`.
+    if mask == 0 {
+        _mm256_storeu_si256(buf.as_mut_ptr().add(n & AT_MASK).cast(), v);
+        return n + step;
+    }
+    let letters = _mm256_xor_si256(v, _mm256_and_si256(short, _mm256_shuffle_epi8(table(&TO_LETTER), v)));
+    let backslashes = _mm_set1_epi8(b'\\' as i8);
+    let lanes = [_mm256_castsi256_si128(letters), _mm256_extracti128_si256::<1>(letters)];
+    let mut at = n;
+    for (k, lane) in lanes.into_iter().enumerate() {
+        let (low, high) = (mask >> (16 * k) & 0xff, mask >> (16 * k + 8) & 0xff);
+        let first = _mm_shuffle_epi8(_mm_unpacklo_epi64(lane, backslashes), _mm_loadu_si128(SPREAD[low].as_ptr().cast()));
+        _mm_storeu_si128(buf.as_mut_ptr().add(at & AT_MASK).cast(), first);
+        at += 8 + usize::from(ONES[low]);
+        let second = _mm_shuffle_epi8(_mm_unpackhi_epi64(lane, backslashes), _mm_loadu_si128(SPREAD[high].as_ptr().cast()));
+        _mm_storeu_si128(buf.as_mut_ptr().add(at & AT_MASK).cast(), second);
+        at += 8 + usize::from(ONES[high]);
+    }
+    // (The padding after a last step's `step` bytes is spaces: no escape.)
+    at - 2 * BLOCK + step
 }
 
 /// [`escape_block`] by byte shuffles, the same count of instructions
@@ -217,7 +293,7 @@ unsafe fn escape_block_ssse3(buf: &mut [u8; ESCAPE_BUF], n: usize, window: &[u8;
     let mask = _mm_movemask_epi8(short) as usize;
     let at = n & AT_MASK;
     // SAFETY (of the stores): each starts at a position masked with
-    // `AT_MASK`, and `ESCAPE_BUF` is `AT_MASK + 1 + 16`.
+    // `AT_MASK`, and `ESCAPE_BUF` is `AT_MASK + 1 + 32`.
     if mask == 0 {
         _mm_storeu_si128(buf.as_mut_ptr().add(at).cast(), v);
         return n + step;
@@ -308,14 +384,14 @@ pub const LONG_RUN: usize = 64;
 /// [`json_escape`] writes its buffer out once it holds this many bytes.
 const FLUSH_AT: usize = 256;
 /// Where [`json_escape`]'s buffer is written: below [`FLUSH_AT`] when a
-/// block starts, plus one block that may be all control characters
-/// (`\u001f` each) and a 16-byte store, is below 512. Positions are masked
-/// with `AT_MASK`, which changes none of them, so that the stores need no
-/// bounds checks.
+/// step starts, plus one step (two blocks) that may be all control
+/// characters (`\u001f` each) and a 32-byte store, is below 512. Positions
+/// are masked with `AT_MASK`, which changes none of them, so that the
+/// stores need no bounds checks.
 const AT_MASK: usize = 511;
-/// [`json_escape`]'s buffer: every masked position and a 16-byte store.
-const ESCAPE_BUF: usize = AT_MASK + 1 + BLOCK;
-const _: () = assert!(FLUSH_AT + 6 * BLOCK + BLOCK <= AT_MASK);
+/// [`json_escape`]'s buffer: every masked position and a 32-byte store.
+const ESCAPE_BUF: usize = AT_MASK + 1 + 2 * BLOCK;
+const _: () = assert!(FLUSH_AT + 6 * 2 * BLOCK + 2 * BLOCK <= AT_MASK);
 
 /// Stores the 16 bytes `src` at `buf[at..at + 16]`.
 #[inline(always)]
@@ -501,9 +577,9 @@ mod tests {
 
     /// Texts of every density of escapes (short ones, long ones, none),
     /// with multi-byte characters, of lengths around the block and buffer
-    /// sizes: the same escaped text from `json_escape` (by shuffles where
-    /// the CPU has SSSE3) and from the byte-by-byte blocks, and it decodes
-    /// back to the text.
+    /// sizes: the same escaped text from `json_escape`, from the
+    /// byte-by-byte blocks and from each shuffled path this CPU has (16
+    /// and 32 bytes a step), and it decodes back to the text.
     #[test]
     fn shuffled_and_byte_escapes_agree_at_every_density() {
         let plain = ["a", "bc", " = ", "é", "中", "🙂", "\u{7f}", "0123456789abcdef", "?"];
@@ -529,9 +605,27 @@ mod tests {
                 }
             }
             let (all, _) = escaped(&text);
+            let plain = next_to_escape(text.as_bytes(), 0);
             let mut by_bytes = String::new();
-            escape_long(&text, next_to_escape(text.as_bytes(), 0), &mut |p: &str| by_bytes.push_str(p), escape_block);
+            escape_long::<BLOCK, { 2 * BLOCK }>(&text, plain, &mut |p: &str| by_bytes.push_str(p), escape_block);
             assert_eq!(all, by_bytes, "round {round}: {text:?}");
+            // Each shuffled path this CPU has, whichever `json_escape` took.
+            #[cfg(target_arch = "x86_64")]
+            {
+                use crate::block::{has_avx2, has_ssse3};
+                let mut shuffled = String::new();
+                if has_ssse3() {
+                    // SAFETY: the CPU has SSSE3.
+                    unsafe { escape_long_ssse3(&text, plain, &mut |p: &str| shuffled.push_str(p)) };
+                    assert_eq!(shuffled, by_bytes, "round {round} (SSSE3): {text:?}");
+                }
+                if has_avx2() {
+                    shuffled.clear();
+                    // SAFETY: the CPU has AVX2.
+                    unsafe { escape_long_avx2(&text, plain, &mut |p: &str| shuffled.push_str(p)) };
+                    assert_eq!(shuffled, by_bytes, "round {round} (AVX2): {text:?}");
+                }
+            }
             assert_eq!(serde_json::from_str::<String>(&std::format!("\"{all}\"")).unwrap(), text, "round {round}");
         }
     }
