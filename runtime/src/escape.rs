@@ -314,6 +314,7 @@ unsafe fn escape_block_ssse3(buf: &mut [u8; ESCAPE_BUF], n: usize, window: &[u8;
 }
 
 /// The count of bits set in each byte.
+#[cfg(target_arch = "x86_64")]
 static ONES: [u8; 256] = {
     let mut t = [0; 256];
     let mut b = 0;
@@ -327,6 +328,7 @@ static ONES: [u8; 256] = {
 /// By a byte's low half: the byte with a short escape that has that low
 /// half (`"` 0x22, `\t` 0x09, `\n` 0x0a, `\\` 0x5c, `\r` 0x0d; each low
 /// half is another), or 0xff, which no byte under 0x80 equals.
+#[cfg(target_arch = "x86_64")]
 const SHORT_ESCAPED: [u8; 16] = {
     let mut t = [0xff; 16];
     let mut b = 0;
@@ -341,6 +343,7 @@ const SHORT_ESCAPED: [u8; 16] = {
 
 /// By a byte's low half: what turns that short-escaped byte into its
 /// escape's letter by exclusive or (`\n` into `n`; `"` and `\\` stay).
+#[cfg(target_arch = "x86_64")]
 const TO_LETTER: [u8; 16] = {
     let mut t = [0; 16];
     let mut k = 0;
@@ -358,6 +361,7 @@ const TO_LETTER: [u8; 16] = {
 /// that spreads the half's 8 bytes (lanes 0 to 7, letters in place of the
 /// bytes to escape) out, with a backslash (any of lanes 8 to 15) before
 /// each letter. What lies past the spread bytes is not read.
+#[cfg(target_arch = "x86_64")]
 static SPREAD: [[u8; 16]; 256] = {
     let mut t = [[0x80; 16]; 256];
     let mut mask = 0;
