@@ -219,10 +219,11 @@ fn ask_cpu() -> u8 {
     found
 }
 
-/// `bytes` as text, if they are UTF-8. A long text, on a CPU with SSSE3,
-/// by blocks of 16 bytes (`utf8_vector`: about two instructions a byte of multi-byte
-/// characters); otherwise a block of ASCII between two characters at a
-/// time, and the other blocks byte by byte by
+/// `bytes` as text, if they are UTF-8. A text of 32 bytes or more, on a
+/// CPU with SSSE3 or AVX2, by registers of 16 or 32 bytes (`utf8_vector`:
+/// about two or one instructions a byte of multi-byte characters);
+/// otherwise a block of ASCII between two characters at a time, and the
+/// other blocks byte by byte by
 /// [`Utf8State`](crate::utf8::Utf8State) (a load and a shift a byte).
 ///
 /// ```

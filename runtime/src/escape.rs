@@ -226,7 +226,7 @@ unsafe fn escape_blocks_avx2(buf: &mut [u8; ESCAPE_BUF], n: usize, window: &[u8;
     use core::arch::x86_64::{
         _mm256_andnot_si256, _mm256_and_si256, _mm256_broadcastsi128_si256, _mm256_castsi256_si128, _mm256_cmpeq_epi8, _mm256_extracti128_si256,
         _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8, _mm256_set1_epi8, _mm256_shuffle_epi8, _mm256_storeu_si256, _mm256_xor_si256,
-        _mm_loadu_si128, _mm_set1_epi8, _mm_shuffle_epi8, _mm_storeu_si128, _mm_unpackhi_epi64, _mm_unpacklo_epi64,
+        _mm_loadu_si128,
     };
     let v = _mm256_loadu_si256(window.as_ptr().cast());
     let table = |t: &[u8; 16]| _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr().cast()));
@@ -245,20 +245,36 @@ unsafe fn escape_blocks_avx2(buf: &mut [u8; ESCAPE_BUF], n: usize, window: &[u8;
         return n + step;
     }
     let letters = _mm256_xor_si256(v, _mm256_and_si256(short, _mm256_shuffle_epi8(table(&TO_LETTER), v)));
-    let backslashes = _mm_set1_epi8(b'\\' as i8);
-    let lanes = [_mm256_castsi256_si128(letters), _mm256_extracti128_si256::<1>(letters)];
-    let mut at = n;
-    for (k, lane) in lanes.into_iter().enumerate() {
-        let (low, high) = (mask >> (16 * k) & 0xff, mask >> (16 * k + 8) & 0xff);
-        let first = _mm_shuffle_epi8(_mm_unpacklo_epi64(lane, backslashes), _mm_loadu_si128(SPREAD[low].as_ptr().cast()));
-        _mm_storeu_si128(buf.as_mut_ptr().add(at & AT_MASK).cast(), first);
-        at += 8 + usize::from(ONES[low]);
-        let second = _mm_shuffle_epi8(_mm_unpackhi_epi64(lane, backslashes), _mm_loadu_si128(SPREAD[high].as_ptr().cast()));
-        _mm_storeu_si128(buf.as_mut_ptr().add(at & AT_MASK).cast(), second);
-        at += 8 + usize::from(ONES[high]);
-    }
+    let at = spread_block(buf, n, _mm256_castsi256_si128(letters), mask & 0xffff);
+    let at = spread_block(buf, at, _mm256_extracti128_si256::<1>(letters), mask >> BLOCK);
     // (The padding after a last step's `step` bytes is spaces: no escape.)
     at - 2 * BLOCK + step
+}
+
+/// Writes a block of `letters` (the bytes to escape, bits of `mask`,
+/// already turned into their escapes' letters) at `buf[at..]`, a backslash
+/// before each letter, and returns where it ends: each half spread out
+/// next to 8 backslashes by one shuffle from [`SPREAD`].
+///
+/// # Safety
+/// The CPU has SSSE3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "ssse3")]
+#[inline]
+unsafe fn spread_block(buf: &mut [u8; ESCAPE_BUF], mut at: usize, letters: core::arch::x86_64::__m128i, mask: usize) -> usize {
+    use core::arch::x86_64::{_mm_loadu_si128, _mm_set1_epi8, _mm_shuffle_epi8, _mm_storeu_si128, _mm_unpackhi_epi64, _mm_unpacklo_epi64};
+    let backslashes = _mm_set1_epi8(b'\\' as i8);
+    let halves = [_mm_unpacklo_epi64(letters, backslashes), _mm_unpackhi_epi64(letters, backslashes)];
+    for (k, half) in halves.into_iter().enumerate() {
+        let escapes = mask >> (8 * k) & 0xff;
+        // SAFETY: the store starts at a position masked with `AT_MASK`,
+        // and `ESCAPE_BUF` is `AT_MASK + 1 + 32`.
+        _mm_storeu_si128(buf.as_mut_ptr().add(at & AT_MASK).cast(), _mm_shuffle_epi8(half, _mm_loadu_si128(SPREAD[escapes].as_ptr().cast())));
+        // (Counted by table: `count_ones` is a dozen instructions without
+        // the `popcnt` of later CPUs.)
+        at += 8 + usize::from(ONES[escapes]);
+    }
+    at
 }
 
 /// [`escape_block`] by byte shuffles, the same count of instructions
@@ -279,7 +295,7 @@ unsafe fn escape_blocks_avx2(buf: &mut [u8; ESCAPE_BUF], n: usize, window: &[u8;
 unsafe fn escape_block_ssse3(buf: &mut [u8; ESCAPE_BUF], n: usize, window: &[u8; 2 * BLOCK], step: usize) -> usize {
     use core::arch::x86_64::{
         _mm_andnot_si128, _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_set1_epi8, _mm_shuffle_epi8,
-        _mm_storeu_si128, _mm_unpackhi_epi64, _mm_unpacklo_epi64, _mm_xor_si128,
+        _mm_storeu_si128, _mm_xor_si128,
     };
     let v = _mm_loadu_si128(window.as_ptr().cast());
     let table = |t: &[u8; 16]| _mm_loadu_si128(t.as_ptr().cast());
@@ -299,18 +315,8 @@ unsafe fn escape_block_ssse3(buf: &mut [u8; ESCAPE_BUF], n: usize, window: &[u8;
         return n + step;
     }
     let letters = _mm_xor_si128(v, _mm_and_si128(short, _mm_shuffle_epi8(table(&TO_LETTER), v)));
-    let backslashes = _mm_set1_epi8(b'\\' as i8);
-    let (low, high) = (mask & 0xff, mask >> 8);
-    let first = _mm_shuffle_epi8(_mm_unpacklo_epi64(letters, backslashes), table(&SPREAD[low]));
-    _mm_storeu_si128(buf.as_mut_ptr().add(at).cast(), first);
-    let second = _mm_shuffle_epi8(_mm_unpackhi_epi64(letters, backslashes), table(&SPREAD[high]));
-    // (Counted by table: `count_ones` is a dozen instructions without
-    // the `popcnt` of later CPUs.)
-    let (low_count, high_count) = (usize::from(ONES[low]), usize::from(ONES[high]));
-    let half = (n + 8 + low_count) & AT_MASK;
-    _mm_storeu_si128(buf.as_mut_ptr().add(half).cast(), second);
     // (The padding after a last block's `step` bytes is spaces: no escape.)
-    n + step + low_count + high_count
+    spread_block(buf, n, letters, mask) - BLOCK + step
 }
 
 /// The count of bits set in each byte.
@@ -325,15 +331,17 @@ static ONES: [u8; 256] = {
     t
 };
 
-/// By a byte's low half: the byte with a short escape that has that low
-/// half (`"` 0x22, `\t` 0x09, `\n` 0x0a, `\\` 0x5c, `\r` 0x0d; each low
-/// half is another), or 0xff, which no byte under 0x80 equals.
+/// By a byte's low half: the byte with a two-byte escape (in
+/// [`ESCAPED_BYTES`]) that has that low half (`"` 0x22, `\t` 0x09, `\n`
+/// 0x0a, `\\` 0x5c, `\r` 0x0d: each low half is another, which the build
+/// checks), or 0xff, which no byte under 0x80 equals.
 #[cfg(target_arch = "x86_64")]
 const SHORT_ESCAPED: [u8; 16] = {
     let mut t = [0xff; 16];
     let mut b = 0;
     while b < 0x80 {
-        if matches!(b as u8, b'"' | b'\\' | b'\n' | b'\r' | b'\t') {
+        if ESCAPED_BYTES[b] >> 56 == 2 {
+            assert!(t[b & 0xf] == 0xff, "two bytes with a two-byte escape share a low half");
             t[b & 0xf] = b as u8;
         }
         b += 1;
