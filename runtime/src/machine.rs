@@ -443,6 +443,12 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
 
     /// Drops `n` bytes from the front of the text (they were consumed).
     pub fn rebase(&mut self, n: usize) {
+        if n == 0 {
+            // Nothing moves; only a run since the last rebase may have
+            // anchored something at the start.
+            self.flags.set(ANCHORED, self.anchored());
+            return;
+        }
         self.pos -= n;
         self.emit_pos = self.emit_pos.saturating_sub(n);
         let n32 = n as u32;
@@ -463,8 +469,14 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         self.call_from = self.call_from.wrapping_sub(n32);
         self.pending.id_from = self.pending.id_from.saturating_sub(n32);
         self.pending.id_to = self.pending.id_to.saturating_sub(n32);
-        self.flags.set(ANCHORED, self.regions[..self.n_regions as usize].iter().any(|r| r.pos == 0)
-            || self.rounds.iter().any(|r| r.failed_alt != u8::MAX && r.failed_pos == 0));
+        self.flags.set(ANCHORED, self.anchored());
+    }
+
+    /// Whether a region or a failed round is at the start of the text
+    /// (what [`Self::fast_consumed`] must move).
+    fn anchored(&self) -> bool {
+        self.regions[..self.n_regions as usize].iter().any(|r| r.pos == 0)
+            || self.rounds.iter().any(|r| r.failed_alt != u8::MAX && r.failed_pos == 0)
     }
 
     /// After a fast path reported `n` bytes of text the machine did not

@@ -471,7 +471,11 @@ impl Table {
     /// streamed output break the same markup.
     #[inline]
     pub fn over_hold<const R: usize, const P: usize, const A: usize>(&self, c: &Core<'_, R, P, A>, t: &str, to: usize) -> bool {
-        to - c.keep() > self.hold_limit
+        // Held markup starts at or after 0: a window no longer than the
+        // limit cannot hold too much (the common case in streaming, where
+        // the window is a few chunks), and `keep` need not be worked out.
+        to > self.hold_limit
+            && to - c.keep() > self.hold_limit
             && (self.pack.is_empty() || crate::pack::packed_len(t.as_bytes().get(c.keep()..to).unwrap_or(&[]), self.pack) > self.hold_limit)
     }
 
