@@ -97,6 +97,40 @@ pub fn pairs_in<const K: usize>(b0: &[u8; BLOCK], b1: &[u8; BLOCK], pairs: [[u8;
     }
 }
 
+/// A 32-byte block (one AVX2 register).
+#[cfg(target_arch = "x86_64")]
+pub const WIDE: usize = 32;
+
+/// The 32-byte block of `bytes` at `at`, when 32 bytes are left there.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn wide_at(bytes: &[u8], at: usize) -> Option<&[u8; WIDE]> {
+    bytes.get(at..at.checked_add(WIDE)?)?.try_into().ok()
+}
+
+/// [`pairs_in`] for 32-byte blocks.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub unsafe fn pairs_in_wide<const K: usize>(b0: &[u8; WIDE], b1: &[u8; WIDE], pairs: [[u8; 2]; K]) -> u32 {
+    use core::arch::x86_64::{_mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8, _mm256_setzero_si256};
+    // SAFETY: the loads read the 32 bytes of `b0` and `b1` (unaligned
+    // loads allowed); the caller's CPU has AVX2.
+    unsafe {
+        let v0 = _mm256_loadu_si256(b0.as_ptr().cast());
+        let v1 = _mm256_loadu_si256(b1.as_ptr().cast());
+        let mut hits = _mm256_setzero_si256();
+        for [x, y] in pairs {
+            let pair = _mm256_and_si256(_mm256_cmpeq_epi8(v0, _mm256_set1_epi8(x as i8)), _mm256_cmpeq_epi8(v1, _mm256_set1_epi8(y as i8)));
+            hits = _mm256_or_si256(hits, pair);
+        }
+        _mm256_movemask_epi8(hits) as u32
+    }
+}
+
 /// [`pairs_in`] from words.
 #[inline(always)]
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]

@@ -1386,6 +1386,17 @@ const DENSE_SPAN: usize = 256;
 /// a slice.
 #[inline(never)]
 fn find_pairs(hay: &[u8], i: usize, pairs: &[[u8; 2]], stops: &[&str]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if hay.len().saturating_sub(i) >= 2 * crate::block::WIDE && crate::block::has_avx2() {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { find_pairs_avx2(hay, i, pairs, stops) };
+    }
+    find_pairs_by_blocks(hay, i, pairs, stops)
+}
+
+/// [`find_pairs`] 16 bytes at a time.
+#[inline(always)]
+fn find_pairs_by_blocks(hay: &[u8], i: usize, pairs: &[[u8; 2]], stops: &[&str]) -> Option<usize> {
     match *pairs {
         [p] => scan_pairs(hay, i, [p], stops),
         [p, q] => scan_pairs(hay, i, [p, q], stops),
@@ -1412,6 +1423,49 @@ fn scan_pairs<const K: usize>(hay: &[u8], mut i: usize, pairs: [[u8; 2]; K], sto
         i += BLOCK;
     }
     (i..hay.len()).find(|&k| stops.at(hay, k))
+}
+
+/// [`find_pairs`] 32 bytes at a time (AVX2: half the blocks of
+/// [`scan_pairs`] over a long raw value), the last bytes by it.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn find_pairs_avx2(hay: &[u8], i: usize, pairs: &[[u8; 2]], stops: &[&str]) -> Option<usize> {
+    // SAFETY (each arm): the caller's CPU has AVX2.
+    match *pairs {
+        [p] => unsafe { scan_pairs_avx2(hay, i, [p], stops) },
+        [p, q] => unsafe { scan_pairs_avx2(hay, i, [p, q], stops) },
+        [p, q, r] => unsafe { scan_pairs_avx2(hay, i, [p, q, r], stops) },
+        [p, q, r, s] => unsafe { scan_pairs_avx2(hay, i, [p, q, r, s], stops) },
+        _ => find_pairs_by_blocks(hay, i, pairs, stops),
+    }
+}
+
+/// [`scan_pairs`] by 32-byte blocks while a block and the byte after it
+/// are left, then by [`scan_pairs`].
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn scan_pairs_avx2<const K: usize>(hay: &[u8], mut i: usize, pairs: [[u8; 2]; K], stops: &[&str]) -> Option<usize> {
+    use crate::block::{wide_at, WIDE};
+    while let (Some(b0), Some(b1)) = (wide_at(hay, i), wide_at(hay, i + 1)) {
+        // SAFETY: the caller's CPU has AVX2.
+        let mut hits = unsafe { crate::block::pairs_in_wide(b0, b1, pairs) };
+        while hits != 0 {
+            let at = i + hits.trailing_zeros() as usize;
+            if stops.at(hay, at) {
+                return Some(at);
+            }
+            hits &= hits - 1;
+        }
+        i += WIDE;
+    }
+    scan_pairs(hay, i, pairs, stops)
 }
 
 /// Whether `hay` starts with `stop`: for stops of 4 to 16 bytes, two
