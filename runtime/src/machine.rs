@@ -24,6 +24,7 @@
 
 use crate::json::{JsonScanner, Scan, SHORT_ESCAPE};
 use crate::word::{holds_any, holds_json_escape, Word};
+use crate::table::StopSet;
 use crate::{ArgType, Event, Sink, Tool};
 
 /// Bytes of input a parser can hold back across chunks.
@@ -320,6 +321,98 @@ pub fn partial(text: &[u8], stops: &[&str]) -> usize {
         }
     }
     best
+}
+
+/// For [`Core::fast_partial`]: the length of the longest end of `chunk`
+/// that starts a stop (is a proper prefix of one), when that end holds no
+/// whole stop after its first byte and the bytes before it hold no stop,
+/// nor the start of one cut off where they end (`chunk` is then text, then
+/// a stop's start to hold back). `None` otherwise, or when no stop starts
+/// at the end.
+///
+/// Only the positions holding a stop's first byte can start one: they are
+/// found first (one or two in a chunk of streamed text), and the stops are
+/// compared there alone, where comparing every stop at every position cost
+/// about 500 instructions a chunk.
+#[inline]
+pub fn stop_start_at_end(chunk: &[u8], stops: &StopSet) -> Option<usize> {
+    let n = chunk.len();
+    if n > 32 {
+        return stop_start_at_end_by_stops(chunk, stops.all);
+    }
+    let firsts: &[u8] = match stops.n_firsts {
+        // No stop has a first byte: none can start.
+        0 => return None,
+        // Stops that start with more than 4 different bytes: every position.
+        StopSet::MANY => &[],
+        k => &stops.firsts[..(k as usize).min(4)],
+    };
+    // Bit `i`: `chunk[i]` may start a stop.
+    let mut starts = 0u32;
+    for (i, b) in chunk.iter().enumerate() {
+        if firsts.is_empty() || firsts.contains(b) {
+            starts |= 1 << i;
+        }
+    }
+    let stops = stops.all;
+    // The longest end that is a proper prefix of a stop starts at the first
+    // such position.
+    let mut p = 0;
+    for i in positions(starts) {
+        let rest = &chunk[i..];
+        if stops.iter().any(|s| s.len() > rest.len() && s.as_bytes().starts_with(rest)) {
+            p = n - i;
+            break;
+        }
+    }
+    if p == 0 {
+        return None;
+    }
+    let body = n - p;
+    // No stop (nor its start, cut off where the body ends) in the body.
+    for i in positions(starts & ((1u32 << body) - 1)) {
+        let rest = &chunk[i..body];
+        let agree = |s: &[u8]| {
+            let m = rest.len().min(s.len());
+            same_bytes(&rest[..m], &s[..m])
+        };
+        if stops.iter().any(|s| !s.is_empty() && agree(s.as_bytes())) {
+            return None;
+        }
+    }
+    // No whole stop inside the held end after its first byte (`</think>`
+    // in `\n</think>`, the start of `\n</think>\n`: the machine stops there).
+    for i in positions(starts & !(2u32 << body).wrapping_sub(1)) {
+        if stops.iter().any(|s| !s.is_empty() && chunk[i..].starts_with(s.as_bytes())) {
+            return None;
+        }
+    }
+    Some(p)
+}
+
+/// The set bits of `mask`, lowest first.
+#[inline(always)]
+fn positions(mut mask: u32) -> impl Iterator<Item = usize> {
+    core::iter::from_fn(move || {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask.wrapping_sub(1);
+        (i < 32).then_some(i)
+    })
+}
+
+/// [`stop_start_at_end`] for any length, comparing every stop at every
+/// position (the definition the positions' version keeps).
+pub fn stop_start_at_end_by_stops(chunk: &[u8], stops: &[&str]) -> Option<usize> {
+    let p = partial(chunk, stops);
+    let body = &chunk[..chunk.len() - p];
+    if p == 0 || !clear_of_stops(body, stops) {
+        return None;
+    }
+    let tail = &chunk[body.len()..];
+    if (1..tail.len()).any(|i| stops.iter().any(|s| !s.is_empty() && tail[i..].starts_with(s.as_bytes()))) {
+        return None;
+    }
+    Some(p)
 }
 
 /// Whether `text`, inside a JSON string, stays inside it: no closing quote,
@@ -952,16 +1045,10 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// machine: no such start, one longer than `max`, nothing before it, or
     /// a stop inside.
     #[inline]
-    pub fn fast_partial(&mut self, kind: Kind, trim_newlines: bool, chunk: &str, stops: &[&str], max: usize, sink: &mut impl Sink) -> Option<usize> {
-        let p = partial(chunk.as_bytes(), stops);
+    pub fn fast_partial(&mut self, kind: Kind, trim_newlines: bool, chunk: &str, stops: &StopSet, max: usize, sink: &mut impl Sink) -> Option<usize> {
+        let p = stop_start_at_end(chunk.as_bytes(), stops)?;
         let body = chunk.get(..chunk.len() - p)?;
-        if p == 0 || p > max || body.is_empty() || !clear_of_stops(body.as_bytes(), stops) {
-            return None;
-        }
-        // A whole stop inside the held start (`</think>` in `\n</think>`,
-        // the start of `\n</think>\n`) is where the machine would stop.
-        let tail = &chunk.as_bytes()[body.len()..];
-        if (1..tail.len()).any(|i| stops.iter().any(|s| !s.is_empty() && tail[i..].starts_with(s.as_bytes()))) {
+        if p > max || body.is_empty() {
             return None;
         }
         let word = Word::new(body.as_bytes()).unwrap_or(Word::NONE);

@@ -660,7 +660,7 @@ impl Table {
             _ => return None,
         };
         // (Without stops nothing is held: `fast_partial` finds no start.)
-        c.fast_partial(kind, trim, chunk, self.stop_set(stops).all, max, sink)
+        c.fast_partial(kind, trim, chunk, self.stop_set(stops), max, sink)
     }
 
     /// Runs the machine over `text` from the current position: steps until
