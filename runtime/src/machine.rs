@@ -347,24 +347,9 @@ pub fn stop_start_at_end(chunk: &[u8], stops: &StopSet) -> Option<usize> {
         StopSet::MANY => &[],
         k => &stops.firsts[..(k as usize).min(4)],
     };
-    // Bit `i`: `chunk[i]` may start a stop.
-    let mut starts = 0u32;
-    for (i, b) in chunk.iter().enumerate() {
-        if firsts.is_empty() || firsts.contains(b) {
-            starts |= 1 << i;
-        }
-    }
+    let starts = may_start(chunk, firsts);
     let stops = stops.all;
-    // The longest end that is a proper prefix of a stop starts at the first
-    // such position.
-    let mut p = 0;
-    for i in positions(starts) {
-        let rest = &chunk[i..];
-        if stops.iter().any(|s| s.len() > rest.len() && s.as_bytes().starts_with(rest)) {
-            p = n - i;
-            break;
-        }
-    }
+    let p = partial_from(chunk, starts, stops);
     if p == 0 {
         return None;
     }
@@ -388,6 +373,46 @@ pub fn stop_start_at_end(chunk: &[u8], stops: &StopSet) -> Option<usize> {
         }
     }
     Some(p)
+}
+
+/// The positions of `bytes` (at most 32) that hold one of `firsts` (all of
+/// them when `firsts` is empty), as the bits of a mask.
+#[inline(always)]
+fn may_start(bytes: &[u8], firsts: &[u8]) -> u32 {
+    let mut starts = 0u32;
+    for (i, b) in bytes.iter().enumerate().take(32) {
+        if firsts.is_empty() || firsts.contains(b) {
+            starts |= 1 << i;
+        }
+    }
+    starts
+}
+
+/// [`partial`] trying only the positions in `starts` (see [`may_start`]):
+/// the longest end that is a proper prefix of a stop starts at the first
+/// of them that starts one.
+#[inline(always)]
+fn partial_from(text: &[u8], starts: u32, stops: &[&str]) -> usize {
+    for i in positions(starts) {
+        let rest = &text[i..];
+        if stops.iter().any(|s| s.len() > rest.len() && s.as_bytes().starts_with(rest)) {
+            return rest.len();
+        }
+    }
+    0
+}
+
+/// [`partial`] for a stop set: only the end shorter than its longest stop,
+/// and only there the positions that hold a stop's first byte.
+#[inline]
+pub fn set_partial(text: &[u8], set: &StopSet) -> usize {
+    let end = &text[text.len() - text.len().min((set.longest as usize).saturating_sub(1))..];
+    match set.n_firsts {
+        0 => 0,
+        _ if end.len() > 32 => partial(end, set.all),
+        StopSet::MANY => partial_from(end, may_start(end, &[]), set.all),
+        k => partial_from(end, may_start(end, &set.firsts[..(k as usize).min(4)]), set.all),
+    }
 }
 
 /// The set bits of `mask`, lowest first.

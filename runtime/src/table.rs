@@ -18,7 +18,7 @@
 //! fixed (see [`crate::machine::Core`]).
 
 use crate::kwargs::ThinkingSwitch;
-use crate::machine::{clear_of_stops, end, find_in, json_close, json_step, lit, opt_newline, partial, space, Core, Flow, Kind, Resume, G, NONE};
+use crate::machine::{clear_of_stops, end, find_in, json_close, json_step, lit, opt_newline, space, Core, Flow, Kind, Resume, G, NONE};
 use crate::word::{has_byte, holds_any_of, may_start_stop, Word};
 use crate::{ArgType, Sink};
 
@@ -261,7 +261,7 @@ impl StopSet {
     /// How many bytes at the end of `hay` may start a stop.
     #[inline]
     pub fn partial(&self, hay: &[u8]) -> usize {
-        partial(hay, self.all)
+        crate::machine::set_partial(hay, self)
     }
 
     /// Whether a chunk (with its word `w`, or [`Word::NONE`]) holds a byte
