@@ -566,7 +566,10 @@ impl Input<[u8]> {
                     keep = core.keep().min(len);
                 }
                 let kept = if text.len() == len { Held::of(text.as_bytes(), keep) } else { Held::Bytes };
-                self.buf.copy_within(keep..len, 0);
+                if keep > 0 {
+                    // (Markup of an uncommitted round keeps all it holds.)
+                    self.buf.copy_within(keep..len, 0);
+                }
                 self.len = (len - keep) as u16;
                 self.held = kept;
                 core.rebase(keep);
