@@ -253,10 +253,14 @@ fn tail(text: &str, from: usize) -> &str {
 /// Matches a literal at `pos`.
 #[inline]
 pub fn lit(text: &str, pos: usize, s: &str, last: bool) -> G {
+    // (The match by words, not a `memcmp` call: a literal is tried at
+    // many places, and a streamed chunk of markup tries its state's
+    // literals again on every chunk.)
     let rest = tail(text, pos).as_bytes();
-    if rest.starts_with(s.as_bytes()) {
+    let s = s.as_bytes();
+    if starts_with_stop(rest, s) {
         G::Match(pos + s.len())
-    } else if !last && s.as_bytes().starts_with(rest) {
+    } else if !last && s.starts_with(rest) {
         G::More
     } else {
         G::No

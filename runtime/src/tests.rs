@@ -447,14 +447,14 @@ mod serde_shape {
 }
 
 /// The word-compare stop match equals `starts_with` for every stop length
-/// (0 to 20 bytes) and every place one byte differs or the text ends.
+/// (0 to 36 bytes) and every place one byte differs or the text ends.
 #[test]
 fn stop_match_equals_starts_with() {
     use crate::machine::starts_with_stop;
     let text: Vec<u8> = (0..40u8).map(|i| b'a' + i % 26).collect();
-    for n in 0..=20usize {
+    for n in 0..=36usize {
         let stop = &text[3..3 + n];
-        for len in 0..30usize {
+        for len in 0..40usize {
             let hay = &text[3..3 + len.min(37)];
             assert_eq!(starts_with_stop(hay, stop), hay.starts_with(stop), "stop {n} hay {len}");
             for flip in 0..n {
@@ -462,6 +462,34 @@ fn stop_match_equals_starts_with() {
                 other[flip] ^= 0x20;
                 let hay = &other[..len.min(other.len())];
                 assert_eq!(starts_with_stop(hay, stop), hay.starts_with(stop), "stop {n} hay {len} flip {flip}");
+            }
+        }
+    }
+}
+
+/// A literal guard matches, waits or fails as `starts_with` both ways says,
+/// for literals of 0 to 24 bytes at every position of texts that match
+/// them in part.
+#[test]
+fn literal_guard_equals_starts_with() {
+    use crate::machine::{lit, G};
+    let text = "<|channel|>commentary to=functions.save<|channel|>";
+    for n in 0..=24 {
+        let literal = &text[..n];
+        for end in 0..=text.len() {
+            let t = &text[..end];
+            for pos in 0..=end {
+                for last in [false, true] {
+                    let rest = &t.as_bytes()[pos..];
+                    let want = if rest.starts_with(literal.as_bytes()) {
+                        G::Match(pos + n)
+                    } else if !last && literal.as_bytes().starts_with(rest) {
+                        G::More
+                    } else {
+                        G::No
+                    };
+                    assert_eq!(lit(t, pos, literal, last), want, "{literal:?} at {pos} of {t:?}");
+                }
             }
         }
     }
