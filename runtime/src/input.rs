@@ -222,9 +222,10 @@ impl Input<[u8]> {
             // The cut character's bytes: the word past `end` (zero past
             // `total`).
             self.utf8.set_word(bits.checked_shr(8 * end as u32).unwrap_or(0) as u32, total - end);
-            // `settle`, knowing what it reads: nothing was held before
-            // (`held` is 0) and the output is not finished (`feed` comes
-            // here only then).
+            // `settle`, knowing two of its three reads: the output is not
+            // finished (`feed` comes here only then), and no character is
+            // carried when the joined bytes ended whole (`total == end`).
+            // `len` is what `hold_partial` may have held.
             self.plain = self.len == 0 && total == end;
             return true;
         }

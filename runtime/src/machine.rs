@@ -253,9 +253,9 @@ fn tail(text: &str, from: usize) -> &str {
 /// Matches a literal at `pos`.
 #[inline]
 pub fn lit(text: &str, pos: usize, s: &str, last: bool) -> G {
-    // (The match by words, not a `memcmp` call: a literal is tried at
-    // many places, and a streamed chunk of markup tries its state's
-    // literals again on every chunk.)
+    // (The match of a literal of up to 16 bytes by word compares, not a
+    // `memcmp` call: a literal is tried at many places, and a streamed
+    // chunk of markup tries its state's literals again on every chunk.)
     let rest = tail(text, pos).as_bytes();
     let s = s.as_bytes();
     if starts_with_stop(rest, s) {
@@ -339,7 +339,7 @@ pub fn partial(text: &[u8], stops: &[&str]) -> usize {
 /// compared there alone, where comparing every stop at every position cost
 /// about 500 instructions a chunk.
 #[inline]
-pub fn stop_start_at_end(chunk: &[u8], stops: &StopSet) -> Option<usize> {
+pub(crate) fn stop_start_at_end(chunk: &[u8], stops: &StopSet) -> Option<usize> {
     let n = chunk.len();
     if n > 32 {
         return stop_start_at_end_by_stops(chunk, stops.all);
@@ -382,7 +382,7 @@ pub fn stop_start_at_end(chunk: &[u8], stops: &StopSet) -> Option<usize> {
 /// The positions of `bytes` (at most 32) that hold one of `firsts` (all of
 /// them when `firsts` is empty), as the bits of a mask.
 #[inline(always)]
-fn may_start(bytes: &[u8], firsts: &[u8]) -> u32 {
+pub(crate) fn may_start(bytes: &[u8], firsts: &[u8]) -> u32 {
     let mut starts = 0u32;
     for (i, b) in bytes.iter().enumerate().take(32) {
         if firsts.is_empty() || firsts.contains(b) {
@@ -396,7 +396,7 @@ fn may_start(bytes: &[u8], firsts: &[u8]) -> u32 {
 /// the longest end that is a proper prefix of a stop starts at the first
 /// of them that starts one.
 #[inline(always)]
-fn partial_from(text: &[u8], starts: u32, stops: &[&str]) -> usize {
+pub(crate) fn partial_from(text: &[u8], starts: u32, stops: &[&str]) -> usize {
     for i in positions(starts) {
         let rest = &text[i..];
         if stops.iter().any(|s| s.len() > rest.len() && s.as_bytes().starts_with(rest)) {
@@ -404,19 +404,6 @@ fn partial_from(text: &[u8], starts: u32, stops: &[&str]) -> usize {
         }
     }
     0
-}
-
-/// [`partial`] for a stop set: only the end shorter than its longest stop,
-/// and only there the positions that hold a stop's first byte.
-#[inline]
-pub fn set_partial(text: &[u8], set: &StopSet) -> usize {
-    let end = &text[text.len() - text.len().min((set.longest as usize).saturating_sub(1))..];
-    match set.n_firsts {
-        0 => 0,
-        _ if end.len() > 32 => partial(end, set.all),
-        StopSet::MANY => partial_from(end, may_start(end, &[]), set.all),
-        k => partial_from(end, may_start(end, &set.firsts[..(k as usize).min(4)]), set.all),
-    }
 }
 
 /// The set bits of `mask`, lowest first.
@@ -431,7 +418,7 @@ fn positions(mut mask: u32) -> impl Iterator<Item = usize> {
 
 /// [`stop_start_at_end`] for any length, comparing every stop at every
 /// position (the definition the positions' version keeps).
-pub fn stop_start_at_end_by_stops(chunk: &[u8], stops: &[&str]) -> Option<usize> {
+pub(crate) fn stop_start_at_end_by_stops(chunk: &[u8], stops: &[&str]) -> Option<usize> {
     let p = partial(chunk, stops);
     let body = &chunk[..chunk.len() - p];
     if p == 0 || !clear_of_stops(body, stops) {
@@ -1459,7 +1446,8 @@ impl StopList for [&str] {
 /// its setup only past [`SHORT`] bytes). After [`DENSE`] of them close
 /// together that start no stop (the `<`s of source code before a
 /// `</parameter>`), the rest of a long text is searched for the stops'
-/// first two bytes (`pairs`) a 16-byte block at a time ([`find_pairs`]).
+/// first two bytes (`pairs`) a block at a time ([`find_pairs`]: 32 bytes
+/// with AVX2, else 16).
 #[inline(always)]
 fn find_from<L: StopList + ?Sized>(hay: &[u8], first: impl Fn(u8) -> bool, next: impl Fn(&[u8]) -> Option<usize>, pairs: &[[u8; 2]], stops: &L) -> Option<usize> {
     if hay.len() < SHORT {

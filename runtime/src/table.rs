@@ -18,7 +18,7 @@
 //! fixed (see [`crate::machine::Core`]).
 
 use crate::kwargs::ThinkingSwitch;
-use crate::machine::{clear_of_stops, end, find_in, json_close, json_step, lit, opt_newline, space, Core, Flow, Kind, Resume, G, NONE};
+use crate::machine::{clear_of_stops, end, find_in, json_close, json_step, lit, may_start, opt_newline, partial, partial_from, space, Core, Flow, Kind, Resume, G, NONE};
 use crate::word::{has_byte, holds_any_of, may_start_stop, Word};
 use crate::{ArgType, Sink};
 
@@ -153,7 +153,7 @@ pub struct StopSet {
     /// How many of `firsts` are used: 0 when no stop has a first byte (no
     /// stop can be found), [`StopSet::MANY`] when more than 4 differ.
     pub n_firsts: u8,
-    /// The longest stop's length in bytes.
+    /// The longest stop's length in bytes (`u16::MAX`: that or more).
     pub longest: u16,
     /// The stops' distinct first two bytes (`</` of `</parameter>`), for
     /// long texts where a first byte alone is frequent ([`find_in`]).
@@ -195,7 +195,10 @@ impl StopSet {
         let n_firsts = if many { StopSet::MANY } else { n as u8 };
         let (pairs, n_pairs) = StopSet::pairs_of(all);
         let follow = StopSet::follow_of(&pairs, n_pairs);
-        StopSet { all, firsts, n_firsts, longest: longest as u16, pairs, n_pairs, follow }
+        // (Saturated: `partial` reads a stop of 65,535 bytes or more as of
+        // unknown length.)
+        let longest = if longest > u16::MAX as usize { u16::MAX } else { longest as u16 };
+        StopSet { all, firsts, n_firsts, longest, pairs, n_pairs, follow }
     }
 
     /// [`StopSet::pairs`] and [`StopSet::n_pairs`] of `all`.
@@ -258,10 +261,23 @@ impl StopSet {
         }
     }
 
-    /// How many bytes at the end of `hay` may start a stop.
+    /// How many bytes at the end of `hay` may start a stop: the longest end
+    /// that is a stop's start ([`partial`]), looked for only in the end
+    /// shorter than the longest stop, and there only at the positions of
+    /// first bytes.
     #[inline]
     pub fn partial(&self, hay: &[u8]) -> usize {
-        crate::machine::set_partial(hay, self)
+        if self.longest == u16::MAX {
+            // (A stop this long or longer: its length is not known.)
+            return partial(hay, self.all);
+        }
+        let end = &hay[hay.len() - hay.len().min((self.longest as usize).saturating_sub(1))..];
+        match self.n_firsts {
+            0 => 0,
+            _ if end.len() > 32 => partial(end, self.all),
+            StopSet::MANY => partial_from(end, may_start(end, &[]), self.all),
+            k => partial_from(end, may_start(end, &self.firsts[..(k as usize).min(4)]), self.all),
+        }
     }
 
     /// Whether a chunk (with its word `w`, or [`Word::NONE`]) holds a byte
