@@ -101,13 +101,6 @@ pub fn pairs_in<const K: usize>(b0: &[u8; BLOCK], b1: &[u8; BLOCK], pairs: [[u8;
 #[cfg(target_arch = "x86_64")]
 pub const WIDE: usize = 32;
 
-/// The 32-byte block of `bytes` at `at`, when 32 bytes are left there.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub fn wide_at(bytes: &[u8], at: usize) -> Option<&[u8; WIDE]> {
-    bytes.get(at..at.checked_add(WIDE)?)?.try_into().ok()
-}
-
 /// [`pairs_in`] for 32-byte blocks.
 ///
 /// # Safety

@@ -344,14 +344,7 @@ pub(crate) fn stop_start_at_end(chunk: &[u8], stops: &StopSet) -> Option<usize> 
     if n > 32 {
         return stop_start_at_end_by_stops(chunk, stops.all);
     }
-    let firsts: &[u8] = match stops.n_firsts {
-        // No stop has a first byte: none can start.
-        0 => return None,
-        // Stops that start with more than 4 different bytes: every position.
-        StopSet::MANY => &[],
-        k => &stops.firsts[..(k as usize).min(4)],
-    };
-    let starts = may_start(chunk, firsts);
+    let starts = stops.starts_in(chunk);
     let stops = stops.all;
     let p = partial_from(chunk, starts, stops);
     if p == 0 {
@@ -1514,19 +1507,31 @@ fn find_pairs_by_blocks(hay: &[u8], i: usize, pairs: &[[u8; 2]], stops: &[&str])
 /// the positions where a pair starts; the last bytes are tried one by one.
 #[inline(always)]
 fn scan_pairs<const K: usize>(hay: &[u8], mut i: usize, pairs: [[u8; 2]; K], stops: &[&str]) -> Option<usize> {
-    use crate::block::{block_at, pairs_in, BLOCK};
-    while let (Some(b0), Some(b1)) = (block_at(hay, i), block_at(hay, i + 1)) {
-        let mut hits = pairs_in(b0, b1, pairs);
+    use crate::block::{pairs_in, BLOCK};
+    if let Some(at) = pairs_by_blocks::<BLOCK>(hay, &mut i, stops, |b0, b1| pairs_in(b0, b1, pairs)) {
+        return Some(at);
+    }
+    (i..hay.len()).find(|&k| stops.at(hay, k))
+}
+
+/// The block loop of the pair searches, for blocks of `W` bytes: `hits`
+/// gives a block's (and the block one byte on's) pair positions; the
+/// first that starts a stop. Moves `i` past the blocks read.
+#[inline(always)]
+fn pairs_by_blocks<const W: usize>(hay: &[u8], i: &mut usize, stops: &[&str], hits: impl Fn(&[u8; W], &[u8; W]) -> u32) -> Option<usize> {
+    let block = |at: usize| -> Option<&[u8; W]> { hay.get(at..at.checked_add(W)?)?.try_into().ok() };
+    while let (Some(b0), Some(b1)) = (block(*i), block(*i + 1)) {
+        let mut hits = hits(b0, b1);
         while hits != 0 {
-            let at = i + hits.trailing_zeros() as usize;
+            let at = *i + hits.trailing_zeros() as usize;
             if stops.at(hay, at) {
                 return Some(at);
             }
             hits &= hits - 1;
         }
-        i += BLOCK;
+        *i += W;
     }
-    (i..hay.len()).find(|&k| stops.at(hay, k))
+    None
 }
 
 /// [`find_pairs`] 32 bytes at a time (AVX2: half the blocks of
@@ -1556,18 +1561,10 @@ unsafe fn find_pairs_avx2(hay: &[u8], i: usize, pairs: &[[u8; 2]], stops: &[&str
 #[target_feature(enable = "avx2")]
 #[inline]
 unsafe fn scan_pairs_avx2<const K: usize>(hay: &[u8], mut i: usize, pairs: [[u8; 2]; K], stops: &[&str]) -> Option<usize> {
-    use crate::block::{wide_at, WIDE};
-    while let (Some(b0), Some(b1)) = (wide_at(hay, i), wide_at(hay, i + 1)) {
-        // SAFETY: the caller's CPU has AVX2.
-        let mut hits = unsafe { crate::block::pairs_in_wide(b0, b1, pairs) };
-        while hits != 0 {
-            let at = i + hits.trailing_zeros() as usize;
-            if stops.at(hay, at) {
-                return Some(at);
-            }
-            hits &= hits - 1;
-        }
-        i += WIDE;
+    use crate::block::{pairs_in_wide, WIDE};
+    // SAFETY: the caller's CPU has AVX2.
+    if let Some(at) = pairs_by_blocks::<WIDE>(hay, &mut i, stops, |b0, b1| unsafe { pairs_in_wide(b0, b1, pairs) }) {
+        return Some(at);
     }
     scan_pairs(hay, i, pairs, stops)
 }

@@ -272,11 +272,21 @@ impl StopSet {
             return partial(hay, self.all);
         }
         let end = &hay[hay.len() - hay.len().min((self.longest as usize).saturating_sub(1))..];
+        if end.len() > 32 {
+            return partial(end, self.all);
+        }
+        partial_from(end, self.starts_in(end), self.all)
+    }
+
+    /// The positions of `bytes` (at most 32) that may start a stop, as the
+    /// bits of a mask: those holding a stop's first byte (every one when
+    /// more than 4 differ, none when no stop has one).
+    #[inline(always)]
+    pub(crate) fn starts_in(&self, bytes: &[u8]) -> u32 {
         match self.n_firsts {
             0 => 0,
-            _ if end.len() > 32 => partial(end, self.all),
-            StopSet::MANY => partial_from(end, may_start(end, &[]), self.all),
-            k => partial_from(end, may_start(end, &self.firsts[..(k as usize).min(4)]), self.all),
+            StopSet::MANY => may_start(bytes, &[]),
+            k => may_start(bytes, &self.firsts[..(k as usize).min(4)]),
         }
     }
 
