@@ -176,6 +176,10 @@ pub const REPLACEMENT: &str = "\u{FFFD}";
 
 /// The incomplete UTF-8 sequence at the end of the last chunk.
 ///
+/// The bytes past the carried ones are always zero, so the carry reads as a
+/// little-endian word with no masking (the streaming fast path joins it to
+/// the next chunk in a register).
+///
 /// Guarantees: fixed size (a few bytes), never allocates, never panics. Feeding
 /// a stream in chunks of any size, then calling [`finish`](Self::finish),
 /// yields the same text as decoding the whole stream with
@@ -228,8 +232,8 @@ impl Utf8Carry {
     /// how many there are.
     #[inline(always)]
     pub(crate) fn word(&self) -> (u32, usize) {
-        let n = usize::from(self.len.min(3));
-        (u32::from_le_bytes(self.bytes) & ((1u32 << (8 * n)) - 1), n)
+        // (Zero past the carried bytes: see the type's docs.)
+        (u32::from_le_bytes(self.bytes), usize::from(self.len))
     }
 
     /// Splits the next chunk into text: the character completed from the
@@ -285,8 +289,7 @@ impl Utf8Carry {
         }
         let tail = incomplete_tail(rest);
         let (body, tail) = rest.split_at(rest.len() - tail);
-        self.bytes[..tail.len()].copy_from_slice(tail);
-        self.len = tail.len() as u8;
+        self.set(tail);
         Utf8Split { head, rest: body }
     }
 
@@ -322,7 +325,9 @@ impl Utf8Carry {
     /// assert_eq!(carry.finish(), "");
     /// ```
     pub fn finish(&mut self) -> &'static str {
-        if core::mem::take(&mut self.len) > 0 {
+        let carried = self.len > 0;
+        *self = Utf8Carry::new();
+        if carried {
             REPLACEMENT
         } else {
             ""
@@ -521,6 +526,30 @@ mod tests {
             Ok(_) => Some(b.len()),
             Err(e) if e.error_len().is_none() => Some(e.valid_up_to()),
             Err(_) => None,
+        }
+    }
+
+    /// The carry reads as a word without masking only while the bytes past
+    /// the carried ones are zero: after every split of chunks cut from
+    /// text with characters of every length and invalid bytes, and after
+    /// `finish`.
+    #[test]
+    fn carried_bytes_are_zero_past_the_carry() {
+        let text = "a\u{e9}\u{4e2d}\u{1f600}b\u{6587}".as_bytes().iter().chain(b"\xe4\xb8\xff\xf0\x9f\x98".iter()).copied().collect::<Vec<u8>>();
+        let zero_past = |c: &Utf8Carry| c.bytes[c.len as usize..].iter().all(|&b| b == 0);
+        for size in 1..=5 {
+            for start in 0..size {
+                let mut carry = Utf8Carry::new();
+                let mut cut = &text[start..];
+                while !cut.is_empty() {
+                    let (chunk, rest) = cut.split_at(size.min(cut.len()));
+                    let _ = carry.split(chunk);
+                    assert!(zero_past(&carry), "{carry:?} after {chunk:x?}");
+                    cut = rest;
+                }
+                let _ = carry.finish();
+                assert!(zero_past(&carry) && carry.word() == (0, 0));
+            }
         }
     }
 
