@@ -91,8 +91,9 @@ fn zero_lanes(x: u64) -> u64 {
     x.wrapping_sub(LOW) & !x & HIGH
 }
 
-/// Whether an ASCII chunk holds a byte a JSON string must escape: `"`,
-/// `\` or a control character. One branch for the three tests.
+/// Whether a chunk holds a byte a JSON string must escape: `"`, `\` or a
+/// control character (exact for any bytes: chunks of multi-byte
+/// characters take it too). One branch for the three tests.
 #[inline(always)]
 pub fn needs_json_escape(w: Word) -> bool {
     // Flipping bit 1 maps `"` (0x22) to 0x20 and the control characters
@@ -118,9 +119,12 @@ pub fn needs_json_escape(w: Word) -> bool {
 /// ```
 #[inline(always)]
 pub fn json_escape_lanes(w: u64) -> u64 {
-    // Below 0x20: the low seven bits plus 0x60 stay below 0x80, high bit clear.
-    let control = !((w & !HIGH) + LOW * 0x60) & !w & HIGH;
-    control | byte_lanes(w, b'"') | byte_lanes(w, b'\\')
+    // Bit 1 flipped, as in `needs_json_escape`: `"` and the control
+    // characters are the lanes below 0x21, those whose low seven bits
+    // plus 0x5f stay below 0x80 with the high bit clear.
+    let flipped = w ^ (LOW * 0x02);
+    let control_or_quote = !((flipped & !HIGH) + LOW * 0x5f) & !flipped & HIGH;
+    control_or_quote | byte_lanes(w, b'\\')
 }
 
 /// The lanes of `w` holding byte `b`, exact in every lane (as
