@@ -242,19 +242,19 @@ impl Machine for Grammar {
         match st {
             st if st == St::ContentText as u16 || st == St::ContentText2 as u16
                 || st == St::ContentText3 as u16 => {
-                const { Fast::of(&STATES[St::ContentText as usize], &STOPS) }
+                const { Fast::of(&STATES[St::ContentText as usize], &STOPS, &LITERALS) }
             }
             st if st == St::ContentText4 as u16 || st == St::ContentText5 as u16
                 || st == St::ContentText6 as u16 || st == St::ContentText7 as u16
                 || st == St::ContentText8 as u16 || st == St::ContentText9 as u16 => {
-                const { Fast::of(&STATES[St::ContentText4 as usize], &STOPS) }
+                const { Fast::of(&STATES[St::ContentText4 as usize], &STOPS, &LITERALS) }
             }
             st if st == St::Json as u16 || st == St::Json2 as u16
                 || st == St::Json3 as u16 || st == St::Json4 as u16 => {
-                const { Fast::of(&STATES[St::Json as usize], &STOPS) }
+                const { Fast::of(&STATES[St::Json as usize], &STOPS, &LITERALS) }
             }
             st if st == St::Json5 as u16 => {
-                const { Fast::of(&STATES[St::Json5 as usize], &STOPS) }
+                const { Fast::of(&STATES[St::Json5 as usize], &STOPS, &LITERALS) }
             }
             _ => Fast::No,
         }
@@ -265,6 +265,7 @@ static TABLE: Table = Table {
     arms: &ARMS,
     guards: &GUARDS,
     stops: &STOPS,
+    literals: &LITERALS,
     resumes: &RESUMES,
     entries: [
         St::Content3 as u16,
@@ -325,15 +326,15 @@ enum St {
     Choice2,
     Space4,
     LitComma,
-    LitMark,
+    LitQuote,
     ToolName,
     ToolName2,
-    LitMark2,
+    LitQuote2,
     LitColon2,
-    LitMark3,
+    LitQuote3,
     ToolName3,
     ToolName4,
-    LitMark4,
+    LitQuote4,
     LitColon3,
     LitName,
     LitComma2,
@@ -372,15 +373,15 @@ enum St {
     Choice5,
     Space10,
     LitComma3,
-    LitMark5,
+    LitQuote5,
     ToolName5,
     ToolName6,
-    LitMark6,
+    LitQuote6,
     LitColon6,
-    LitMark7,
+    LitQuote7,
     ToolName7,
     ToolName8,
-    LitMark8,
+    LitQuote8,
     LitColon7,
     LitName2,
     LitComma4,
@@ -501,7 +502,7 @@ static STATES: [State; 118] = {
         next: St::Space2 as u16,
     };
     s[St::LitCloseToolCall as usize] = State::SpacedLiteral {
-        text: "</tool_call>",
+        text: Lit::CloseToolCall as u16,
         next: St::ToolClose as u16,
     };
     s[St::Choice as usize] = State::Choice {
@@ -516,7 +517,7 @@ static STATES: [State; 118] = {
     };
     s[St::Json as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker as u16,
         next: St::Choice as u16,
     };
@@ -529,7 +530,7 @@ static STATES: [State; 118] = {
         next: St::JsonStart as u16,
     };
     s[St::LitColon as usize] = State::SpacedLiteral {
-        text: ":",
+        text: Lit::Colon as u16,
         next: St::Space3 as u16,
     };
     s[St::Choice2 as usize] = State::Choice {
@@ -539,57 +540,57 @@ static STATES: [State; 118] = {
         next: St::Choice2 as u16,
     };
     s[St::LitComma as usize] = State::SpacedLiteral {
-        text: ",",
+        text: Lit::Comma as u16,
         next: St::Space4 as u16,
     };
-    s[St::LitMark as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::LitComma as u16,
     };
     s[St::ToolName as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark as u16,
+        next: St::LitQuote as u16,
     };
     s[St::ToolName2 as usize] = State::TextStart {
         next: St::ToolName as u16,
     };
-    s[St::LitMark2 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote2 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::ToolName2 as u16,
     };
     s[St::LitColon2 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark2 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote2 as u16,
     };
-    s[St::LitMark3 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote3 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::Choice as u16,
     };
     s[St::ToolName3 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark3 as u16,
+        next: St::LitQuote3 as u16,
     };
     s[St::ToolName4 as usize] = State::TextStart {
         next: St::ToolName3 as u16,
     };
-    s[St::LitMark4 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote4 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::ToolName4 as u16,
     };
     s[St::LitColon3 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark4 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote4 as u16,
     };
     s[St::LitName as usize] = State::SpacedLiteral {
-        text: "\"name\"",
+        text: Lit::Name as u16,
         next: St::LitColon3 as u16,
     };
     s[St::LitComma2 as usize] = State::SpacedLiteral {
-        text: ",",
+        text: Lit::Comma as u16,
         next: St::LitName as u16,
     };
     s[St::JsonClose2 as usize] = State::JsonClose {
@@ -601,7 +602,7 @@ static STATES: [State; 118] = {
     };
     s[St::Json2 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker2 as u16,
         next: St::LitComma2 as u16,
     };
@@ -614,7 +615,7 @@ static STATES: [State; 118] = {
         next: St::JsonStart2 as u16,
     };
     s[St::LitColon4 as usize] = State::SpacedLiteral {
-        text: ":",
+        text: Lit::Colon as u16,
         next: St::Space5 as u16,
     };
     s[St::Commit2 as usize] = State::Commit {
@@ -627,7 +628,7 @@ static STATES: [State; 118] = {
         next: St::Choice3 as u16,
     };
     s[St::LitOpenBrace as usize] = State::Literal {
-        text: "{",
+        text: Lit::OpenBrace as u16,
         next: St::Space6 as u16,
     };
     s[St::ToolOpen as usize] = State::ToolOpen {
@@ -687,7 +688,7 @@ static STATES: [State; 118] = {
         next: St::Space8 as u16,
     };
     s[St::LitCloseToolCall2 as usize] = State::SpacedLiteral {
-        text: "</tool_call>",
+        text: Lit::CloseToolCall as u16,
         next: St::ToolClose2 as u16,
     };
     s[St::Choice4 as usize] = State::Choice {
@@ -702,7 +703,7 @@ static STATES: [State; 118] = {
     };
     s[St::Json3 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker3 as u16,
         next: St::Choice4 as u16,
     };
@@ -715,7 +716,7 @@ static STATES: [State; 118] = {
         next: St::JsonStart3 as u16,
     };
     s[St::LitColon5 as usize] = State::SpacedLiteral {
-        text: ":",
+        text: Lit::Colon as u16,
         next: St::Space9 as u16,
     };
     s[St::Choice5 as usize] = State::Choice {
@@ -725,57 +726,57 @@ static STATES: [State; 118] = {
         next: St::Choice5 as u16,
     };
     s[St::LitComma3 as usize] = State::SpacedLiteral {
-        text: ",",
+        text: Lit::Comma as u16,
         next: St::Space10 as u16,
     };
-    s[St::LitMark5 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote5 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::LitComma3 as u16,
     };
     s[St::ToolName5 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark5 as u16,
+        next: St::LitQuote5 as u16,
     };
     s[St::ToolName6 as usize] = State::TextStart {
         next: St::ToolName5 as u16,
     };
-    s[St::LitMark6 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote6 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::ToolName6 as u16,
     };
     s[St::LitColon6 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark6 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote6 as u16,
     };
-    s[St::LitMark7 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote7 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::Choice4 as u16,
     };
     s[St::ToolName7 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark7 as u16,
+        next: St::LitQuote7 as u16,
     };
     s[St::ToolName8 as usize] = State::TextStart {
         next: St::ToolName7 as u16,
     };
-    s[St::LitMark8 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote8 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::ToolName8 as u16,
     };
     s[St::LitColon7 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark8 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote8 as u16,
     };
     s[St::LitName2 as usize] = State::SpacedLiteral {
-        text: "\"name\"",
+        text: Lit::Name as u16,
         next: St::LitColon7 as u16,
     };
     s[St::LitComma4 as usize] = State::SpacedLiteral {
-        text: ",",
+        text: Lit::Comma as u16,
         next: St::LitName2 as u16,
     };
     s[St::JsonClose4 as usize] = State::JsonClose {
@@ -787,7 +788,7 @@ static STATES: [State; 118] = {
     };
     s[St::Json4 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker4 as u16,
         next: St::LitComma4 as u16,
     };
@@ -800,7 +801,7 @@ static STATES: [State; 118] = {
         next: St::JsonStart4 as u16,
     };
     s[St::LitColon8 as usize] = State::SpacedLiteral {
-        text: ":",
+        text: Lit::Colon as u16,
         next: St::Space11 as u16,
     };
     s[St::Commit4 as usize] = State::Commit {
@@ -813,7 +814,7 @@ static STATES: [State; 118] = {
         next: St::Choice6 as u16,
     };
     s[St::LitOpenBrace2 as usize] = State::Literal {
-        text: "{",
+        text: Lit::OpenBrace as u16,
         next: St::Space12 as u16,
     };
     s[St::ToolOpen2 as usize] = State::ToolOpen {
@@ -855,7 +856,7 @@ static STATES: [State; 118] = {
     };
     s[St::Json5 as usize] = State::Json {
         content: true,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Space16 as u16,
     };
@@ -878,6 +879,43 @@ static STATES: [State; 118] = {
     };
     s
 };
+/// The markup, names and keys the states and guards read,
+/// named for their words (`LITERALS` holds their text).
+#[derive(Clone, Copy)]
+#[repr(u16)]
+enum Lit {
+    ImEnd,
+    CloseToolCall,
+    CloseBrace,
+    Empty,
+    Colon,
+    Arguments,
+    Parameters,
+    Comma,
+    Quote,
+    Name,
+    OpenBrace,
+    ToolCall,
+    QuoteQuoteQuote,
+    Json,
+}
+/// Each literal's text, in the order of `Lit`.
+static LITERALS: [&str; 14] = [
+    "<|im_end|>",
+    "</tool_call>",
+    "}",
+    "",
+    ":",
+    "\"arguments\"",
+    "\"parameters\"",
+    ",",
+    "\"",
+    "\"name\"",
+    "{",
+    "<tool_call>",
+    "```",
+    "json",
+];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
 static ARMS: [Arm; 31] = [
@@ -1039,21 +1077,21 @@ static ARMS: [Arm; 31] = [
 ];
 /// The markup guards match (compound ones name their parts by number).
 static GUARDS: [Guard; 15] = [
-    Guard::Lit("<|im_end|>"),
+    Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
-    Guard::Lit("}"),
+    Guard::Lit(Lit::CloseBrace as u16),
     Guard::Seq { first: 1, len: 2 },
     Guard::Space,
-    Guard::Lit("</tool_call>"),
+    Guard::Lit(Lit::CloseToolCall as u16),
     Guard::Seq { first: 4, len: 2 },
     Guard::Peek(6),
-    Guard::Lit("\"arguments\""),
-    Guard::Lit("\"parameters\""),
-    Guard::Lit("\"name\""),
-    Guard::Lit("<tool_call>"),
+    Guard::Lit(Lit::Arguments as u16),
+    Guard::Lit(Lit::Parameters as u16),
+    Guard::Lit(Lit::Name as u16),
+    Guard::Lit(Lit::ToolCall as u16),
     Guard::Empty,
-    Guard::Lit("```"),
-    Guard::Lit("json"),
+    Guard::Lit(Lit::QuoteQuoteQuote as u16),
+    Guard::Lit(Lit::Json as u16),
 ];
 /// Text ends at ["<|im_end|>"].
 static STOPS_0: [&str; 1] = ["<|im_end|>"];

@@ -345,21 +345,21 @@ impl Machine for Grammar {
     fn fast_row(st: u16) -> Fast {
         match st {
             st if st == St::ContentText as u16 => {
-                const { Fast::of(&STATES[St::ContentText as usize], &STOPS) }
+                const { Fast::of(&STATES[St::ContentText as usize], &STOPS, &LITERALS) }
             }
             st if st == St::ContentText2 as u16 || st == St::ContentText3 as u16
                 || st == St::ContentText4 as u16 || st == St::ContentText5 as u16
                 || st == St::ContentText6 as u16 || st == St::ContentText7 as u16 => {
-                const { Fast::of(&STATES[St::ContentText2 as usize], &STOPS) }
+                const { Fast::of(&STATES[St::ContentText2 as usize], &STOPS, &LITERALS) }
             }
             st if st == St::Json as u16 || st == St::Json2 as u16
                 || st == St::Json3 as u16 || st == St::Json4 as u16
                 || st == St::Json5 as u16 || st == St::Json6 as u16
                 || st == St::Json7 as u16 || st == St::Json8 as u16 => {
-                const { Fast::of(&STATES[St::Json as usize], &STOPS) }
+                const { Fast::of(&STATES[St::Json as usize], &STOPS, &LITERALS) }
             }
             st if st == St::Json9 as u16 => {
-                const { Fast::of(&STATES[St::Json9 as usize], &STOPS) }
+                const { Fast::of(&STATES[St::Json9 as usize], &STOPS, &LITERALS) }
             }
             _ => Fast::No,
         }
@@ -370,6 +370,7 @@ static TABLE: Table = Table {
     arms: &ARMS,
     guards: &GUARDS,
     stops: &STOPS,
+    literals: &LITERALS,
     resumes: &RESUMES,
     entries: [
         St::Content as u16,
@@ -414,9 +415,9 @@ enum St {
     LoopRoundDone2,
     ToolClose,
     LitCloseBrace,
-    LitMark,
+    LitQuote,
     JsonString,
-    LitMark2,
+    LitQuote2,
     LitColon,
     Choice,
     Json,
@@ -426,15 +427,15 @@ enum St {
     Choice2,
     Space3,
     LitComma,
-    LitMark3,
+    LitQuote3,
     ToolName,
     ToolName2,
-    LitMark4,
+    LitQuote4,
     LitColon3,
-    LitMark5,
+    LitQuote5,
     ToolName3,
     ToolName4,
-    LitMark6,
+    LitQuote6,
     LitColon4,
     LitName,
     LitComma2,
@@ -451,9 +452,9 @@ enum St {
     Loop,
     ToolClose2,
     LitCloseBrace2,
-    LitMark7,
+    LitQuote7,
     JsonString2,
-    LitMark8,
+    LitQuote8,
     LitColon6,
     Choice4,
     Json3,
@@ -463,15 +464,15 @@ enum St {
     Choice5,
     Space8,
     LitComma3,
-    LitMark9,
+    LitQuote9,
     ToolName5,
     ToolName6,
-    LitMark10,
+    LitQuote10,
     LitColon8,
-    LitMark11,
+    LitQuote11,
     ToolName7,
     ToolName8,
-    LitMark12,
+    LitQuote12,
     LitColon9,
     LitName2,
     LitComma4,
@@ -501,9 +502,9 @@ enum St {
     LoopRoundDone4,
     ToolClose3,
     LitCloseBrace3,
-    LitMark13,
+    LitQuote13,
     JsonString3,
-    LitMark14,
+    LitQuote14,
     LitColon11,
     Choice7,
     Json5,
@@ -513,15 +514,15 @@ enum St {
     Choice8,
     Space14,
     LitComma5,
-    LitMark15,
+    LitQuote15,
     ToolName9,
     ToolName10,
-    LitMark16,
+    LitQuote16,
     LitColon13,
-    LitMark17,
+    LitQuote17,
     ToolName11,
     ToolName12,
-    LitMark18,
+    LitQuote18,
     LitColon14,
     LitName3,
     LitComma6,
@@ -538,9 +539,9 @@ enum St {
     Loop3,
     ToolClose4,
     LitCloseBrace4,
-    LitMark19,
+    LitQuote19,
     JsonString4,
-    LitMark20,
+    LitQuote20,
     LitColon16,
     Choice10,
     Json7,
@@ -550,15 +551,15 @@ enum St {
     Choice11,
     Space19,
     LitComma7,
-    LitMark21,
+    LitQuote21,
     ToolName13,
     ToolName14,
-    LitMark22,
+    LitQuote22,
     LitColon18,
-    LitMark23,
+    LitQuote23,
     ToolName15,
     ToolName16,
-    LitMark24,
+    LitQuote24,
     LitColon19,
     LitName4,
     LitComma8,
@@ -634,7 +635,7 @@ static STATES: [State; 187] = {
         next: St::Content3 as u16,
     };
     s[St::LitCloseBracket as usize] = State::SpacedLiteral {
-        text: "]",
+        text: Lit::CloseBracket as u16,
         next: St::Space as u16,
     };
     s[St::LoopHead2 as usize] = State::LoopHead {
@@ -651,31 +652,31 @@ static STATES: [State; 187] = {
         next: St::LoopRoundDone2 as u16,
     };
     s[St::LitCloseBrace as usize] = State::SpacedLiteral {
-        text: "}",
+        text: Lit::CloseBrace as u16,
         next: St::ToolClose as u16,
     };
-    s[St::LitMark as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::LitCloseBrace as u16,
     };
     s[St::JsonString as usize] = State::JsonString {
         kind: Kind::ToolId,
-        next: St::LitMark as u16,
+        next: St::LitQuote as u16,
     };
-    s[St::LitMark2 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote2 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::JsonString as u16,
     };
     s[St::LitColon as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark2 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote2 as u16,
     };
     s[St::Choice as usize] = State::Choice {
         arms: Arms { first: 0, len: 2 },
     };
     s[St::Json as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Choice as u16,
     };
@@ -688,7 +689,7 @@ static STATES: [State; 187] = {
         next: St::JsonStart as u16,
     };
     s[St::LitColon2 as usize] = State::SpacedLiteral {
-        text: ":",
+        text: Lit::Colon as u16,
         next: St::Space2 as u16,
     };
     s[St::Choice2 as usize] = State::Choice {
@@ -698,62 +699,62 @@ static STATES: [State; 187] = {
         next: St::Choice2 as u16,
     };
     s[St::LitComma as usize] = State::SpacedLiteral {
-        text: ",",
+        text: Lit::Comma as u16,
         next: St::Space3 as u16,
     };
-    s[St::LitMark3 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote3 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::LitComma as u16,
     };
     s[St::ToolName as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark3 as u16,
+        next: St::LitQuote3 as u16,
     };
     s[St::ToolName2 as usize] = State::TextStart {
         next: St::ToolName as u16,
     };
-    s[St::LitMark4 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote4 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::ToolName2 as u16,
     };
     s[St::LitColon3 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark4 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote4 as u16,
     };
-    s[St::LitMark5 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote5 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::Choice as u16,
     };
     s[St::ToolName3 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark5 as u16,
+        next: St::LitQuote5 as u16,
     };
     s[St::ToolName4 as usize] = State::TextStart {
         next: St::ToolName3 as u16,
     };
-    s[St::LitMark6 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote6 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::ToolName4 as u16,
     };
     s[St::LitColon4 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark6 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote6 as u16,
     };
     s[St::LitName as usize] = State::SpacedLiteral {
-        text: "\"name\"",
+        text: Lit::Name as u16,
         next: St::LitColon4 as u16,
     };
     s[St::LitComma2 as usize] = State::SpacedLiteral {
-        text: ",",
+        text: Lit::Comma as u16,
         next: St::LitName as u16,
     };
     s[St::Json2 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::LitComma2 as u16,
     };
@@ -766,7 +767,7 @@ static STATES: [State; 187] = {
         next: St::JsonStart2 as u16,
     };
     s[St::LitColon5 as usize] = State::SpacedLiteral {
-        text: ":",
+        text: Lit::Colon as u16,
         next: St::Space4 as u16,
     };
     s[St::Commit as usize] = State::Commit {
@@ -779,7 +780,7 @@ static STATES: [State; 187] = {
         next: St::Choice3 as u16,
     };
     s[St::LitOpenBrace as usize] = State::Literal {
-        text: "{",
+        text: Lit::OpenBrace as u16,
         next: St::Space5 as u16,
     };
     s[St::ToolOpen as usize] = State::ToolOpen {
@@ -796,31 +797,31 @@ static STATES: [State; 187] = {
         next: St::Loop as u16,
     };
     s[St::LitCloseBrace2 as usize] = State::SpacedLiteral {
-        text: "}",
+        text: Lit::CloseBrace as u16,
         next: St::ToolClose2 as u16,
     };
-    s[St::LitMark7 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote7 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::LitCloseBrace2 as u16,
     };
     s[St::JsonString2 as usize] = State::JsonString {
         kind: Kind::ToolId,
-        next: St::LitMark7 as u16,
+        next: St::LitQuote7 as u16,
     };
-    s[St::LitMark8 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote8 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::JsonString2 as u16,
     };
     s[St::LitColon6 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark8 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote8 as u16,
     };
     s[St::Choice4 as usize] = State::Choice {
         arms: Arms { first: 8, len: 2 },
     };
     s[St::Json3 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Choice4 as u16,
     };
@@ -833,7 +834,7 @@ static STATES: [State; 187] = {
         next: St::JsonStart3 as u16,
     };
     s[St::LitColon7 as usize] = State::SpacedLiteral {
-        text: ":",
+        text: Lit::Colon as u16,
         next: St::Space7 as u16,
     };
     s[St::Choice5 as usize] = State::Choice {
@@ -843,62 +844,62 @@ static STATES: [State; 187] = {
         next: St::Choice5 as u16,
     };
     s[St::LitComma3 as usize] = State::SpacedLiteral {
-        text: ",",
+        text: Lit::Comma as u16,
         next: St::Space8 as u16,
     };
-    s[St::LitMark9 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote9 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::LitComma3 as u16,
     };
     s[St::ToolName5 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark9 as u16,
+        next: St::LitQuote9 as u16,
     };
     s[St::ToolName6 as usize] = State::TextStart {
         next: St::ToolName5 as u16,
     };
-    s[St::LitMark10 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote10 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::ToolName6 as u16,
     };
     s[St::LitColon8 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark10 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote10 as u16,
     };
-    s[St::LitMark11 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote11 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::Choice4 as u16,
     };
     s[St::ToolName7 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark11 as u16,
+        next: St::LitQuote11 as u16,
     };
     s[St::ToolName8 as usize] = State::TextStart {
         next: St::ToolName7 as u16,
     };
-    s[St::LitMark12 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote12 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::ToolName8 as u16,
     };
     s[St::LitColon9 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark12 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote12 as u16,
     };
     s[St::LitName2 as usize] = State::SpacedLiteral {
-        text: "\"name\"",
+        text: Lit::Name as u16,
         next: St::LitColon9 as u16,
     };
     s[St::LitComma4 as usize] = State::SpacedLiteral {
-        text: ",",
+        text: Lit::Comma as u16,
         next: St::LitName2 as u16,
     };
     s[St::Json4 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::LitComma4 as u16,
     };
@@ -911,7 +912,7 @@ static STATES: [State; 187] = {
         next: St::JsonStart4 as u16,
     };
     s[St::LitColon10 as usize] = State::SpacedLiteral {
-        text: ":",
+        text: Lit::Colon as u16,
         next: St::Space9 as u16,
     };
     s[St::Commit2 as usize] = State::Commit {
@@ -924,7 +925,7 @@ static STATES: [State; 187] = {
         next: St::Choice6 as u16,
     };
     s[St::LitOpenBrace2 as usize] = State::Literal {
-        text: "{",
+        text: Lit::OpenBrace as u16,
         next: St::Space10 as u16,
     };
     s[St::ToolOpen2 as usize] = State::ToolOpen {
@@ -934,7 +935,7 @@ static STATES: [State; 187] = {
         next: St::ToolOpen2 as u16,
     };
     s[St::LitOpenBracket as usize] = State::SpacedLiteral {
-        text: "[",
+        text: Lit::OpenBracket as u16,
         next: St::Space11 as u16,
     };
     s[St::Loop2 as usize] = State::EnterLoop {
@@ -982,7 +983,7 @@ static STATES: [State; 187] = {
         next: St::Content6 as u16,
     };
     s[St::LitCloseBracket2 as usize] = State::SpacedLiteral {
-        text: "]",
+        text: Lit::CloseBracket as u16,
         next: St::Space12 as u16,
     };
     s[St::LoopHead4 as usize] = State::LoopHead {
@@ -999,31 +1000,31 @@ static STATES: [State; 187] = {
         next: St::LoopRoundDone4 as u16,
     };
     s[St::LitCloseBrace3 as usize] = State::SpacedLiteral {
-        text: "}",
+        text: Lit::CloseBrace as u16,
         next: St::ToolClose3 as u16,
     };
-    s[St::LitMark13 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote13 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::LitCloseBrace3 as u16,
     };
     s[St::JsonString3 as usize] = State::JsonString {
         kind: Kind::ToolId,
-        next: St::LitMark13 as u16,
+        next: St::LitQuote13 as u16,
     };
-    s[St::LitMark14 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote14 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::JsonString3 as u16,
     };
     s[St::LitColon11 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark14 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote14 as u16,
     };
     s[St::Choice7 as usize] = State::Choice {
         arms: Arms { first: 16, len: 2 },
     };
     s[St::Json5 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Choice7 as u16,
     };
@@ -1036,7 +1037,7 @@ static STATES: [State; 187] = {
         next: St::JsonStart5 as u16,
     };
     s[St::LitColon12 as usize] = State::SpacedLiteral {
-        text: ":",
+        text: Lit::Colon as u16,
         next: St::Space13 as u16,
     };
     s[St::Choice8 as usize] = State::Choice {
@@ -1046,62 +1047,62 @@ static STATES: [State; 187] = {
         next: St::Choice8 as u16,
     };
     s[St::LitComma5 as usize] = State::SpacedLiteral {
-        text: ",",
+        text: Lit::Comma as u16,
         next: St::Space14 as u16,
     };
-    s[St::LitMark15 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote15 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::LitComma5 as u16,
     };
     s[St::ToolName9 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark15 as u16,
+        next: St::LitQuote15 as u16,
     };
     s[St::ToolName10 as usize] = State::TextStart {
         next: St::ToolName9 as u16,
     };
-    s[St::LitMark16 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote16 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::ToolName10 as u16,
     };
     s[St::LitColon13 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark16 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote16 as u16,
     };
-    s[St::LitMark17 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote17 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::Choice7 as u16,
     };
     s[St::ToolName11 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark17 as u16,
+        next: St::LitQuote17 as u16,
     };
     s[St::ToolName12 as usize] = State::TextStart {
         next: St::ToolName11 as u16,
     };
-    s[St::LitMark18 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote18 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::ToolName12 as u16,
     };
     s[St::LitColon14 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark18 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote18 as u16,
     };
     s[St::LitName3 as usize] = State::SpacedLiteral {
-        text: "\"name\"",
+        text: Lit::Name as u16,
         next: St::LitColon14 as u16,
     };
     s[St::LitComma6 as usize] = State::SpacedLiteral {
-        text: ",",
+        text: Lit::Comma as u16,
         next: St::LitName3 as u16,
     };
     s[St::Json6 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::LitComma6 as u16,
     };
@@ -1114,7 +1115,7 @@ static STATES: [State; 187] = {
         next: St::JsonStart6 as u16,
     };
     s[St::LitColon15 as usize] = State::SpacedLiteral {
-        text: ":",
+        text: Lit::Colon as u16,
         next: St::Space15 as u16,
     };
     s[St::Commit3 as usize] = State::Commit {
@@ -1127,7 +1128,7 @@ static STATES: [State; 187] = {
         next: St::Choice9 as u16,
     };
     s[St::LitOpenBrace3 as usize] = State::Literal {
-        text: "{",
+        text: Lit::OpenBrace as u16,
         next: St::Space16 as u16,
     };
     s[St::ToolOpen3 as usize] = State::ToolOpen {
@@ -1144,31 +1145,31 @@ static STATES: [State; 187] = {
         next: St::Loop3 as u16,
     };
     s[St::LitCloseBrace4 as usize] = State::SpacedLiteral {
-        text: "}",
+        text: Lit::CloseBrace as u16,
         next: St::ToolClose4 as u16,
     };
-    s[St::LitMark19 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote19 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::LitCloseBrace4 as u16,
     };
     s[St::JsonString4 as usize] = State::JsonString {
         kind: Kind::ToolId,
-        next: St::LitMark19 as u16,
+        next: St::LitQuote19 as u16,
     };
-    s[St::LitMark20 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote20 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::JsonString4 as u16,
     };
     s[St::LitColon16 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark20 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote20 as u16,
     };
     s[St::Choice10 as usize] = State::Choice {
         arms: Arms { first: 24, len: 2 },
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Choice10 as u16,
     };
@@ -1181,7 +1182,7 @@ static STATES: [State; 187] = {
         next: St::JsonStart7 as u16,
     };
     s[St::LitColon17 as usize] = State::SpacedLiteral {
-        text: ":",
+        text: Lit::Colon as u16,
         next: St::Space18 as u16,
     };
     s[St::Choice11 as usize] = State::Choice {
@@ -1191,62 +1192,62 @@ static STATES: [State; 187] = {
         next: St::Choice11 as u16,
     };
     s[St::LitComma7 as usize] = State::SpacedLiteral {
-        text: ",",
+        text: Lit::Comma as u16,
         next: St::Space19 as u16,
     };
-    s[St::LitMark21 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote21 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::LitComma7 as u16,
     };
     s[St::ToolName13 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark21 as u16,
+        next: St::LitQuote21 as u16,
     };
     s[St::ToolName14 as usize] = State::TextStart {
         next: St::ToolName13 as u16,
     };
-    s[St::LitMark22 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote22 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::ToolName14 as u16,
     };
     s[St::LitColon18 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark22 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote22 as u16,
     };
-    s[St::LitMark23 as usize] = State::Literal {
-        text: "\"",
+    s[St::LitQuote23 as usize] = State::Literal {
+        text: Lit::Quote as u16,
         next: St::Choice10 as u16,
     };
     s[St::ToolName15 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark23 as u16,
+        next: St::LitQuote23 as u16,
     };
     s[St::ToolName16 as usize] = State::TextStart {
         next: St::ToolName15 as u16,
     };
-    s[St::LitMark24 as usize] = State::SpacedLiteral {
-        text: "\"",
+    s[St::LitQuote24 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
         next: St::ToolName16 as u16,
     };
     s[St::LitColon19 as usize] = State::SpacedLiteral {
-        text: ":",
-        next: St::LitMark24 as u16,
+        text: Lit::Colon as u16,
+        next: St::LitQuote24 as u16,
     };
     s[St::LitName4 as usize] = State::SpacedLiteral {
-        text: "\"name\"",
+        text: Lit::Name as u16,
         next: St::LitColon19 as u16,
     };
     s[St::LitComma8 as usize] = State::SpacedLiteral {
-        text: ",",
+        text: Lit::Comma as u16,
         next: St::LitName4 as u16,
     };
     s[St::Json8 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::LitComma8 as u16,
     };
@@ -1259,7 +1260,7 @@ static STATES: [State; 187] = {
         next: St::JsonStart8 as u16,
     };
     s[St::LitColon20 as usize] = State::SpacedLiteral {
-        text: ":",
+        text: Lit::Colon as u16,
         next: St::Space20 as u16,
     };
     s[St::Commit4 as usize] = State::Commit {
@@ -1272,7 +1273,7 @@ static STATES: [State; 187] = {
         next: St::Choice12 as u16,
     };
     s[St::LitOpenBrace4 as usize] = State::Literal {
-        text: "{",
+        text: Lit::OpenBrace as u16,
         next: St::Space21 as u16,
     };
     s[St::ToolOpen4 as usize] = State::ToolOpen {
@@ -1282,7 +1283,7 @@ static STATES: [State; 187] = {
         next: St::ToolOpen4 as u16,
     };
     s[St::LitOpenBracket2 as usize] = State::SpacedLiteral {
-        text: "[",
+        text: Lit::OpenBracket as u16,
         next: St::Space22 as u16,
     };
     s[St::Loop4 as usize] = State::EnterLoop {
@@ -1309,7 +1310,7 @@ static STATES: [State; 187] = {
     };
     s[St::Json9 as usize] = State::Json {
         content: true,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Space24 as u16,
     };
@@ -1332,6 +1333,45 @@ static STATES: [State; 187] = {
     };
     s
 };
+/// The markup, names and keys the states and guards read,
+/// named for their words (`LITERALS` holds their text).
+#[derive(Clone, Copy)]
+#[repr(u16)]
+enum Lit {
+    CloseBracket,
+    CloseBrace,
+    Quote,
+    Colon,
+    Comma,
+    Id,
+    Empty,
+    Arguments,
+    Parameters,
+    Name,
+    OpenBrace,
+    OpenBracket,
+    ToolCalls,
+    QuoteQuoteQuote,
+    Json,
+}
+/// Each literal's text, in the order of `Lit`.
+static LITERALS: [&str; 15] = [
+    "]",
+    "}",
+    "\"",
+    ":",
+    ",",
+    "\"id\"",
+    "",
+    "\"arguments\"",
+    "\"parameters\"",
+    "\"name\"",
+    "{",
+    "[",
+    "[TOOL_CALLS]",
+    "```",
+    "json",
+];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
 static ARMS: [Arm; 38] = [
@@ -1529,20 +1569,20 @@ static ARMS: [Arm; 38] = [
 /// The markup guards match (compound ones name their parts by number).
 static GUARDS: [Guard; 15] = [
     Guard::Space,
-    Guard::Lit(","),
+    Guard::Lit(Lit::Comma as u16),
     Guard::Space,
-    Guard::Lit("\"id\""),
+    Guard::Lit(Lit::Id as u16),
     Guard::Seq { first: 0, len: 4 },
     Guard::Empty,
-    Guard::Lit("\"arguments\""),
-    Guard::Lit("\"parameters\""),
-    Guard::Lit("\"name\""),
+    Guard::Lit(Lit::Arguments as u16),
+    Guard::Lit(Lit::Parameters as u16),
+    Guard::Lit(Lit::Name as u16),
     Guard::Space,
-    Guard::Lit(","),
+    Guard::Lit(Lit::Comma as u16),
     Guard::Seq { first: 9, len: 2 },
-    Guard::Lit("[TOOL_CALLS]"),
-    Guard::Lit("```"),
-    Guard::Lit("json"),
+    Guard::Lit(Lit::ToolCalls as u16),
+    Guard::Lit(Lit::QuoteQuoteQuote as u16),
+    Guard::Lit(Lit::Json as u16),
 ];
 /// Text ends at [].
 static STOPS_0: [&str; 0] = [];

@@ -83,10 +83,10 @@ impl Machine for Grammar {
         match st {
             st if st == St::ContentText as u16 || st == St::ContentText2 as u16
                 || st == St::ContentText3 as u16 => {
-                const { Fast::of(&STATES[St::ContentText as usize], &STOPS) }
+                const { Fast::of(&STATES[St::ContentText as usize], &STOPS, &LITERALS) }
             }
             st if st == St::Json as u16 => {
-                const { Fast::of(&STATES[St::Json as usize], &STOPS) }
+                const { Fast::of(&STATES[St::Json as usize], &STOPS, &LITERALS) }
             }
             _ => Fast::No,
         }
@@ -97,6 +97,7 @@ static TABLE: Table = Table {
     arms: &ARMS,
     guards: &GUARDS,
     stops: &STOPS,
+    literals: &LITERALS,
     resumes: &RESUMES,
     entries: [
         St::Content3 as u16,
@@ -221,7 +222,7 @@ static STATES: [State; 24] = {
     };
     s[St::Json as usize] = State::Json {
         content: true,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Space4 as u16,
     };
@@ -244,6 +245,18 @@ static STATES: [State; 24] = {
     };
     s
 };
+/// The markup, names and keys the states and guards read,
+/// named for their words (`LITERALS` holds their text).
+#[derive(Clone, Copy)]
+#[repr(u16)]
+enum Lit {
+    ImEnd,
+    QuoteQuoteQuote,
+    Empty,
+    Json,
+}
+/// Each literal's text, in the order of `Lit`.
+static LITERALS: [&str; 4] = ["<|im_end|>", "```", "", "json"];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
 static ARMS: [Arm; 9] = [
@@ -295,10 +308,10 @@ static ARMS: [Arm; 9] = [
 ];
 /// The markup guards match (compound ones name their parts by number).
 static GUARDS: [Guard; 4] = [
-    Guard::Lit("<|im_end|>"),
+    Guard::Lit(Lit::ImEnd as u16),
     Guard::Empty,
-    Guard::Lit("```"),
-    Guard::Lit("json"),
+    Guard::Lit(Lit::QuoteQuoteQuote as u16),
+    Guard::Lit(Lit::Json as u16),
 ];
 /// Text ends at ["<|im_end|>"].
 static STOPS_0: [&str; 1] = ["<|im_end|>"];

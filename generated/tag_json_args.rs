@@ -160,18 +160,18 @@ impl Machine for Grammar {
         match st {
             st if st == St::ContentText as u16 || st == St::ContentText2 as u16
                 || st == St::ContentText3 as u16 => {
-                const { Fast::of(&STATES[St::ContentText as usize], &STOPS) }
+                const { Fast::of(&STATES[St::ContentText as usize], &STOPS, &LITERALS) }
             }
             st if st == St::ContentText4 as u16 || st == St::ContentText5 as u16
                 || st == St::ContentText6 as u16 || st == St::ContentText7 as u16
                 || st == St::ContentText8 as u16 || st == St::ContentText9 as u16 => {
-                const { Fast::of(&STATES[St::ContentText4 as usize], &STOPS) }
+                const { Fast::of(&STATES[St::ContentText4 as usize], &STOPS, &LITERALS) }
             }
             st if st == St::Json as u16 || st == St::Json2 as u16 => {
-                const { Fast::of(&STATES[St::Json as usize], &STOPS) }
+                const { Fast::of(&STATES[St::Json as usize], &STOPS, &LITERALS) }
             }
             st if st == St::Json3 as u16 => {
-                const { Fast::of(&STATES[St::Json3 as usize], &STOPS) }
+                const { Fast::of(&STATES[St::Json3 as usize], &STOPS, &LITERALS) }
             }
             _ => Fast::No,
         }
@@ -182,6 +182,7 @@ static TABLE: Table = Table {
     arms: &ARMS,
     guards: &GUARDS,
     stops: &STOPS,
+    literals: &LITERALS,
     resumes: &RESUMES,
     entries: [
         St::Content3 as u16,
@@ -237,7 +238,7 @@ enum St {
     Json,
     JsonStart,
     Space3,
-    LitMark,
+    LitGreater,
     ToolName,
     ToolName2,
     Space4,
@@ -260,7 +261,7 @@ enum St {
     Json2,
     JsonStart2,
     Space6,
-    LitMark2,
+    LitGreater2,
     ToolName3,
     ToolName4,
     Space7,
@@ -370,7 +371,7 @@ static STATES: [State; 70] = {
         next: St::Space2 as u16,
     };
     s[St::LitCloseFunction as usize] = State::SpacedLiteral {
-        text: "</function>",
+        text: Lit::CloseFunction as u16,
         next: St::ToolClose as u16,
     };
     s[St::JsonClose as usize] = State::JsonClose {
@@ -382,7 +383,7 @@ static STATES: [State; 70] = {
     };
     s[St::Json as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker as u16,
         next: St::LitCloseFunction as u16,
     };
@@ -394,15 +395,15 @@ static STATES: [State; 70] = {
     s[St::Space3 as usize] = State::Space {
         next: St::JsonStart as u16,
     };
-    s[St::LitMark as usize] = State::SpacedLiteral {
-        text: ">",
+    s[St::LitGreater as usize] = State::SpacedLiteral {
+        text: Lit::Greater as u16,
         next: St::Space3 as u16,
     };
     s[St::ToolName as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark as u16,
+        next: St::LitGreater as u16,
     };
     s[St::ToolName2 as usize] = State::TextStart {
         next: St::ToolName as u16,
@@ -464,7 +465,7 @@ static STATES: [State; 70] = {
         next: St::Space5 as u16,
     };
     s[St::LitCloseFunction2 as usize] = State::SpacedLiteral {
-        text: "</function>",
+        text: Lit::CloseFunction as u16,
         next: St::ToolClose2 as u16,
     };
     s[St::JsonClose2 as usize] = State::JsonClose {
@@ -476,7 +477,7 @@ static STATES: [State; 70] = {
     };
     s[St::Json2 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker2 as u16,
         next: St::LitCloseFunction2 as u16,
     };
@@ -488,15 +489,15 @@ static STATES: [State; 70] = {
     s[St::Space6 as usize] = State::Space {
         next: St::JsonStart2 as u16,
     };
-    s[St::LitMark2 as usize] = State::SpacedLiteral {
-        text: ">",
+    s[St::LitGreater2 as usize] = State::SpacedLiteral {
+        text: Lit::Greater as u16,
         next: St::Space6 as u16,
     };
     s[St::ToolName3 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitMark2 as u16,
+        next: St::LitGreater2 as u16,
     };
     s[St::ToolName4 as usize] = State::TextStart {
         next: St::ToolName3 as u16,
@@ -540,7 +541,7 @@ static STATES: [State; 70] = {
     };
     s[St::Json3 as usize] = State::Json {
         content: true,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Space10 as u16,
     };
@@ -563,6 +564,29 @@ static STATES: [State; 70] = {
     };
     s
 };
+/// The markup, names and keys the states and guards read,
+/// named for their words (`LITERALS` holds their text).
+#[derive(Clone, Copy)]
+#[repr(u16)]
+enum Lit {
+    End,
+    CloseFunction,
+    Empty,
+    Greater,
+    Function,
+    QuoteQuoteQuote,
+    Json,
+}
+/// Each literal's text, in the order of `Lit`.
+static LITERALS: [&str; 7] = [
+    "<|end|>",
+    "</function>",
+    "",
+    ">",
+    "<function=",
+    "```",
+    "json",
+];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
 static ARMS: [Arm; 15] = [
@@ -644,15 +668,15 @@ static ARMS: [Arm; 15] = [
 ];
 /// The markup guards match (compound ones name their parts by number).
 static GUARDS: [Guard; 9] = [
-    Guard::Lit("<|end|>"),
+    Guard::Lit(Lit::End as u16),
     Guard::Space,
-    Guard::Lit("</function>"),
+    Guard::Lit(Lit::CloseFunction as u16),
     Guard::Seq { first: 1, len: 2 },
     Guard::Peek(3),
-    Guard::Lit("<function="),
+    Guard::Lit(Lit::Function as u16),
     Guard::Empty,
-    Guard::Lit("```"),
-    Guard::Lit("json"),
+    Guard::Lit(Lit::QuoteQuoteQuote as u16),
+    Guard::Lit(Lit::Json as u16),
 ];
 /// Text ends at ["<|end|>"].
 static STOPS_0: [&str; 1] = ["<|end|>"];

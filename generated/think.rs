@@ -112,13 +112,15 @@ impl Machine for Grammar {
         match st {
             st if st == St::ContentText as u16 || st == St::ContentText2 as u16
                 || st == St::ContentText3 as u16 => {
-                const { Fast::of(&STATES[St::ContentText as usize], &STOPS) }
+                const { Fast::of(&STATES[St::ContentText as usize], &STOPS, &LITERALS) }
             }
             st if st == St::ReasoningText as u16 || st == St::ReasoningText2 as u16 => {
-                const { Fast::of(&STATES[St::ReasoningText as usize], &STOPS) }
+                const {
+                    Fast::of(&STATES[St::ReasoningText as usize], &STOPS, &LITERALS)
+                }
             }
             st if st == St::Json as u16 => {
-                const { Fast::of(&STATES[St::Json as usize], &STOPS) }
+                const { Fast::of(&STATES[St::Json as usize], &STOPS, &LITERALS) }
             }
             _ => Fast::No,
         }
@@ -129,6 +131,7 @@ static TABLE: Table = Table {
     arms: &ARMS,
     guards: &GUARDS,
     stops: &STOPS,
+    literals: &LITERALS,
     resumes: &RESUMES,
     entries: [
         St::Reasoning as u16,
@@ -278,7 +281,7 @@ static STATES: [State; 34] = {
     };
     s[St::Json as usize] = State::Json {
         content: true,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Space5 as u16,
     };
@@ -316,16 +319,30 @@ static STATES: [State; 34] = {
     };
     s[St::Prefilled as usize] = State::Prefilled {
         kind: Kind::Content,
-        text: "<think>\n",
+        text: Lit::Think as u16,
         next: St::Content3 as u16,
     };
     s[St::Prefilled2 as usize] = State::Prefilled {
         kind: Kind::Content,
-        text: "<think>\n",
+        text: Lit::Think as u16,
         next: St::Space7 as u16,
     };
     s
 };
+/// The markup, names and keys the states and guards read,
+/// named for their words (`LITERALS` holds their text).
+#[derive(Clone, Copy)]
+#[repr(u16)]
+enum Lit {
+    ImEnd,
+    CloseThink,
+    QuoteQuoteQuote,
+    Empty,
+    Json,
+    Think,
+}
+/// Each literal's text, in the order of `Lit`.
+static LITERALS: [&str; 6] = ["<|im_end|>", "</think>", "```", "", "json", "<think>\n"];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
 static ARMS: [Arm; 13] = [
@@ -397,11 +414,11 @@ static ARMS: [Arm; 13] = [
 ];
 /// The markup guards match (compound ones name their parts by number).
 static GUARDS: [Guard; 5] = [
-    Guard::Lit("<|im_end|>"),
-    Guard::Lit("</think>"),
+    Guard::Lit(Lit::ImEnd as u16),
+    Guard::Lit(Lit::CloseThink as u16),
     Guard::Empty,
-    Guard::Lit("```"),
-    Guard::Lit("json"),
+    Guard::Lit(Lit::QuoteQuoteQuote as u16),
+    Guard::Lit(Lit::Json as u16),
 ];
 /// Text ends at ["<|im_end|>"].
 static STOPS_0: [&str; 1] = ["<|im_end|>"];

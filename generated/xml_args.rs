@@ -326,23 +326,25 @@ impl Machine for Grammar {
         match st {
             st if st == St::ContentText as u16 || st == St::ContentText2 as u16
                 || st == St::ContentText3 as u16 => {
-                const { Fast::of(&STATES[St::ContentText as usize], &STOPS) }
+                const { Fast::of(&STATES[St::ContentText as usize], &STOPS, &LITERALS) }
             }
             st if st == St::ContentText4 as u16 || st == St::ContentText5 as u16
                 || st == St::ContentText6 as u16 || st == St::ContentText7 as u16
                 || st == St::ContentText8 as u16 || st == St::ContentText9 as u16 => {
-                const { Fast::of(&STATES[St::ContentText4 as usize], &STOPS) }
+                const { Fast::of(&STATES[St::ContentText4 as usize], &STOPS, &LITERALS) }
             }
             st if st == St::ArgStringText as u16 || st == St::ArgStringText2 as u16
                 || st == St::ArgStringText3 as u16 || st == St::ArgStringText4 as u16 => {
-                const { Fast::of(&STATES[St::ArgStringText as usize], &STOPS) }
+                const {
+                    Fast::of(&STATES[St::ArgStringText as usize], &STOPS, &LITERALS)
+                }
             }
             st if st == St::Json as u16 || st == St::Json2 as u16
                 || st == St::Json3 as u16 || st == St::Json4 as u16 => {
-                const { Fast::of(&STATES[St::Json as usize], &STOPS) }
+                const { Fast::of(&STATES[St::Json as usize], &STOPS, &LITERALS) }
             }
             st if st == St::Json5 as u16 => {
-                const { Fast::of(&STATES[St::Json5 as usize], &STOPS) }
+                const { Fast::of(&STATES[St::Json5 as usize], &STOPS, &LITERALS) }
             }
             _ => Fast::No,
         }
@@ -353,6 +355,7 @@ static TABLE: Table = Table {
     arms: &ARMS,
     guards: &GUARDS,
     stops: &STOPS,
+    literals: &LITERALS,
     resumes: &RESUMES,
     entries: [
         St::Content3 as u16,
@@ -417,11 +420,11 @@ enum St {
     ArgAutoText,
     ArgAuto,
     ValueByArgumentType,
-    LitMark,
+    LitGreater,
     ArgName,
     ArgName2,
     ArgsOpen,
-    LitMark2,
+    LitGreater2,
     ToolName,
     ToolName2,
     Space6,
@@ -442,11 +445,11 @@ enum St {
     ArgAutoText2,
     ArgAuto2,
     ValueByArgumentType2,
-    LitMark3,
+    LitGreater3,
     ArgName3,
     ArgName4,
     ArgsOpen2,
-    LitMark4,
+    LitGreater4,
     ToolName3,
     ToolName4,
     Space10,
@@ -478,11 +481,11 @@ enum St {
     ArgAutoText3,
     ArgAuto3,
     ValueByArgumentType3,
-    LitMark5,
+    LitGreater5,
     ArgName5,
     ArgName6,
     ArgsOpen3,
-    LitMark6,
+    LitGreater6,
     ToolName5,
     ToolName6,
     Space15,
@@ -503,11 +506,11 @@ enum St {
     ArgAutoText4,
     ArgAuto4,
     ValueByArgumentType4,
-    LitMark7,
+    LitGreater7,
     ArgName7,
     ArgName8,
     ArgsOpen4,
-    LitMark8,
+    LitGreater8,
     ToolName7,
     ToolName8,
     Space19,
@@ -617,7 +620,7 @@ static STATES: [State; 146] = {
         next: St::Space2 as u16,
     };
     s[St::LitCloseToolCall as usize] = State::SpacedLiteral {
-        text: "</tool_call>",
+        text: Lit::CloseToolCall as u16,
         next: St::ToolClose as u16,
     };
     s[St::Choice as usize] = State::Choice {
@@ -650,7 +653,7 @@ static STATES: [State; 146] = {
     };
     s[St::Json as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Space4 as u16,
     };
@@ -676,15 +679,15 @@ static STATES: [State; 146] = {
         json: St::Space5 as u16,
         auto: St::ArgAuto as u16,
     };
-    s[St::LitMark as usize] = State::Literal {
-        text: ">",
+    s[St::LitGreater as usize] = State::Literal {
+        text: Lit::Greater as u16,
         next: St::ValueByArgumentType as u16,
     };
     s[St::ArgName as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
         stops: 3,
-        next: St::LitMark as u16,
+        next: St::LitGreater as u16,
     };
     s[St::ArgName2 as usize] = State::TextStart {
         next: St::ArgName as u16,
@@ -692,15 +695,15 @@ static STATES: [State; 146] = {
     s[St::ArgsOpen as usize] = State::ArgsOpen {
         next: St::LoopHead3 as u16,
     };
-    s[St::LitMark2 as usize] = State::SpacedLiteral {
-        text: ">",
+    s[St::LitGreater2 as usize] = State::SpacedLiteral {
+        text: Lit::Greater as u16,
         next: St::ArgsOpen as u16,
     };
     s[St::ToolName as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 3,
-        next: St::LitMark2 as u16,
+        next: St::LitGreater2 as u16,
     };
     s[St::ToolName2 as usize] = State::TextStart {
         next: St::ToolName as u16,
@@ -712,7 +715,7 @@ static STATES: [State; 146] = {
         next: St::Space6 as u16,
     };
     s[St::LitFunction as usize] = State::SpacedLiteral {
-        text: "<function=",
+        text: Lit::Function as u16,
         next: St::ToolOpen as u16,
     };
     s[St::Choice3 as usize] = State::Choice {
@@ -748,7 +751,7 @@ static STATES: [State; 146] = {
     };
     s[St::Json2 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Space8 as u16,
     };
@@ -774,15 +777,15 @@ static STATES: [State; 146] = {
         json: St::Space9 as u16,
         auto: St::ArgAuto2 as u16,
     };
-    s[St::LitMark3 as usize] = State::Literal {
-        text: ">",
+    s[St::LitGreater3 as usize] = State::Literal {
+        text: Lit::Greater as u16,
         next: St::ValueByArgumentType2 as u16,
     };
     s[St::ArgName3 as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
         stops: 3,
-        next: St::LitMark3 as u16,
+        next: St::LitGreater3 as u16,
     };
     s[St::ArgName4 as usize] = State::TextStart {
         next: St::ArgName3 as u16,
@@ -790,15 +793,15 @@ static STATES: [State; 146] = {
     s[St::ArgsOpen2 as usize] = State::ArgsOpen {
         next: St::LoopHead4 as u16,
     };
-    s[St::LitMark4 as usize] = State::SpacedLiteral {
-        text: ">",
+    s[St::LitGreater4 as usize] = State::SpacedLiteral {
+        text: Lit::Greater as u16,
         next: St::ArgsOpen2 as u16,
     };
     s[St::ToolName3 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 3,
-        next: St::LitMark4 as u16,
+        next: St::LitGreater4 as u16,
     };
     s[St::ToolName4 as usize] = State::TextStart {
         next: St::ToolName3 as u16,
@@ -860,7 +863,7 @@ static STATES: [State; 146] = {
         next: St::Space11 as u16,
     };
     s[St::LitCloseToolCall2 as usize] = State::SpacedLiteral {
-        text: "</tool_call>",
+        text: Lit::CloseToolCall as u16,
         next: St::ToolClose2 as u16,
     };
     s[St::Choice6 as usize] = State::Choice {
@@ -893,7 +896,7 @@ static STATES: [State; 146] = {
     };
     s[St::Json3 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Space13 as u16,
     };
@@ -919,15 +922,15 @@ static STATES: [State; 146] = {
         json: St::Space14 as u16,
         auto: St::ArgAuto3 as u16,
     };
-    s[St::LitMark5 as usize] = State::Literal {
-        text: ">",
+    s[St::LitGreater5 as usize] = State::Literal {
+        text: Lit::Greater as u16,
         next: St::ValueByArgumentType3 as u16,
     };
     s[St::ArgName5 as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
         stops: 3,
-        next: St::LitMark5 as u16,
+        next: St::LitGreater5 as u16,
     };
     s[St::ArgName6 as usize] = State::TextStart {
         next: St::ArgName5 as u16,
@@ -935,15 +938,15 @@ static STATES: [State; 146] = {
     s[St::ArgsOpen3 as usize] = State::ArgsOpen {
         next: St::LoopHead6 as u16,
     };
-    s[St::LitMark6 as usize] = State::SpacedLiteral {
-        text: ">",
+    s[St::LitGreater6 as usize] = State::SpacedLiteral {
+        text: Lit::Greater as u16,
         next: St::ArgsOpen3 as u16,
     };
     s[St::ToolName5 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 3,
-        next: St::LitMark6 as u16,
+        next: St::LitGreater6 as u16,
     };
     s[St::ToolName6 as usize] = State::TextStart {
         next: St::ToolName5 as u16,
@@ -955,7 +958,7 @@ static STATES: [State; 146] = {
         next: St::Space15 as u16,
     };
     s[St::LitFunction2 as usize] = State::SpacedLiteral {
-        text: "<function=",
+        text: Lit::Function as u16,
         next: St::ToolOpen3 as u16,
     };
     s[St::Choice8 as usize] = State::Choice {
@@ -991,7 +994,7 @@ static STATES: [State; 146] = {
     };
     s[St::Json4 as usize] = State::Json {
         content: false,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Space17 as u16,
     };
@@ -1017,15 +1020,15 @@ static STATES: [State; 146] = {
         json: St::Space18 as u16,
         auto: St::ArgAuto4 as u16,
     };
-    s[St::LitMark7 as usize] = State::Literal {
-        text: ">",
+    s[St::LitGreater7 as usize] = State::Literal {
+        text: Lit::Greater as u16,
         next: St::ValueByArgumentType4 as u16,
     };
     s[St::ArgName7 as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
         stops: 3,
-        next: St::LitMark7 as u16,
+        next: St::LitGreater7 as u16,
     };
     s[St::ArgName8 as usize] = State::TextStart {
         next: St::ArgName7 as u16,
@@ -1033,15 +1036,15 @@ static STATES: [State; 146] = {
     s[St::ArgsOpen4 as usize] = State::ArgsOpen {
         next: St::LoopHead7 as u16,
     };
-    s[St::LitMark8 as usize] = State::SpacedLiteral {
-        text: ">",
+    s[St::LitGreater8 as usize] = State::SpacedLiteral {
+        text: Lit::Greater as u16,
         next: St::ArgsOpen4 as u16,
     };
     s[St::ToolName7 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 3,
-        next: St::LitMark8 as u16,
+        next: St::LitGreater8 as u16,
     };
     s[St::ToolName8 as usize] = State::TextStart {
         next: St::ToolName7 as u16,
@@ -1085,7 +1088,7 @@ static STATES: [State; 146] = {
     };
     s[St::Json5 as usize] = State::Json {
         content: true,
-        marker: "",
+        marker: Lit::Empty as u16,
         open_end: NONE,
         next: St::Space22 as u16,
     };
@@ -1108,6 +1111,37 @@ static STATES: [State; 146] = {
     };
     s
 };
+/// The markup, names and keys the states and guards read,
+/// named for their words (`LITERALS` holds their text).
+#[derive(Clone, Copy)]
+#[repr(u16)]
+enum Lit {
+    ImEnd,
+    CloseToolCall,
+    CloseFunction,
+    CloseParameter,
+    Empty,
+    Greater,
+    Parameter,
+    Function,
+    ToolCall,
+    QuoteQuoteQuote,
+    Json,
+}
+/// Each literal's text, in the order of `Lit`.
+static LITERALS: [&str; 11] = [
+    "<|im_end|>",
+    "</tool_call>",
+    "</function>",
+    "</parameter>",
+    "",
+    ">",
+    "<parameter=",
+    "<function=",
+    "<tool_call>",
+    "```",
+    "json",
+];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
 static ARMS: [Arm; 43] = [
@@ -1329,27 +1363,27 @@ static ARMS: [Arm; 43] = [
 ];
 /// The markup guards match (compound ones name their parts by number).
 static GUARDS: [Guard; 21] = [
-    Guard::Lit("<|im_end|>"),
+    Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
-    Guard::Lit("</function>"),
+    Guard::Lit(Lit::CloseFunction as u16),
     Guard::Seq { first: 1, len: 2 },
     Guard::Space,
-    Guard::Lit("</tool_call>"),
+    Guard::Lit(Lit::CloseToolCall as u16),
     Guard::Seq { first: 4, len: 2 },
     Guard::Peek(6),
-    Guard::Lit("</parameter>"),
-    Guard::Lit("</function>"),
+    Guard::Lit(Lit::CloseParameter as u16),
+    Guard::Lit(Lit::CloseFunction as u16),
     Guard::Peek(9),
-    Guard::Lit("</tool_call>"),
+    Guard::Lit(Lit::CloseToolCall as u16),
     Guard::Peek(11),
     Guard::Space,
-    Guard::Lit("<parameter="),
+    Guard::Lit(Lit::Parameter as u16),
     Guard::Seq { first: 13, len: 2 },
-    Guard::Lit("<tool_call>"),
+    Guard::Lit(Lit::ToolCall as u16),
     Guard::Empty,
-    Guard::Lit("<function="),
-    Guard::Lit("```"),
-    Guard::Lit("json"),
+    Guard::Lit(Lit::Function as u16),
+    Guard::Lit(Lit::QuoteQuoteQuote as u16),
+    Guard::Lit(Lit::Json as u16),
 ];
 /// Text ends at ["<|im_end|>"].
 static STOPS_0: [&str; 1] = ["<|im_end|>"];

@@ -10,8 +10,12 @@
 //!
 //! ```text
 //! s[St::ContentText as usize] = State::Text { kind: Kind::Content, trim: false, stops: 0, next: St::LoopHead as u16 };
-//! s[St::LitToolCall as usize] = State::Literal { text: "<tool_call>", next: St::Space2 as u16 };
+//! s[St::LitToolCall as usize] = State::Literal { text: Lit::ToolCall as u16, next: St::Space2 as u16 };
 //! ```
+//!
+//! Markup, names and keys are numbers into the table's [`Table::literals`]
+//! (the module's `Lit` enum names them), so a state is 10 bytes where a
+//! `&str` in it made every state 24: most of a module's size is its states.
 //!
 //! A state's successors are state numbers (the module's `St` enum), so the
 //! reference parser's frame stack is gone: what stays dynamic is small and
@@ -29,9 +33,9 @@ pub enum State {
     /// The grammar is done: anything after it makes the rest content.
     Done,
     /// Markup that must come next, exactly.
-    Literal { text: &'static str, next: u16 },
+    Literal { text: u16, next: u16 },
     /// Whitespace, then markup that must come next, exactly.
-    SpacedLiteral { text: &'static str, next: u16 },
+    SpacedLiteral { text: u16, next: u16 },
     /// Whitespace (none or more).
     Space { next: u16 },
     /// One newline, if there is one.
@@ -67,13 +71,13 @@ pub enum State {
     /// (`marker`: the string marker of a marked dialect, `""` for JSON).
     /// A value left open where it cannot go on goes to `open_end` (the
     /// states that close it before an end marker), or breaks with [`NONE`].
-    Json { content: bool, marker: &'static str, open_end: u16, next: u16 },
+    Json { content: bool, marker: u16, open_end: u16, next: u16 },
     /// Closes a JSON value left open before its call's end marker.
     JsonClose { content: bool, next: u16 },
     /// The content of a JSON string, reported as `kind`.
     JsonString { kind: Kind, next: u16 },
     /// An argument's key: `, "key": `.
-    ArgKey { key: &'static str, next: u16 },
+    ArgKey { key: u16, next: u16 },
     /// On by the declared type of the argument just named.
     ByArgType { string: u16, json: u16, auto: u16 },
     /// A call begins.
@@ -81,7 +85,7 @@ pub enum State {
     /// A call's closing markup matched.
     ToolClose { next: u16 },
     /// A name given by the grammar (reporting it commits the call).
-    ToolName { name: &'static str, next: u16 },
+    ToolName { name: u16, next: u16 },
     /// The round is certain from here.
     Commit { next: u16 },
     /// `{` of arguments built from tags.
@@ -89,7 +93,7 @@ pub enum State {
     /// `}` of arguments built from tags.
     ArgsClose { next: u16 },
     /// Text the generation prompt already wrote, reported as `kind`.
-    Prefilled { kind: Kind, text: &'static str, next: u16 },
+    Prefilled { kind: Kind, text: u16, next: u16 },
 }
 
 /// A range of a table's [`Arm`]s: `len` of them from `first`.
@@ -117,8 +121,8 @@ pub enum Guard {
     Empty,
     /// Never matches.
     Never,
-    /// This markup, exactly.
-    Lit(&'static str),
+    /// This markup (a number into [`Table::literals`]), exactly.
+    Lit(u16),
     /// Whitespace (none or more).
     Space,
     /// One newline, if there is one.
@@ -348,10 +352,10 @@ pub enum Fast {
 
 impl Fast {
     /// The fast path of `state`, whose text ends at one of `stops` (the
-    /// table's stop sets).
+    /// table's stop sets) and whose markup is in `literals`.
     /// (A `const fn`: a module's `fast_row` works its rows out when it is
     /// compiled.)
-    pub const fn of(state: &State, stops: &[StopSet]) -> Fast {
+    pub const fn of(state: &State, stops: &[StopSet], literals: &[&'static str]) -> Fast {
         match *state {
             State::Text { kind, trim, stops: n, .. } => {
                 let (first, second, follow) = if (n as usize) < stops.len() {
@@ -372,7 +376,12 @@ impl Fast {
                     _ => Fast::No,
                 }
             }
-            State::Json { content, marker, .. } => Fast::Json { content, marker },
+            State::Json { content, marker, .. } => {
+                // (A marker out of the table's range reads as plain JSON,
+                // as the machine's `Table::literal` reads it.)
+                let marker = if (marker as usize) < literals.len() { literals[marker as usize] } else { "" };
+                Fast::Json { content, marker }
+            }
             _ => Fast::No,
         }
     }
@@ -397,6 +406,8 @@ pub struct Table {
     pub arms: &'static [Arm],
     pub guards: &'static [Guard],
     pub stops: &'static [StopSet],
+    /// The markup, names and keys states and guards read, by number.
+    pub literals: &'static [&'static str],
     pub resumes: &'static [LoopResume],
     /// The entry state of each grammar variant, by
     /// [`Options::variant`](crate::Options::variant).
@@ -436,7 +447,7 @@ impl Table {
         match self.guards.get(g as usize) {
             None | Some(Guard::Never) => G::No,
             Some(Guard::Empty) => G::Match(p),
-            Some(Guard::Lit(s)) => lit(t, p, s, last),
+            Some(&Guard::Lit(s)) => lit(t, p, self.literal(s), last),
             Some(Guard::Space) => space(t, p, last),
             Some(Guard::Newline) => opt_newline(t, p, last),
             Some(Guard::End) => end(t, p, last),
@@ -480,6 +491,12 @@ impl Table {
         self.arms.get(arms.first as usize..(arms.first + arms.len) as usize).unwrap_or(&[])
     }
 
+    /// Literal `n` (empty past the table's: a generated table has them all).
+    #[inline]
+    fn literal(&self, n: u16) -> &'static str {
+        self.literals.get(n as usize).copied().unwrap_or("")
+    }
+
     fn stop_set(&self, n: u16) -> &'static StopSet {
         const NO_STOPS: StopSet = StopSet::new(&[]);
         self.stops.get(n as usize).unwrap_or(&NO_STOPS)
@@ -488,7 +505,7 @@ impl Table {
     /// State `st`'s fast path.
     #[inline]
     fn fast_row(&self, st: u16) -> Fast {
-        self.states.get(st as usize).map_or(Fast::No, |s| Fast::of(s, self.stops))
+        self.states.get(st as usize).map_or(Fast::No, |s| Fast::of(s, self.stops, self.literals))
     }
 
     /// Whether the markup held up to `to` is longer than the hold limit.
@@ -526,8 +543,8 @@ impl Table {
         };
         match state {
             State::Done => c.done_state(t),
-            State::Literal { text, next } => c.literal_state(t, last, text, next),
-            State::SpacedLiteral { text, next } => c.spaced_literal_state(t, last, text, next),
+            State::Literal { text, next } => c.literal_state(t, last, self.literal(text), next),
+            State::SpacedLiteral { text, next } => c.spaced_literal_state(t, last, self.literal(text), next),
             State::Space { next } => c.space_state(t, last, next),
             State::Newline { next } => c.newline_state(t, last, next),
             State::End { next } => c.end_state(t, last, next),
@@ -555,7 +572,7 @@ impl Table {
             State::Text { kind, trim, stops, next } => c.text_state(t, last, kind, trim, self.stop_set(stops), next, sink),
             State::Name { kind, trim, stops, next } => c.name_state(t, last, kind, trim, self.stop_set(stops), self, next, sink),
             State::JsonStart { python, object_only, next } => c.json_start(python, object_only, next),
-            State::Json { content, marker, open_end, next } => match json_step(c, t, content, marker, last, sink) {
+            State::Json { content, marker, open_end, next } => match json_step(c, t, content, self.literal(marker), last, sink) {
                 crate::json::Scan::Done => go(c, next),
                 crate::json::Scan::NeedMore => Flow::More,
                 crate::json::Scan::Invalid if open_end != NONE && c.json.can_close() => go(c, open_end),
@@ -567,7 +584,7 @@ impl Table {
             }
             State::JsonString { kind, next } => c.json_string_state(t, last, kind, next, sink),
             State::ArgKey { key, next } => {
-                c.open_key(key, sink);
+                c.open_key(self.literal(key), sink);
                 go(c, next)
             }
             State::ByArgType { string, json, auto } => {
@@ -587,7 +604,7 @@ impl Table {
                 go(c, next)
             }
             State::ToolName { name, next } => {
-                c.literal_name(t, name, sink);
+                c.literal_name(t, self.literal(name), sink);
                 go(c, next)
             }
             State::Commit { next } => {
@@ -603,7 +620,7 @@ impl Table {
                 go(c, next)
             }
             State::Prefilled { kind, text, next } => {
-                c.prefilled(kind, text, sink);
+                c.prefilled(kind, self.literal(text), sink);
                 go(c, next)
             }
         }
@@ -708,5 +725,45 @@ impl Table {
                 Flow::More | Flow::Fail => c.fail(text, sink, |r| self.resume(entry, r)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A module's size is mostly its states: no field of a state or guard
+    /// may grow them back to a pointer's size (a `&str` made a state 24
+    /// bytes and a guard 24; literals are numbers into `Table::literals`).
+    #[test]
+    fn states_and_guards_stay_small() {
+        assert_eq!(core::mem::size_of::<State>(), 10);
+        assert_eq!(core::mem::size_of::<Guard>(), 6);
+        assert_eq!(core::mem::size_of::<Arm>(), 6);
+    }
+
+    /// A literal's number past the table's reads as empty markup, and a
+    /// JSON state's marker so too, rather than panicking.
+    #[test]
+    fn literals_out_of_range_read_empty() {
+        static STATES: [State; 1] = [State::Json { content: false, marker: 7, open_end: NONE, next: 0 }];
+        const LITERALS: [&str; 1] = ["<|\"|>"];
+        assert_eq!(Fast::of(&STATES[0], &[], &LITERALS), Fast::Json { content: false, marker: "" });
+        let marked = State::Json { content: true, marker: 0, open_end: NONE, next: 0 };
+        assert_eq!(Fast::of(&marked, &[], &LITERALS), Fast::Json { content: true, marker: "<|\"|>" });
+        let table = Table {
+            states: &STATES,
+            arms: &[],
+            guards: &[],
+            stops: &[],
+            literals: &LITERALS,
+            resumes: &[],
+            entries: [0; 16],
+            switches: &[],
+            pack: &[],
+            hold_limit: 0,
+            full: 0,
+        };
+        assert_eq!((table.literal(0), table.literal(1), table.literal(u16::MAX)), ("<|\"|>", "", ""));
     }
 }

@@ -293,6 +293,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     let guards = &states.guards;
     let n_guards = Literal::usize_unsuffixed(guards.len());
     let stop_sets = states.stop_set_items();
+    let literal_items = states.literal_items();
     let entry_states: Vec<TokenStream> = index.iter().map(|&g| states.state(entries[g])).collect();
     let resumes: Vec<TokenStream> = states
         .resumes
@@ -332,7 +333,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         // module is compiled (the runtime's `Fast::of`, as its out-of-line
         // paths do): a constant in the arm.
         let first = states.ident(ids[0]);
-        quote! { st if #(#tests)||* => const { Fast::of(&STATES[St::#first as usize], &STOPS) }, }
+        quote! { st if #(#tests)||* => const { Fast::of(&STATES[St::#first as usize], &STOPS, &LITERALS) }, }
     });
 
     let text = |s: &str| Literal::string(s);
@@ -469,6 +470,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             arms: &ARMS,
             guards: &GUARDS,
             stops: &STOPS,
+            literals: &LITERALS,
             resumes: &RESUMES,
             entries: [#(#entry_states),*],
             switches: THINKING_SWITCHES,
@@ -490,6 +492,8 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
             #(#rows)*
             s
         };
+
+        #literal_items
 
         /// The alternatives of choices and loops: a guard, and the state
         /// taken when it matches.

@@ -37,6 +37,11 @@ pub struct States {
     guard_keys: Vec<String>,
     /// The distinct stop sets of text states.
     pub stop_sets: Vec<Vec<String>>,
+    /// The markup, names and keys states and guards read, each once, and
+    /// its name in the module's `Lit` enum (a state holds its number: two
+    /// bytes where a `&str` would be sixteen).
+    pub literals: Vec<(String, String)>,
+    literal_counts: std::collections::HashMap<String, usize>,
     /// The states with a streaming fast path (text reported as it comes,
     /// JSON), each with what its `Fast` row is made of: states with the
     /// same key have the same row.
@@ -66,10 +71,20 @@ impl States {
     }
 
     fn push(&mut self, name: &str, row: TokenStream) -> u16 {
+        self.push_named(camel(&const_name(name)), row)
+    }
+
+    /// A state reading literal `text`: `LitCloseToolCall` for
+    /// `</tool_call>`, named as its `Lit` is.
+    fn push_literal(&mut self, text: &str, row: TokenStream) -> u16 {
+        self.push_named(format!("Lit{}", literal_name(text)), row)
+    }
+
+    /// Adds a state named `base` (a `CamelCase` name).
+    fn push_named(&mut self, base: String, row: TokenStream) -> u16 {
         self.rows.push(row);
         // A name of its own: the first state of a kind has the plain name,
         // the next ones a number after it.
-        let base = camel(&const_name(name));
         let count = self.name_counts.entry(base.clone()).or_insert(0);
         // `LitA2` may also be another literal's own name: the next free one.
         let ident = loop {
@@ -88,6 +103,31 @@ impl States {
     pub fn state(&self, n: u16) -> TokenStream {
         let id = self.ident(n);
         quote!(St::#id as u16)
+    }
+
+    /// Literal `text` as a table entry (`Lit::CloseToolCall as u16`), listed
+    /// in the module's `LITERALS` the first time.
+    fn literal(&mut self, text: &str) -> TokenStream {
+        let ident = match self.literals.iter().find(|(t, _)| t == text) {
+            Some((_, ident)) => ident.clone(),
+            None => {
+                // `Quote` and `Quote2` for `"` and `'`; the next free one
+                // when `Quote2` is also a literal's own name.
+                let base = literal_name(text);
+                let count = self.literal_counts.entry(base.clone()).or_insert(0);
+                let ident = loop {
+                    *count += 1;
+                    let candidate = if *count == 1 { base.clone() } else { format!("{base}{count}") };
+                    if !self.literals.iter().any(|(_, i)| *i == candidate) {
+                        break candidate;
+                    }
+                };
+                self.literals.push((text.to_string(), ident.clone()));
+                ident
+            }
+        };
+        let ident = format_ident!("{}", ident);
+        quote!(Lit::#ident as u16)
     }
 
     /// State `n`'s name in the `St` enum.
@@ -161,8 +201,8 @@ impl States {
         match node {
             Node::Empty => next,
             Node::Literal(s) => {
-                let lit = Literal::string(s);
-                self.push(&format!("literal {s:?}"), quote! { State::Literal { text: #lit, next: #nx } })
+                let lit = self.literal(s);
+                self.push_literal(s, quote! { State::Literal { text: #lit, next: #nx } })
             }
             Node::Space => self.push("space", quote! { State::Space { next: #nx } }),
             Node::OptionalNewline => self.push("optional newline", quote! { State::Newline { next: #nx } }),
@@ -237,7 +277,7 @@ impl States {
                     self.state(end)
                 };
                 let key = format!("json {content} {marker:?}");
-                let marker = Literal::string(marker);
+                let marker = self.literal(marker);
                 let scan = self.push("json", quote! { State::Json { content: #content, marker: #marker, open_end: #open_end, next: #nx } });
                 self.fast.push((scan, key));
                 let s = self.state(scan);
@@ -248,7 +288,7 @@ impl States {
                 self.push("json string", quote! { State::JsonString { kind: #k, next: #nx } })
             }
             Node::ArgKey(key) => {
-                let key = Literal::string(key);
+                let key = self.literal(key);
                 self.push("argument key", quote! { State::ArgKey { key: #key, next: #nx } })
             }
             Node::ByArgType { string, json, auto } => {
@@ -268,7 +308,7 @@ impl States {
                     Mark::ToolOpen => quote! { State::ToolOpen { next: #nx } },
                     Mark::ToolClose => quote! { State::ToolClose { next: #nx } },
                     Mark::Name(n) => {
-                        let n = Literal::string(n);
+                        let n = self.literal(n);
                         quote! { State::ToolName { name: #n, next: #nx } }
                     }
                     Mark::Commit => quote! { State::Commit { next: #nx } },
@@ -276,7 +316,7 @@ impl States {
                     Mark::ArgsClose => quote! { State::ArgsClose { next: #nx } },
                     Mark::Prefilled(kind, text) => {
                         let k = kind_tokens(*kind);
-                        let text = Literal::string(text);
+                        let text = self.literal(text);
                         quote! { State::Prefilled { kind: #k, text: #text, next: #nx } }
                     }
                 };
@@ -292,8 +332,8 @@ impl States {
             return *id;
         }
         let nx = self.state(next);
-        let text = Literal::string(lit);
-        let id = self.push(&format!("literal {lit:?}"), quote! { State::SpacedLiteral { text: #text, next: #nx } });
+        let text = self.literal(lit);
+        let id = self.push_literal(lit, quote! { State::SpacedLiteral { text: #text, next: #nx } });
         self.compiled.insert(key, (id, Vec::new()));
         id
     }
@@ -354,6 +394,33 @@ impl States {
         }
     }
 
+    /// The module's literals: the `Lit` enum naming them (none without
+    /// literals: an empty enum cannot be `repr(u16)`), and `LITERALS`, the
+    /// text of each.
+    pub fn literal_items(&self) -> TokenStream {
+        let count = Literal::usize_unsuffixed(self.literals.len());
+        let texts = self.literals.iter().map(|(t, _)| Literal::string(t));
+        let names = self.literals.iter().map(|(_, i)| format_ident!("{}", i));
+        let names = if self.literals.is_empty() {
+            quote!()
+        } else {
+            quote! {
+                /// The markup, names and keys the states and guards read,
+                /// named for their words (`LITERALS` holds their text).
+                #[derive(Clone, Copy)]
+                #[repr(u16)]
+                enum Lit {
+                    #(#names),*
+                }
+            }
+        };
+        quote! {
+            #names
+            /// Each literal's text, in the order of `Lit`.
+            static LITERALS: [&str; #count] = [#(#texts),*];
+        }
+    }
+
     /// A guard's number in the module's `GUARDS` (an identical guard is
     /// listed once).
     fn guard(&mut self, node: &Node) -> u16 {
@@ -384,7 +451,7 @@ impl States {
         match node {
             Node::Empty => quote! { Guard::Empty },
             Node::Literal(s) => {
-                let s = Literal::string(s);
+                let s = self.literal(s);
                 quote! { Guard::Lit(#s) }
             }
             Node::Space => quote! { Guard::Space },
@@ -429,9 +496,9 @@ struct Variant {
     loops: Vec<LoopResume>,
 }
 
-/// A state's constant name, from what it does: `literal "</tool_call>"`
-/// → `LIT_CLOSE_TOOL_CALL`, `Content up to [...]` → `CONTENT_TEXT`,
-/// `ToolName up to [...]` → `TOOL_NAME`, `loop head` → `LOOP_HEAD`.
+/// A state's constant name, from what it does: `Content up to [...]` →
+/// `CONTENT_TEXT`, `ToolName up to [...]` → `TOOL_NAME`, `loop head` →
+/// `LOOP_HEAD` (a literal's state is named by [`literal_name`]).
 fn const_name(name: &str) -> String {
     let words = |text: &str| -> Vec<String> {
         text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).map(|w| w.to_ascii_uppercase()).collect()
@@ -452,32 +519,6 @@ fn const_name(name: &str) -> String {
             "ToolName" | "ToolIdName" | "ToolId" | "ArgName" => snake(kind),
             _ => format!("{}_TEXT", snake(kind)),
         }
-    } else if let Some(lit) = name.strip_prefix("literal ") {
-        let lit = lit.trim_matches('"');
-        let w = words(lit);
-        if w.is_empty() {
-            let symbols: Vec<&str> = lit
-                .chars()
-                .filter_map(|c| match c {
-                    ':' => Some("COLON"),
-                    ',' => Some("COMMA"),
-                    '"' | '\'' => Some("QUOTE"),
-                    '{' => Some("OPEN_BRACE"),
-                    '}' => Some("CLOSE_BRACE"),
-                    '[' => Some("OPEN_BRACKET"),
-                    ']' => Some("CLOSE_BRACKET"),
-                    '(' => Some("OPEN_PAREN"),
-                    ')' => Some("CLOSE_PAREN"),
-                    '=' => Some("EQUALS"),
-                    '\n' => Some("NEWLINE"),
-                    _ => None,
-                })
-                .collect();
-            format!("LIT_{}", if symbols.is_empty() { "MARK".to_string() } else { symbols.join("_") })
-        } else {
-            let close = lit.starts_with("</") || lit.starts_with("[/");
-            format!("LIT_{}{}", if close { "CLOSE_" } else { "" }, w.join("_"))
-        }
     } else if name.starts_with(|c: char| c.is_ascii_uppercase()) {
         // A mark: `ToolOpen`, `Prefilled(Content, "<think>")`.
         let head: String = name.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
@@ -491,6 +532,48 @@ fn const_name(name: &str) -> String {
         base.insert_str(0, "S_");
     }
     base
+}
+
+/// A literal's name in the module's `Lit` enum, from its words:
+/// `</tool_call>` → `CloseToolCall`, `<|tool_call_start|>` →
+/// `ToolCallStart`, `get_weather` → `GetWeather`; markup without words by
+/// its symbols (`":"` → `Colon`, `"\n\n"` → `NewlineNewline`), and `""` →
+/// `Empty`.
+fn literal_name(text: &str) -> String {
+    let words: Vec<&str> = text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let name = if text.is_empty() {
+        "EMPTY".to_string()
+    } else if words.is_empty() {
+        let symbols: Vec<&str> = text
+            .chars()
+            .map(|c| match c {
+                ':' => "COLON",
+                ',' => "COMMA",
+                '"' | '\'' | '`' => "QUOTE",
+                '{' => "OPEN_BRACE",
+                '}' => "CLOSE_BRACE",
+                '[' => "OPEN_BRACKET",
+                ']' => "CLOSE_BRACKET",
+                '(' => "OPEN_PAREN",
+                ')' => "CLOSE_PAREN",
+                '<' => "LESS",
+                '>' => "GREATER",
+                '=' => "EQUALS",
+                '\n' => "NEWLINE",
+                ' ' => "SPACE",
+                _ => "MARK",
+            })
+            .collect();
+        symbols.join("_")
+    } else {
+        let close = text.starts_with("</") || text.starts_with("[/");
+        format!("{}{}", if close { "CLOSE_" } else { "" }, words.join("_"))
+    };
+    let mut name = camel(&name).chars().take(40).collect::<String>();
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert(0, 'N');
+    }
+    name
 }
 
 /// `LIT_CLOSE_TOOL_CALL` → `LitCloseToolCall` (an enum variant's name).
