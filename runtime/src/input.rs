@@ -7,7 +7,7 @@
 //! window size and taking the machine's [`Table`].
 
 use crate::machine::{floor_boundary, Core};
-use crate::table::{Fast, Machine, Table};
+use crate::table::{Machine, Table};
 use crate::pack::{pack, unpack};
 use crate::utf8::{ascii_str, complete_prefix, whole_prefix, Utf8Carry, Utf8State};
 use crate::word::{is_ascii, Word};
@@ -170,15 +170,14 @@ impl Input<[u8]> {
     /// the last chunk cut off (text of many multi-byte characters: most of
     /// its chunks). With nothing held and at most 8 bytes joined (in a
     /// register), the whole characters are reported by the current state's
-    /// fast path (in content and reasoning, the module's own rows, inlined:
-    /// about 45 instructions a chunk fewer than the table's, which work a
-    /// row out from its stop sets), or up to the start of a stop they end
-    /// with ([`Self::hold_partial`]). Held bytes, or more than 8 joined, go
-    /// to [`Self::feed_joined`]. False, and nothing changed, when no fast
-    /// path takes the chunk.
+    /// fast path (the module's own rows, inlined), or up to the start of a
+    /// stop they end with ([`Self::hold_partial`]). Held bytes, or more
+    /// than 8 joined, go to [`Self::feed_joined`]. False, and nothing
+    /// changed, when no fast path takes the chunk.
     ///
-    /// Generic over the machine, so a copy in every module (1.2–1.9 KB):
-    /// the UTF-8 check and the other states' path are calls.
+    /// Generic over the machine, so a copy in every module (1.9–3.4 KB,
+    /// with the UTF-8 check and every fast row inlined: a module's states
+    /// left room for them when literals became numbers).
     #[inline(never)]
     fn feed_chars<M: Machine, const R: usize, const P: usize, const A: usize>(
         &mut self,
@@ -201,16 +200,12 @@ impl Input<[u8]> {
             // characters of valid UTF-8.
             let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };
             let word = Word { bits: bits & u64::MAX.checked_shr(8 * (8 - end) as u32).unwrap_or(0), len: end };
-            // Content and reasoning by the module's rows, inlined; the
-            // other states (raw arguments, JSON) by the table's, out of
-            // line: inlined, they would double more of a module's code
-            // than its 16 KB budget leaves. Then, as in `feed_joined`, up
-            // to the start of a stop it ends with.
+            // By the module's rows, inlined (about 45 instructions a chunk
+            // fewer than the table's, which work a row out from the
+            // state); then, as in `feed_joined`, up to the start of a stop
+            // it ends with.
             if end > 0 {
-                let stepped = match M::fast_row(core.st) {
-                    fast @ (Fast::Content { .. } | Fast::Reasoning { .. }) => M::TABLE.fast_in(fast, core, s, word, sink),
-                    _ => table_fast(M::TABLE, core, s, word, sink),
-                };
+                let stepped = M::fast_step(core, s, word, sink);
                 if stepped {
                     core.fast_consumed(end);
                 } else if self.hold_partial(core, M::TABLE, s, sink) {

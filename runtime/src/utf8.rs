@@ -136,9 +136,7 @@ impl Utf8State {
 
     /// The state after the first `len` bytes (at most 8) of `bits`, a
     /// little-endian word, from the start: a chunk joined to a carried
-    /// character in a register is read where it is. A function of its own:
-    /// code generic over a parser's machine calls it rather than hold its
-    /// own copy of the unrolled steps.
+    /// character in a register is read where it is.
     ///
     /// ```
     /// use chat_parser_runtime::utf8::Utf8State;
@@ -147,7 +145,7 @@ impl Utf8State {
     /// let cut = Utf8State::read_word(bits, 6); // "a中" and two bytes of "文"
     /// assert!(!cut.at_boundary() && !cut.failed());
     /// ```
-    #[inline(never)]
+    #[inline(always)]
     pub fn read_word(bits: u64, len: usize) -> Utf8State {
         let mut state = Utf8State::START;
         let mut rest = bits;
