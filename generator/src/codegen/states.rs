@@ -573,7 +573,39 @@ fn literal_name(text: &str) -> String {
     if name.starts_with(|c: char| c.is_ascii_digit()) {
         name.insert(0, 'N');
     }
+    // The one keyword a `CamelCase` name can be (a tool named `self`).
+    if name == "Self" {
+        name.push_str("Word");
+    }
     name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::literal_name;
+
+    #[test]
+    fn literals_are_named_for_their_words_or_symbols() {
+        let names = [
+            ("</tool_call>", "CloseToolCall"),
+            ("<|tool_call_start|>", "ToolCallStart"),
+            ("[TOOL_CALLS]", "ToolCalls"),
+            ("get_weather", "GetWeather"),
+            (":", "Colon"),
+            ("\n\n", "NewlineNewline"),
+            ("<|\"|>", "LessMarkQuoteMarkGreater"),
+            ("", "Empty"),
+            ("3d", "N3d"),
+            ("self", "SelfWord"),
+            ("工具", "MarkMark"),
+        ];
+        for (text, name) in names {
+            assert_eq!(literal_name(text), name, "{text:?}");
+        }
+        // A name is an identifier however long the markup.
+        let long = literal_name(&"<|a_very_long_marker|>".repeat(4));
+        assert!(long.len() <= 40 && long.chars().all(|c| c.is_ascii_alphanumeric()), "{long}");
+    }
 }
 
 /// `LIT_CLOSE_TOOL_CALL` → `LitCloseToolCall` (an enum variant's name).
