@@ -29,12 +29,6 @@ fn put<const N: usize>(dst: &mut [u8], at: usize, src: &[u8]) {
     }
 }
 
-/// [`Table::fast`], out of line: one copy for every module.
-#[inline(never)]
-fn table_fast<const R: usize, const P: usize, const A: usize>(m: &Table, core: &mut Core<'_, R, P, A>, text: &str, word: Word, sink: &mut impl Sink) -> bool {
-    m.fast(core, text, word, sink)
-}
-
 /// Held-back bytes that a small chunk may complete on the fast path.
 const HELD_SMALL: usize = 8;
 /// The longest stop start the fast path holds back (a chunk of up to 8
@@ -175,7 +169,7 @@ impl Input<[u8]> {
     /// than 8 joined, go to [`Self::feed_joined`]. False, and nothing
     /// changed, when no fast path takes the chunk.
     ///
-    /// Generic over the machine, so a copy in every module (1.9–3.4 KB,
+    /// Generic over the machine, so a copy in every module (1.5–3.1 KB,
     /// with the UTF-8 check and every fast row inlined: a module's states
     /// left room for them when literals became numbers).
     #[inline(never)]
@@ -269,7 +263,7 @@ impl Input<[u8]> {
         let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };
         if !s.is_empty() {
             let word = Word::new(s.as_bytes()).unwrap_or(Word::NONE);
-            if table_fast(m, core, s, word, sink) {
+            if m.fast(core, s, word, sink) {
                 core.fast_consumed(s.len());
             } else if held == 0 && self.hold_partial(core, m, s, sink) {
                 core.fast_consumed(s.len() - self.len as usize);

@@ -240,7 +240,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         entries.push(states.add_variant(g));
     }
     // State numbers are `u16`, and `NONE` (u16::MAX) means no state.
-    let counts = [("states", states.rows.len()), ("alternatives", states.arms.len()), ("guards", states.guards.len()), ("stop sets", states.stop_sets.len())];
+    let counts = [("states", states.rows.len()), ("alternatives", states.arms.len()), ("guards", states.guards.len()), ("stop sets", states.stop_sets.len()), ("literals", states.literals.len())];
     if let Some((what, n)) = counts.into_iter().find(|&(_, n)| n >= u16::MAX as usize) {
         return Err(CodegenError(format!("{}: grammar too large ({n} {what}, at most {})", spec.template, u16::MAX - 1)));
     }

@@ -75,7 +75,9 @@ impl States {
     }
 
     /// A state reading literal `text`: `LitCloseToolCall` for
-    /// `</tool_call>`, named as its `Lit` is.
+    /// `</tool_call>`, named from the same words as its `Lit` (the states
+    /// reading `>` are `LitGreater`, `LitGreater2`...; the literal is
+    /// `Lit::Greater`).
     fn push_literal(&mut self, text: &str, row: TokenStream) -> u16 {
         self.push_named(format!("Lit{}", literal_name(text)), row)
     }
@@ -582,7 +584,16 @@ fn literal_name(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::literal_name;
+    use super::{literal_name, States};
+
+    /// A table without literals (no markup, no JSON) has no `Lit` enum (an
+    /// empty one cannot be `repr(u16)`) and an empty `LITERALS`.
+    #[test]
+    fn no_literals_no_enum() {
+        let items = States::new().literal_items().to_string();
+        assert!(!items.contains("enum Lit"), "{items}");
+        assert!(items.contains("static LITERALS : [& str ; 0] = [] ;"), "{items}");
+    }
 
     #[test]
     fn literals_are_named_for_their_words_or_symbols() {
