@@ -383,6 +383,10 @@ const MUTATED: &[Mutated] = &[
     ("vector ByteDance-Seed-OSS#6", &[(232, 8376322666984857533, 175181509568910641)], &[2, 18, 8, 9, 14]),
     ("round trip meetkai-functionary-medium-v3.1.jinja #23", &[(75, 4818504897827909542, 5227156058509332037), (87, 4403813093636875268, 7535827581460975320)], &[1]),
     ("vector deepseek-ai-DeepSeek-V3.2#12", &[(136, 11405705525011178685, 16411365814918901153), (4, 13186463968737515011, 405377163651646670), (31, 10738139944582102790, 1943590888493248959), (105, 11207115696125327580, 2915675032325492684)], &[1]),
+    // A harmony recipient broken by a `<` (` to=f<unctions.tool_run_0<|channel|>
+    // commentary json<{|message|>...`): whole, the broken built-in message was
+    // dropped with the rest of the output; in chunks, given back as content.
+    ("round trip openai-gpt-oss-120b.jinja #6", &[(137, 14705242706698628595, 30440628347585151), (137, 3543432578457310170, 292031468607918902)], &[1]),
 ];
 
 #[test]

@@ -852,10 +852,15 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         let region = self.regions[self.n_regions as usize];
         let repeat = region.repeat as usize;
         let Resume { head, recover } = resume(repeat);
-        if region.committed() {
+        let dropped = region.pos == DROPPED;
+        let start = region.pos as usize;
+        // A committed round that reported nothing and opened no call (a
+        // harmony message to a built-in tool, dropped by design, whose
+        // header broke) is given back as an uncommitted one is: its text
+        // is content, not lost.
+        let reported = dropped || self.emit_pos > start || self.flags.has(CALL_OPEN);
+        if region.committed() && reported {
             self.end_broken_call(text.len(), sink);
-            let dropped = region.pos == DROPPED;
-            let start = region.pos as usize;
             if (dropped || self.emit_pos > start) && self.emit_pos < self.pos {
                 self.pos = self.emit_pos;
             }

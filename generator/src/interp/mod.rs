@@ -557,12 +557,17 @@ impl<'g> StreamParser<'g> {
             return;
         };
         self.stack.truncate(region.depth + 1);
+        // A committed round that reported nothing and opened no call (a
+        // harmony message to a built-in tool, dropped by design, whose
+        // header broke) is given back as an uncommitted one is: its text
+        // is content, not lost.
+        let committed = region.committed && (self.emit_pos > region.pos || self.call_open);
         let mut resume = None;
         let mut failed_alt = None;
         if let Some(Frame::Repeat { in_body, region: r, counts, recover, .. }) = self.stack.last_mut() {
             *in_body = false;
             *r = None;
-            if !region.committed {
+            if !committed {
                 // The round did not happen.
                 if let Some(c) = counts.get_mut(region.alt) {
                     *c = c.saturating_sub(1);
@@ -571,7 +576,7 @@ impl<'g> StreamParser<'g> {
             }
             resume = *recover;
         }
-        if region.committed {
+        if committed {
             self.end_broken_call();
             // Markup consumed after the last reported piece (whitespace, a
             // partial marker) is content again.
