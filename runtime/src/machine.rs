@@ -858,10 +858,11 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         // harmony message to a built-in tool, dropped by design, whose
         // header broke) is given back as an uncommitted one is: its text
         // is content, not lost.
-        let reported = dropped || self.emit_pos > start || self.flags.has(CALL_OPEN);
-        if region.committed() && reported {
+        // Something of the round was reported: it rewinds only that far.
+        let reported_inside = dropped || self.emit_pos > start;
+        if region.committed() && (reported_inside || self.flags.has(CALL_OPEN)) {
             self.end_broken_call(text.len(), sink);
-            if (dropped || self.emit_pos > start) && self.emit_pos < self.pos {
+            if reported_inside && self.emit_pos < self.pos {
                 self.pos = self.emit_pos;
             }
             self.st = if recover != NONE { recover } else { head };
