@@ -430,7 +430,7 @@ impl Writer {
                     TextKind::ToolId => Op::Text { role: TextRole::ToolId, stops: from, count },
                     TextKind::ArgString => Op::Text { role: TextRole::ArgString, stops: from, count },
                     TextKind::ArgAuto => Op::Text { role: TextRole::ArgAuto, stops: from, count },
-                    TextKind::Content | TextKind::Discard => Op::Text { role: TextRole::Content, stops: from, count },
+                    TextKind::Content | TextKind::Discard | TextKind::Dropped => Op::Text { role: TextRole::Content, stops: from, count },
                 });
             }
             Node::Json { kind, python, marker, .. } => {

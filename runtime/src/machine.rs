@@ -67,6 +67,10 @@ pub enum Kind {
     Reasoning,
     Content,
     Discard,
+    /// Read and dropped for good (a harmony message to a built-in tool):
+    /// accounted for as it is read, as reported text is, so the window never
+    /// holds it (`ir::TextKind::Dropped` in the generator).
+    Dropped,
     ToolId,
     ToolName,
     /// A call id holding the tool's name (see [`name_in_id`]).
@@ -984,7 +988,9 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 }
                 self.args_escaped(text.get(from..to).unwrap_or(""), sink);
             }
-            Kind::Content | Kind::Reasoning => {
+            // Dropped text is accounted for as content is (by `text`, which
+            // reports nothing for it).
+            Kind::Content | Kind::Reasoning | Kind::Dropped => {
                 if newline_first {
                     self.text(kind, "\n", sink);
                 }

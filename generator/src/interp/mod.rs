@@ -162,7 +162,7 @@ pub struct StreamParser<'g> {
     hold_limit: Option<usize>,
     /// Markers the hold limit counts as 2 bytes (see `codegen::pack_table`).
     pack: Vec<String>,
-    /// Markup read as [`TextKind::Discard`], when asked for (tests that
+    /// Markup read as [`TextKind::Discard`] or [`TextKind::Dropped`], when asked for (tests that
     /// check no text is lost tell dropped markup from lost text).
     discarded: Option<String>,
     /// Text dropped from the front of `text` so far.
@@ -252,8 +252,9 @@ impl<'g> StreamParser<'g> {
         keep
     }
 
-    /// Keeps the markup the format drops ([`TextKind::Discard`]: harmony's
-    /// content types and messages to built-in tools), for
+    /// Keeps the markup the format drops ([`TextKind::Discard`] and
+    /// [`TextKind::Dropped`]: harmony's content types and messages to
+    /// built-in tools), for
     /// [`StreamParser::discarded`]. It grows with the output: for tests.
     pub fn with_discard_log(mut self) -> StreamParser<'g> {
         self.discarded = Some(String::new());
@@ -394,11 +395,15 @@ impl<'g> StreamParser<'g> {
             return;
         }
         // Discarded markup is not a reported piece: a broken call gives it
-        // back as content, as the generated parsers do.
-        if kind == TextKind::Discard {
+        // back as content, as the generated parsers do. Dropped text is
+        // accounted for as a reported piece is, with nothing to report.
+        if matches!(kind, TextKind::Discard | TextKind::Dropped) {
             if let Some(log) = &mut self.discarded {
                 log.push_str(text);
                 log.push('\0');
+            }
+            if kind == TextKind::Dropped {
+                self.emit_pos = self.pos;
             }
             return;
         }
@@ -415,7 +420,7 @@ impl<'g> StreamParser<'g> {
             TextKind::ToolId => self.out.push(Out::ToolId(text.to_string())),
             // Names and raw values are reported through their own paths
             // (and discarded markup returned above).
-            TextKind::Discard | TextKind::ToolName | TextKind::ToolIdName | TextKind::ArgName | TextKind::ArgString | TextKind::ArgAuto => {}
+            TextKind::Discard | TextKind::Dropped | TextKind::ToolName | TextKind::ToolIdName | TextKind::ArgName | TextKind::ArgString | TextKind::ArgAuto => {}
         }
     }
 

@@ -5,7 +5,7 @@
 //! message  = HEADER-START ROLE?                         (the next round reads the rest)
 //!          | RECIPIENT NAMESPACE call                   (a call addressed in the role header)
 //!          | RECIPIENT ROLE                             (addressed to the model itself: ignored)
-//!          | RECIPIENT other-recipient header body      (a built-in tool: dropped)
+//!          | RECIPIENT other-recipient header body      (a built-in tool: dropped as read)
 //!          | CHANNEL word header-tail
 //! call     = NAME header "<|message|>" JSON END?
 //! ```
@@ -83,7 +83,10 @@ fn other_recipient(c: &ChannelSpec) -> Node {
         Node::Until { stops, kind: TextKind::Discard, trim_newlines: false },
         Node::Mark(Mark::Commit),
         header_rest(c),
-        body(c, TextKind::Discard),
+        // The body is dropped as it is read: a long program for the python
+        // tool must not be held back whole (nor become content when it
+        // outgrows a parser's window).
+        body(c, TextKind::Dropped),
     ])
 }
 
@@ -102,7 +105,14 @@ fn addressed(c: &ChannelSpec, tools: bool, own: Node) -> Vec<Alt> {
 pub fn reply(spec: &FormatSpec, extract_reasoning: bool, tools: bool) -> Node {
     let c = &spec.channels;
     let to = recipient(c);
-    let content = Node::Until { stops: vec![c.header_start.clone(), c.channel.clone(), to.clone()], kind: TextKind::Content, trim_newlines: false };
+    // Content stops before the space of ` to=` too: in a role header
+    // (`<|start|>assistant to=functions.f`, or an output that starts with
+    // ` to=`) that space belongs to the recipient, not to the reply.
+    let mut content_stops = vec![c.header_start.clone(), c.channel.clone(), to.clone()];
+    if c.recipient != to {
+        content_stops.push(c.recipient.clone());
+    }
+    let content = Node::Until { stops: content_stops, kind: TextKind::Content, trim_newlines: false };
     // After the channel word: an optional recipient, then the body.
     let tail = |kind: TextKind| {
         let own = Node::seq(vec![header_rest(c), Node::Mark(Mark::Commit), body(c, kind)]);
@@ -124,7 +134,7 @@ pub fn reply(spec: &FormatSpec, extract_reasoning: bool, tools: bool) -> Node {
         // The role header; the next round reads the rest of it.
         Alt { guard: Node::lit(c.header_start.clone()), body: then(Node::seq(vec![Node::Space, Node::optional(Node::lit(c.role.clone()), Node::Empty)])) },
         // A recipient in the role header.
-        Alt { guard: Node::lit(to.clone()), body: Node::seq(vec![Node::Choice(addressed(c, tools, Node::Empty)), content.clone()]) },
+        Alt { guard: Node::seq(vec![Node::Space, Node::lit(to.clone())]), body: Node::seq(vec![Node::Choice(addressed(c, tools, Node::Empty)), content.clone()]) },
         Alt { guard: Node::lit(c.channel.clone()), body: Node::seq(vec![Node::Choice(words), content.clone()]) },
     ];
     let n = alts.len();

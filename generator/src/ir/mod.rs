@@ -38,8 +38,16 @@ use serde_json::Value;
 pub enum TextKind {
     Reasoning,
     Content,
-    /// Consumed but not reported (markup, separators).
+    /// Consumed but not reported (markup, separators). Held until its
+    /// round ends: a round that breaks gives it back as content.
     Discard,
+    /// Consumed and dropped for good: text the format reads and never
+    /// reports, such as the body of a harmony message to a built-in tool
+    /// (`to=python`). Unlike [`TextKind::Discard`] it counts as accounted
+    /// for as it is read (a broken round does not come back to it), so it
+    /// may run to any length in a parser with a bounded window. Used after a
+    /// round commits, like content.
+    Dropped,
     /// A tool call id.
     ToolId,
     /// A tool name written freely (when no tool list constrains it).
