@@ -93,7 +93,11 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
-                    Op::Seq(5),
+                    Op::Seq(3),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(3),
                     Op::Space,
                     Op::Json {
                         python: false,
@@ -166,7 +170,11 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
-                    Op::Seq(5),
+                    Op::Seq(3),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(3),
                     Op::Space,
                     Op::Json {
                         python: false,
@@ -240,7 +248,11 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
-                    Op::Seq(5),
+                    Op::Seq(3),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(3),
                     Op::Space,
                     Op::Json {
                         python: false,
@@ -419,6 +431,7 @@ enum St {
     Space5,
     ArgAutoText,
     ArgAuto,
+    Choice3,
     ValueByArgumentType,
     LitGreater,
     ArgName,
@@ -430,12 +443,12 @@ enum St {
     Space6,
     ToolOpen,
     LitFunction,
-    Choice3,
     Choice4,
+    Choice5,
     ArgsClose2,
     LoopHead4,
     Space7,
-    Choice5,
+    Choice6,
     ArgStringText2,
     ArgString2,
     Space8,
@@ -444,6 +457,7 @@ enum St {
     Space9,
     ArgAutoText2,
     ArgAuto2,
+    Choice7,
     ValueByArgumentType2,
     LitGreater3,
     ArgName3,
@@ -467,11 +481,11 @@ enum St {
     Space11,
     ToolClose2,
     LitCloseToolCall2,
-    Choice6,
+    Choice8,
     ArgsClose3,
     LoopHead6,
     Space12,
-    Choice7,
+    Choice9,
     ArgStringText3,
     ArgString3,
     Space13,
@@ -480,6 +494,7 @@ enum St {
     Space14,
     ArgAutoText3,
     ArgAuto3,
+    Choice10,
     ValueByArgumentType3,
     LitGreater5,
     ArgName5,
@@ -491,12 +506,12 @@ enum St {
     Space15,
     ToolOpen3,
     LitFunction2,
-    Choice8,
-    Choice9,
+    Choice11,
+    Choice12,
     ArgsClose4,
     LoopHead7,
     Space16,
-    Choice10,
+    Choice13,
     ArgStringText4,
     ArgString4,
     Space17,
@@ -505,6 +520,7 @@ enum St {
     Space18,
     ArgAutoText4,
     ArgAuto4,
+    Choice14,
     ValueByArgumentType4,
     LitGreater7,
     ArgName7,
@@ -520,20 +536,20 @@ enum St {
     ContentText9,
     Content9,
     Space20,
-    Choice11,
+    Choice15,
     Space21,
-    Choice12,
+    Choice16,
     Space22,
     Json5,
     JsonStart5,
     Space23,
-    Choice13,
-    Choice14,
+    Choice17,
+    Choice18,
     Space24,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 146] = {
-    let mut s = [State::Done; 146];
+static STATES: [State; 150] = {
+    let mut s = [State::Done; 150];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -588,7 +604,7 @@ static STATES: [State; 146] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 15, len: 3 },
+        arms: Arms { first: 19, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -630,7 +646,7 @@ static STATES: [State; 146] = {
         next: St::Choice as u16,
     };
     s[St::LoopHead3 as usize] = State::Loop {
-        arms: Arms { first: 6, len: 1 },
+        arms: Arms { first: 8, len: 1 },
         next: St::ArgsClose as u16,
     };
     s[St::Space3 as usize] = State::Space {
@@ -674,9 +690,12 @@ static STATES: [State; 146] = {
     s[St::ArgAuto as usize] = State::TextStart {
         next: St::ArgAutoText as u16,
     };
+    s[St::Choice3 as usize] = State::Choice {
+        arms: Arms { first: 6, len: 2 },
+    };
     s[St::ValueByArgumentType as usize] = State::ByArgType {
         string: St::ArgString as u16,
-        json: St::Space5 as u16,
+        json: St::Choice3 as u16,
         auto: St::ArgAuto as u16,
     };
     s[St::LitGreater as usize] = State::Literal {
@@ -718,36 +737,36 @@ static STATES: [State; 146] = {
         text: Lit::Function as u16,
         next: St::ToolOpen as u16,
     };
-    s[St::Choice3 as usize] = State::Choice {
-        arms: Arms { first: 7, len: 2 },
-    };
     s[St::Choice4 as usize] = State::Choice {
         arms: Arms { first: 9, len: 2 },
     };
+    s[St::Choice5 as usize] = State::Choice {
+        arms: Arms { first: 11, len: 2 },
+    };
     s[St::ArgsClose2 as usize] = State::ArgsClose {
-        next: St::Choice4 as u16,
+        next: St::Choice5 as u16,
     };
     s[St::LoopHead4 as usize] = State::Loop {
-        arms: Arms { first: 14, len: 1 },
+        arms: Arms { first: 18, len: 1 },
         next: St::ArgsClose2 as u16,
     };
     s[St::Space7 as usize] = State::Space {
         next: St::LoopHead4 as u16,
     };
-    s[St::Choice5 as usize] = State::Choice {
-        arms: Arms { first: 11, len: 3 },
+    s[St::Choice6 as usize] = State::Choice {
+        arms: Arms { first: 13, len: 3 },
     };
     s[St::ArgStringText2 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
         stops: 2,
-        next: St::Choice5 as u16,
+        next: St::Choice6 as u16,
     };
     s[St::ArgString2 as usize] = State::TextStart {
         next: St::ArgStringText2 as u16,
     };
     s[St::Space8 as usize] = State::Space {
-        next: St::Choice5 as u16,
+        next: St::Choice6 as u16,
     };
     s[St::Json2 as usize] = State::Json {
         content: false,
@@ -767,14 +786,17 @@ static STATES: [State; 146] = {
         kind: Kind::ArgAuto,
         trim: true,
         stops: 2,
-        next: St::Choice5 as u16,
+        next: St::Choice6 as u16,
     };
     s[St::ArgAuto2 as usize] = State::TextStart {
         next: St::ArgAutoText2 as u16,
     };
+    s[St::Choice7 as usize] = State::Choice {
+        arms: Arms { first: 16, len: 2 },
+    };
     s[St::ValueByArgumentType2 as usize] = State::ByArgType {
         string: St::ArgString2 as u16,
-        json: St::Space9 as u16,
+        json: St::Choice7 as u16,
         auto: St::ArgAuto2 as u16,
     };
     s[St::LitGreater3 as usize] = State::Literal {
@@ -831,7 +853,7 @@ static STATES: [State; 146] = {
     s[St::LoopHead5 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 32, len: 3 },
+        arms: Arms { first: 40, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -866,33 +888,33 @@ static STATES: [State; 146] = {
         text: Lit::CloseToolCall as u16,
         next: St::ToolClose2 as u16,
     };
-    s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 18, len: 2 },
+    s[St::Choice8 as usize] = State::Choice {
+        arms: Arms { first: 22, len: 2 },
     };
     s[St::ArgsClose3 as usize] = State::ArgsClose {
-        next: St::Choice6 as u16,
+        next: St::Choice8 as u16,
     };
     s[St::LoopHead6 as usize] = State::Loop {
-        arms: Arms { first: 23, len: 1 },
+        arms: Arms { first: 29, len: 1 },
         next: St::ArgsClose3 as u16,
     };
     s[St::Space12 as usize] = State::Space {
         next: St::LoopHead6 as u16,
     };
-    s[St::Choice7 as usize] = State::Choice {
-        arms: Arms { first: 20, len: 3 },
+    s[St::Choice9 as usize] = State::Choice {
+        arms: Arms { first: 24, len: 3 },
     };
     s[St::ArgStringText3 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
         stops: 2,
-        next: St::Choice7 as u16,
+        next: St::Choice9 as u16,
     };
     s[St::ArgString3 as usize] = State::TextStart {
         next: St::ArgStringText3 as u16,
     };
     s[St::Space13 as usize] = State::Space {
-        next: St::Choice7 as u16,
+        next: St::Choice9 as u16,
     };
     s[St::Json3 as usize] = State::Json {
         content: false,
@@ -912,14 +934,17 @@ static STATES: [State; 146] = {
         kind: Kind::ArgAuto,
         trim: true,
         stops: 2,
-        next: St::Choice7 as u16,
+        next: St::Choice9 as u16,
     };
     s[St::ArgAuto3 as usize] = State::TextStart {
         next: St::ArgAutoText3 as u16,
     };
+    s[St::Choice10 as usize] = State::Choice {
+        arms: Arms { first: 27, len: 2 },
+    };
     s[St::ValueByArgumentType3 as usize] = State::ByArgType {
         string: St::ArgString3 as u16,
-        json: St::Space14 as u16,
+        json: St::Choice10 as u16,
         auto: St::ArgAuto3 as u16,
     };
     s[St::LitGreater5 as usize] = State::Literal {
@@ -961,36 +986,36 @@ static STATES: [State; 146] = {
         text: Lit::Function as u16,
         next: St::ToolOpen3 as u16,
     };
-    s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 24, len: 2 },
+    s[St::Choice11 as usize] = State::Choice {
+        arms: Arms { first: 30, len: 2 },
     };
-    s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 26, len: 2 },
+    s[St::Choice12 as usize] = State::Choice {
+        arms: Arms { first: 32, len: 2 },
     };
     s[St::ArgsClose4 as usize] = State::ArgsClose {
-        next: St::Choice9 as u16,
+        next: St::Choice12 as u16,
     };
     s[St::LoopHead7 as usize] = State::Loop {
-        arms: Arms { first: 31, len: 1 },
+        arms: Arms { first: 39, len: 1 },
         next: St::ArgsClose4 as u16,
     };
     s[St::Space16 as usize] = State::Space {
         next: St::LoopHead7 as u16,
     };
-    s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 28, len: 3 },
+    s[St::Choice13 as usize] = State::Choice {
+        arms: Arms { first: 34, len: 3 },
     };
     s[St::ArgStringText4 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
         stops: 2,
-        next: St::Choice10 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::ArgString4 as usize] = State::TextStart {
         next: St::ArgStringText4 as u16,
     };
     s[St::Space17 as usize] = State::Space {
-        next: St::Choice10 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::Json4 as usize] = State::Json {
         content: false,
@@ -1010,14 +1035,17 @@ static STATES: [State; 146] = {
         kind: Kind::ArgAuto,
         trim: true,
         stops: 2,
-        next: St::Choice10 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::ArgAuto4 as usize] = State::TextStart {
         next: St::ArgAutoText4 as u16,
     };
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 37, len: 2 },
+    };
     s[St::ValueByArgumentType4 as usize] = State::ByArgType {
         string: St::ArgString4 as u16,
-        json: St::Space18 as u16,
+        json: St::Choice14 as u16,
         auto: St::ArgAuto4 as u16,
     };
     s[St::LitGreater7 as usize] = State::Literal {
@@ -1074,17 +1102,17 @@ static STATES: [State; 146] = {
     s[St::Space20 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 35, len: 2 },
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 43, len: 2 },
     };
     s[St::Space21 as usize] = State::Space {
-        next: St::Choice11 as u16,
+        next: St::Choice15 as u16,
     };
-    s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 37, len: 2 },
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 45, len: 2 },
     };
     s[St::Space22 as usize] = State::Space {
-        next: St::Choice12 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::Json5 as usize] = State::Json {
         content: true,
@@ -1100,14 +1128,14 @@ static STATES: [State; 146] = {
     s[St::Space23 as usize] = State::Space {
         next: St::JsonStart5 as u16,
     };
-    s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 39, len: 2 },
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 47, len: 2 },
     };
-    s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 41, len: 2 },
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 49, len: 2 },
     };
     s[St::Space24 as usize] = State::Space {
-        next: St::Choice14 as u16,
+        next: St::Choice18 as u16,
     };
     s
 };
@@ -1121,6 +1149,9 @@ enum Lit {
     CloseFunction,
     CloseParameter,
     Empty,
+    OpenBrace,
+    OpenBracket,
+    Quote,
     Greater,
     Parameter,
     Function,
@@ -1129,12 +1160,15 @@ enum Lit {
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 11] = [
+static LITERALS: [&str; 14] = [
     "<|im_end|>",
     "</tool_call>",
     "</function>",
     "</parameter>",
     "",
+    "{",
+    "[",
+    "\"",
     ">",
     "<parameter=",
     "<function=",
@@ -1144,7 +1178,7 @@ static LITERALS: [&str; 11] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 43] = [
+static ARMS: [Arm; 51] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1176,7 +1210,17 @@ static ARMS: [Arm; 43] = [
         limit: None,
     },
     Arm {
-        guard: 15,
+        guard: 22,
+        to: St::Space5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::ArgAuto as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 26,
         to: St::ArgName2 as u16,
         limit: None,
     },
@@ -1186,18 +1230,18 @@ static ARMS: [Arm; 43] = [
         limit: None,
     },
     Arm {
-        guard: 17,
+        guard: 23,
         to: St::ToolClose as u16,
         limit: None,
     },
     Arm {
         guard: 3,
-        to: St::Choice3 as u16,
+        to: St::Choice4 as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::Choice3 as u16,
+        to: St::Choice4 as u16,
         limit: None,
     },
     Arm {
@@ -1216,17 +1260,27 @@ static ARMS: [Arm; 43] = [
         limit: None,
     },
     Arm {
-        guard: 15,
+        guard: 22,
+        to: St::Space9 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::ArgAuto2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 26,
         to: St::ArgName4 as u16,
         limit: None,
     },
     Arm {
-        guard: 16,
+        guard: 27,
         to: St::LitFunction as u16,
         limit: Some(1u8),
     },
     Arm {
-        guard: 18,
+        guard: 28,
         to: St::ToolOpen2 as u16,
         limit: Some(1u8),
     },
@@ -1261,7 +1315,17 @@ static ARMS: [Arm; 43] = [
         limit: None,
     },
     Arm {
-        guard: 15,
+        guard: 22,
+        to: St::Space14 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::ArgAuto3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 26,
         to: St::ArgName6 as u16,
         limit: None,
     },
@@ -1271,18 +1335,18 @@ static ARMS: [Arm; 43] = [
         limit: None,
     },
     Arm {
-        guard: 17,
+        guard: 23,
         to: St::ToolClose2 as u16,
         limit: None,
     },
     Arm {
         guard: 3,
-        to: St::Choice8 as u16,
+        to: St::Choice11 as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::Choice8 as u16,
+        to: St::Choice11 as u16,
         limit: None,
     },
     Arm {
@@ -1301,17 +1365,27 @@ static ARMS: [Arm; 43] = [
         limit: None,
     },
     Arm {
-        guard: 15,
+        guard: 22,
+        to: St::Space18 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::ArgAuto4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 26,
         to: St::ArgName8 as u16,
         limit: None,
     },
     Arm {
-        guard: 16,
+        guard: 27,
         to: St::LitFunction2 as u16,
         limit: None,
     },
     Arm {
-        guard: 18,
+        guard: 28,
         to: St::ToolOpen4 as u16,
         limit: None,
     },
@@ -1326,43 +1400,43 @@ static ARMS: [Arm; 43] = [
         limit: None,
     },
     Arm {
-        guard: 17,
+        guard: 23,
         to: St::EndOfOutput as u16,
         limit: None,
     },
     Arm {
-        guard: 19,
+        guard: 29,
         to: St::Space21 as u16,
         limit: None,
     },
     Arm {
-        guard: 17,
-        to: St::Choice11 as u16,
+        guard: 23,
+        to: St::Choice15 as u16,
         limit: None,
     },
     Arm {
-        guard: 20,
+        guard: 30,
         to: St::Space23 as u16,
         limit: None,
     },
     Arm {
-        guard: 17,
+        guard: 23,
         to: St::Space23 as u16,
         limit: None,
     },
     Arm {
-        guard: 19,
-        to: St::Choice13 as u16,
+        guard: 29,
+        to: St::Choice17 as u16,
         limit: None,
     },
     Arm {
-        guard: 17,
+        guard: 23,
         to: St::JsonStart5 as u16,
         limit: None,
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 21] = [
+static GUARDS: [Guard; 31] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseFunction as u16),
@@ -1376,11 +1450,21 @@ static GUARDS: [Guard; 21] = [
     Guard::Peek(9),
     Guard::Lit(Lit::CloseToolCall as u16),
     Guard::Peek(11),
+    Guard::Lit(Lit::OpenBrace as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::OpenBracket as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::Quote as u16),
+    Guard::Empty,
+    Guard::Space,
+    Guard::Choice { first: 13, len: 3 },
+    Guard::Seq { first: 19, len: 2 },
+    Guard::Peek(21),
+    Guard::Empty,
     Guard::Space,
     Guard::Lit(Lit::Parameter as u16),
-    Guard::Seq { first: 13, len: 2 },
+    Guard::Seq { first: 24, len: 2 },
     Guard::Lit(Lit::ToolCall as u16),
-    Guard::Empty,
     Guard::Lit(Lit::Function as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
     Guard::Lit(Lit::Json as u16),

@@ -561,7 +561,7 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         // (LFM2.5 writes the bare list; the names after it are checked
         // against the declared tools, so `[1]` in prose stays content).
         let list = list_rest(Node::seq(vec![Node::Space, call]));
-        let section = Node::seq(vec![list, marker(&f.section_end), Node::Space]);
+        let section = Node::seq(vec![list, after_list(&f.section_end), Node::Space]);
         if section_start.is_empty() {
             return ("[".to_string(), Node::lit("["), section);
         }
@@ -587,7 +587,8 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         } else {
             Node::seq(vec![Node::Space, close(call.clone())])
         };
-        let section = Node::seq(vec![calls, marker(&f.section_end), Node::Space]);
+        let end = if f.tools_array_wrapped { after_list(&f.section_end) } else { marker(&f.section_end) };
+        let section = Node::seq(vec![calls, end, Node::Space]);
         return (section_start.to_string(), Node::lit(section_start), section);
     }
     if !per_call_start.is_empty() {
@@ -603,6 +604,20 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     } else {
         (name_prefix.to_string(), Node::lit(name_prefix), Node::seq(vec![close(call_after_prefix), Node::Space]))
     }
+}
+
+/// The section's end marker after a closed list of calls (`[…]`), which
+/// the output may end without: every call in the list was complete, and a
+/// server that stops at the marker (`<|END_ACTION|>`, `</tool_calls>`)
+/// strips it. Without this the list's `]` was left over as content.
+fn after_list(section_end: &str) -> Node {
+    if section_end.trim().is_empty() {
+        return Node::Empty;
+    }
+    Node::seq(vec![
+        Node::Space,
+        Node::Choice(vec![Alt { guard: lit(section_end), body: Node::Empty }, Alt::lenient(Node::End, Node::Empty)]),
+    ])
 }
 
 /// One call after its per-call opener, in the format's call syntax (for
@@ -1057,6 +1072,33 @@ fn object_arguments(spec: &FormatSpec) -> Node {
     Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: a.string_quote.trim().to_string(), ends: call_closers(spec, true) }
 }
 
+/// A raw value whose schema type is not a string (or that the markup marks
+/// as JSON, DSML's `string="false"`): JSON when it opens like an object, an
+/// array or a string (a Python literal too, where the template writes
+/// Python), read as it streams; anything else is `otherwise` (an untyped
+/// value: JSON when the whole short value is JSON text, `42`, `true`, else a
+/// string). Models write values their type does not allow (an ISO date for
+/// an integer, one bare word for an array, `Paris` marked `string="false"`):
+/// a JSON parser would break the call there, and the value is kept as the
+/// string the model wrote. The fallback is lenient: grammars keep the
+/// schema's JSON form.
+///
+/// ```text
+/// <parameter=exclude_domains>pinterest.com</parameter>   → "pinterest.com"
+/// <parameter=timeout>2026-01-15</parameter>              → "2026-01-15"
+/// <parameter=timeout>30</parameter>                      → 30
+/// <parameter=tags>["a", "b"]</parameter>                 → ["a", "b"]
+/// ```
+fn typed_value(python: bool, otherwise: Node) -> Node {
+    let json = Node::seq(vec![Node::Space, Node::Json { kind: JsonKind::ArgValue, schema: None, python, marker: String::new(), ends: Vec::new() }, Node::Space]);
+    let mut openers = vec!["{", "[", "\""];
+    if python {
+        openers.extend(["'", "True", "False", "None"]);
+    }
+    let opener = Node::Choice(openers.into_iter().map(|o| Alt { guard: Node::lit(o), body: Node::Empty }).collect());
+    Node::Choice(vec![Alt { guard: Node::Peek(Box::new(Node::seq(vec![Node::Space, opener]))), body: json }, Alt::lenient(Node::Empty, otherwise)])
+}
+
 /// `<name-prefix>NAME<name-suffix>[<value-prefix>]VALUE<value-suffix>` per argument.
 fn tagged_arguments(spec: &FormatSpec) -> Node {
     let a = &spec.tools.arguments;
@@ -1099,7 +1141,7 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         let v = match kind {
             ValueKind::String => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgString, trim_newlines: layout },
             ValueKind::Auto | ValueKind::StringOrNull => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout },
-            ValueKind::Json => Node::seq(vec![Node::Space, Node::Json { kind: JsonKind::ArgValue, schema: None, python, marker: String::new(), ends: Vec::new() }, Node::Space]),
+            ValueKind::Json => typed_value(python, Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout }),
         };
         Node::seq(vec![marker(&value_prefix), v, closer_after(Node::Empty, &value_suffix, &outer), Node::Space])
     };
