@@ -1500,10 +1500,10 @@ fn broken_json_arguments_end_the_call() {
 
 /// Broken values in tagged formats: `(call, the value, offset in the value
 /// of the first byte the call cannot accept, or None = the next '<')`.
-fn broken_tagged() -> Vec<(Call, &'static str, Option<usize>)> {
+fn broken_tagged() -> Vec<(Call, (&'static str, Option<usize>))> {
     vec![
-        (call("get_weather", IDS[0], &[("days", j("[1, 2"))]), "[1, 2", None),
-        (call("get_weather", IDS[0], &[("days", j("{\"a\" 1}"))]), "{\"a\" 1}", Some(5)),
+        (call("get_weather", IDS[0], &[("days", j("[1, 2"))]), ("[1, 2", None)),
+        (call("get_weather", IDS[0], &[("days", j("{\"a\" 1}"))]), ("{\"a\" 1}", Some(5))),
     ]
 }
 
@@ -1518,74 +1518,75 @@ fn unparsable_typed() -> Vec<(Call, &'static str)> {
     ]
 }
 
-#[test]
-fn unparsable_typed_values_are_strings() {
-    let mut f = Failures::new("unparsable_typed_values_are_strings");
+/// Each case's call, rendered after [`LEAD`] by every hand fixture of a
+/// format with tagged (raw) arguments, parsed whole and in small chunks:
+/// `check` gets the fixture, the case, the call's markup, the text and what
+/// the parse gave.
+fn for_tagged_calls<T>(f: &mut Failures, test: &str, cases: &[(Call, T)], mut check: impl FnMut(&mut Failures, &Fixture, &(Call, T), &str, &str, &Outcome)) {
     let chunkings = [Chunking::Every(1), Chunking::Every(2), Chunking::Every(5)];
-    for fx in all_hand_fixtures("bad_output unparsable typed values") {
+    for fx in all_hand_fixtures(test) {
         if !fx.family.has_tools() || fx.family.json_args() {
             continue;
         }
-        for (c, value) in unparsable_typed() {
-            let markup = fx.family.render(std::slice::from_ref(&c));
+        for case in cases {
+            let markup = fx.family.render(std::slice::from_ref(&case.0));
             let text = format!("{}{LEAD}{markup}", fx.rprefix);
-            let Some(o) = parse_all(&mut f, &fx, text.as_bytes(), &chunkings) else { continue };
-            let m = &o.message;
-            let quoted = serde_json::to_string(value).unwrap_or_default();
-            let whole = m.tool_calls.len() == 1 && m.tool_calls[0].name == c.name && m.tool_calls[0].complete;
-            let args: Option<serde_json::Value> = m.tool_calls.first().and_then(|t| serde_json::from_str(&t.arguments).ok());
-            let as_string = args.as_ref().and_then(|a| a.as_object()).is_some_and(|a| a.values().any(|v| v.as_str() == Some(value)));
-            if !whole || !as_string || m.content != format!("{}{LEAD}", fx.base) {
-                f.add(R_TYPED, &fx.label, text.as_bytes(), "whole (one feed)", format!("expected one complete {:?} call with {quoted} and content {:?}\n    got {m:?}", c.name, format!("{}{LEAD}", fx.base)));
-            }
-            check_words(&mut f, &fx, text.as_bytes(), "whole (one feed)", &o, false);
+            let Some(o) = parse_all(f, &fx, text.as_bytes(), &chunkings) else { continue };
+            check(f, &fx, case, &markup, &text, &o);
+            check_words(f, &fx, text.as_bytes(), "whole (one feed)", &o, false);
         }
     }
+}
+
+#[test]
+fn unparsable_typed_values_are_strings() {
+    let mut f = Failures::new("unparsable_typed_values_are_strings");
+    for_tagged_calls(&mut f, "bad_output unparsable typed values", &unparsable_typed(), |f, fx, (c, value), _, text, o| {
+        let m = &o.message;
+        let quoted = serde_json::to_string(value).unwrap_or_default();
+        let whole = m.tool_calls.len() == 1 && m.tool_calls[0].name == c.name && m.tool_calls[0].complete;
+        let args: Option<serde_json::Value> = m.tool_calls.first().and_then(|t| serde_json::from_str(&t.arguments).ok());
+        let as_string = args.as_ref().and_then(|a| a.as_object()).is_some_and(|a| a.values().any(|v| v.as_str() == Some(*value)));
+        let content = format!("{}{LEAD}", fx.base);
+        if !whole || !as_string || m.content != content {
+            f.add(R_TYPED, &fx.label, text.as_bytes(), "whole (one feed)", format!("expected one complete {:?} call with {quoted} and content {content:?}\n    got {m:?}", c.name));
+        }
+    });
     f.finish();
 }
 
 #[test]
 fn broken_tagged_values_end_the_call() {
     let mut f = Failures::new("broken_tagged_values_end_the_call");
+    for_tagged_calls(&mut f, "bad_output broken tagged values", &broken_tagged(), |f, fx, (c, (value, fail)), markup, text, o| {
+        let m = &o.message;
+        let at = markup.find(value).unwrap_or(0);
+        let fail_at = match fail {
+            Some(n) => at + n,
+            None => at + markup[at..].find('<').unwrap_or(0),
+        };
+        let want_content = format!("{}{LEAD}{}", fx.base, &markup[fail_at..]);
+        // The rest goes back to content from the end of the last piece the
+        // call reported, which may be before the failing byte (markup such
+        // as `<arg_value>` between a reported key and a broken value is
+        // given back too): the content must end with the text from the
+        // failure on, and what it adds must be markup of this call.
+        let content_ok = m.content == want_content
+            || (m.content.ends_with(&markup[fail_at..])
+                && m.content.starts_with(&format!("{}{LEAD}", fx.base))
+                && markup[..fail_at].ends_with(&m.content[format!("{}{LEAD}", fx.base).len()..m.content.len() - (markup.len() - fail_at)]));
+        let one = m.tool_calls.len() == 1 && m.tool_calls[0].name == c.name && !m.tool_calls[0].complete;
+        if !one || !content_ok {
+            f.add(R_BROKEN, &fx.label, text.as_bytes(), "whole (one feed)", format!("expected one incomplete {:?} call and content {want_content:?}\n    got {m:?}", c.name));
+        }
+    });
+    // A value whose closing tag is missing: generic checks only (the value
+    // runs to the end of the output).
     let chunkings = [Chunking::Every(1), Chunking::Every(2), Chunking::Every(5)];
     for fx in all_hand_fixtures("bad_output broken tagged values") {
         if !fx.family.has_tools() || fx.family.json_args() {
             continue;
         }
-        for (c, value, fail) in broken_tagged() {
-            let markup = fx.family.render(std::slice::from_ref(&c));
-            let text = format!("{}{LEAD}{markup}", fx.rprefix);
-            let Some(o) = parse_all(&mut f, &fx, text.as_bytes(), &chunkings) else { continue };
-            let m = &o.message;
-            let at = markup.find(value).unwrap_or(0);
-            let fail_at = match fail {
-                Some(n) => at + n,
-                None => at + markup[at..].find('<').unwrap_or(0),
-            };
-            let want_content = format!("{}{LEAD}{}", fx.base, &markup[fail_at..]);
-            // The rest goes back to content from the end of the last piece the
-            // call reported, which may be before the failing byte (markup such
-            // as `<arg_value>` between a reported key and a broken value is
-            // given back too): the content must end with the text from the
-            // failure on, and what it adds must be markup of this call.
-            let content_ok = m.content == want_content
-                || (m.content.ends_with(&markup[fail_at..])
-                    && m.content.starts_with(&format!("{}{LEAD}", fx.base))
-                    && markup[..fail_at].ends_with(&m.content[format!("{}{LEAD}", fx.base).len()..m.content.len() - (markup.len() - fail_at)]));
-            let one = m.tool_calls.len() == 1 && m.tool_calls[0].name == c.name && !m.tool_calls[0].complete;
-            if !one || !content_ok {
-                f.add(
-                    R_BROKEN,
-                    &fx.label,
-                    text.as_bytes(),
-                    "whole (one feed)",
-                    format!("expected one incomplete {:?} call and content {want_content:?}\n    got {m:?}", c.name),
-                );
-            }
-            check_words(&mut f, &fx, text.as_bytes(), "whole (one feed)", &o, false);
-        }
-        // A value whose closing tag is missing: generic checks only (the
-        // value runs to the end of the output).
         let c = call("get_weather", IDS[0], &[("city", s("Paris"))]);
         let markup = fx.family.render(std::slice::from_ref(&c));
         for closer in fx.family.closers() {
