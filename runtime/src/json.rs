@@ -889,7 +889,18 @@ impl JsonScanner {
                         }
                         continue;
                     } else if !self.start_value(b, i, w) {
-                        return (i, Scan::Invalid);
+                        // A marked string whose opening marker the model
+                        // left out (Gemma 4: `{query:weather in Tokyo<|"|>}`):
+                        // text where no value starts runs to the closing
+                        // marker. Punctuation that ends or separates values
+                        // is still broken markup.
+                        let top_of_object_only = self.object_only() && self.depth == 0;
+                        if mark.is_empty() || top_of_object_only || matches!(b, b',' | b'}' | b']' | b':' | b'{' | b'[' | b'"' | b'\'') {
+                            return (i, Scan::Invalid);
+                        }
+                        w.replace(i, 0, "\"");
+                        self.token = Token::Str(Str::new(MARKED, false));
+                        continue;
                     }
                 }
                 Expect::KeyOrClose | Expect::Key => {
@@ -1353,11 +1364,35 @@ mod tests {
             // An opening marker that breaks off: its bytes are reported.
             let (out, r, n) = scan_marked_all("{s:<|x}", chunk, q);
             assert_eq!((out.as_str(), r, n), (r#"{"s":<|"#, Scan::Invalid, 5), "{chunk}");
-            // Bare keys need the dialect; bare values are never read.
-            let (_, r, _) = scan_marked_all("{s:abc}", chunk, q);
-            assert_eq!(r, Scan::Invalid);
+            // Bare keys need the dialect.
             let (_, r, _) = scan_marked_all("{s:1}", chunk, "");
             assert_eq!(r, Scan::Invalid);
+            // A value missing where punctuation stands is broken.
+            for text in ["{s:}", "{s:,t:1}", "{s::}"] {
+                let (_, r, n) = scan_marked_all(text, chunk, q);
+                assert_eq!((r, n), (Scan::Invalid, 3), "{text} in {chunk}");
+            }
+            // Text with no closing marker is a string that never ends.
+            let (out, r, _) = scan_marked_all("{s:abc}", chunk, q);
+            assert_eq!((out.as_str(), r), (r#"{"s":"abc}"#, Scan::Invalid), "{chunk}");
+        }
+    }
+
+    #[test]
+    fn a_marked_string_without_its_opening_marker_runs_to_the_closing_one() {
+        let q = "<|\"|>";
+        for (text, json) in [
+            // Gemma 4 leaves the opening marker out on many calls.
+            ("{query:weather in Tokyo<|\"|>}", r#"{"query":"weather in Tokyo"}"#),
+            // Commas and braces are text until the marker.
+            ("{query:Paris, France {FR}<|\"|>,limit:5}", r#"{"query":"Paris, France {FR}","limit":5}"#),
+            ("{tags:[a b<|\"|>, <|\"|>c<|\"|>]}", r#"{"tags":["a b", "c"]}"#),
+            ("{q:été \"x\"<|\"|>}", r#"{"q":"été \"x\""}"#),
+        ] {
+            for chunk in [1, 2, 3, 5, 1000] {
+                let (out, r, n) = scan_marked_all(&format!("{text}<tool_call|>"), chunk, q);
+                assert_eq!((out.as_str(), r, n), (json, Scan::Done, text.len()), "{text} in {chunk}");
+            }
         }
     }
 
