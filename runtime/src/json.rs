@@ -43,6 +43,13 @@ pub enum Scan {
 /// is zero).
 const MARKED: u8 = 0;
 
+/// [`Str::quote`] of a marked string the model opened without its marker
+/// (Gemma 4's `{query:weather in Tokyo<|"|>}`): read as a marked string,
+/// except that a `}` ends it broken, since nothing shows where it was
+/// meant to end. (A quote value of its own, so that the streaming fast
+/// path's test for a marked string stays one comparison.)
+const UNOPENED: u8 = 1;
+
 /// Whether `b` may be part of a bare object key in the marked dialect:
 /// ASCII letters and digits, `_ - . $`, and any non-ASCII character.
 #[inline]
@@ -254,8 +261,8 @@ enum Token {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
 struct Str {
-    /// `"`, `'` for a Python string, or [`MARKED`] for a string between
-    /// string markers.
+    /// `"`, `'` for a Python string, [`MARKED`] for a string between
+    /// string markers, or [`UNOPENED`] for one without its opening marker.
     quote: u8,
     /// Hex digits of a `\u` escape still to come.
     hex: u8,
@@ -481,6 +488,8 @@ impl JsonScanner {
     #[inline]
     pub fn marked_held(&self) -> Option<usize> {
         match self.token {
+            // (Not one opened without its marker, `UNOPENED`: a `}` ends
+            // that one, and the scanner looks for it.)
             Token::Str(s) if s.quote == MARKED => Some(usize::from(s.held)),
             _ => None,
         }
@@ -672,7 +681,7 @@ impl JsonScanner {
         while i < bytes.len() {
             let b = bytes[i];
             match self.token {
-                Token::Str(mut s) if s.quote == MARKED => {
+                Token::Str(mut s) if s.quote == MARKED || s.quote == UNOPENED => {
                     if s.held > 0 {
                         // The closing marker was cut by the last chunk's end.
                         let k = usize::from(s.held);
@@ -694,7 +703,11 @@ impl JsonScanner {
                     // the escapes in source code nor its `<`s break it into
                     // pieces; the byte loop takes the marker from there.
                     let first = mark.first().copied().unwrap_or(b'"');
-                    let end = if first.is_ascii() { marked_run_end(bytes, i, mark) } else { i };
+                    let mut end = if first.is_ascii() { marked_run_end(bytes, i, mark) } else { i };
+                    let unopened = s.quote == UNOPENED;
+                    if unopened {
+                        end = memchr::memchr(b'}', &bytes[i..end]).map_or(end, |p| i + p);
+                    }
                     if end > i {
                         if let Some(run) = w.text.get(i..end) {
                             w.flush(i);
@@ -703,13 +716,17 @@ impl JsonScanner {
                             i = end;
                         }
                     }
-                    while i < bytes.len() && bytes[i] != first && !needs_escape(bytes[i]) {
+                    while i < bytes.len() && bytes[i] != first && !needs_escape(bytes[i]) && !(unopened && bytes[i] == b'}') {
                         i += 1;
                     }
                     let Some(&b) = bytes.get(i) else {
                         self.token = Token::Str(s);
                         break;
                     };
+                    if unopened && b == b'}' {
+                        self.token = Token::Str(s);
+                        return (i, Scan::Invalid);
+                    }
                     if b == first {
                         if let Some(next) = self.close_marked(w, i, mark, 0, s) {
                             i = next;
@@ -899,7 +916,7 @@ impl JsonScanner {
                             return (i, Scan::Invalid);
                         }
                         w.replace(i, 0, "\"");
-                        self.token = Token::Str(Str::new(MARKED, false));
+                        self.token = Token::Str(Str::new(UNOPENED, false));
                         continue;
                     }
                 }
@@ -956,7 +973,7 @@ impl JsonScanner {
             match self.token {
                 Token::Str(s) if s.escape && s.quote == b'\'' => w.replace(i, 0, "\\"),
                 // Held marker bytes are reported: the text is over.
-                Token::Str(s) if s.quote == MARKED && s.held > 0 => {
+                Token::Str(s) if (s.quote == MARKED || s.quote == UNOPENED) && s.held > 0 => {
                     w.flush(i);
                     escape::json_escape(marker.get(..usize::from(s.held)).unwrap_or(""), w.out);
                 }
@@ -1372,9 +1389,10 @@ mod tests {
                 let (_, r, n) = scan_marked_all(text, chunk, q);
                 assert_eq!((r, n), (Scan::Invalid, 3), "{text} in {chunk}");
             }
-            // Text with no closing marker is a string that never ends.
-            let (out, r, _) = scan_marked_all("{s:abc}", chunk, q);
-            assert_eq!((out.as_str(), r), (r#"{"s":"abc}"#, Scan::Invalid), "{chunk}");
+            // Text with no closing marker ends broken at the object's `}`
+            // (a later call is read again).
+            let (out, r, n) = scan_marked_all("{s:abc}<tool_call|><|tool_call>", chunk, q);
+            assert_eq!((out.as_str(), r, n), (r#"{"s":"abc"#, Scan::Invalid, 6), "{chunk}");
         }
     }
 
@@ -1384,8 +1402,9 @@ mod tests {
         for (text, json) in [
             // Gemma 4 leaves the opening marker out on many calls.
             ("{query:weather in Tokyo<|\"|>}", r#"{"query":"weather in Tokyo"}"#),
-            // Commas and braces are text until the marker.
-            ("{query:Paris, France {FR}<|\"|>,limit:5}", r#"{"query":"Paris, France {FR}","limit":5}"#),
+            // Commas and brackets are text until the marker (a `}` is not:
+            // it ends a string opened without its marker, broken).
+            ("{query:Paris, France [FR]<|\"|>,limit:5}", r#"{"query":"Paris, France [FR]","limit":5}"#),
             ("{tags:[a b<|\"|>, <|\"|>c<|\"|>]}", r#"{"tags":["a b", "c"]}"#),
             ("{q:été \"x\"<|\"|>}", r#"{"q":"été \"x\""}"#),
         ] {

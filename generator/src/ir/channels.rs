@@ -90,7 +90,11 @@ fn other_recipient(c: &ChannelSpec) -> Node {
     ])
 }
 
-/// What may follow a recipient marker.
+/// What may follow a recipient marker. `own` is what a message to the
+/// model itself (`to=assistant`) is: a commit, so that the content after
+/// it is reported as the content of a committed round (an uncommitted
+/// round's content would be reported by the generated parsers and given
+/// back again when the round broke later).
 fn addressed(c: &ChannelSpec, tools: bool, own: Node) -> Vec<Alt> {
     let mut alts = Vec::new();
     if tools {
@@ -105,20 +109,13 @@ fn addressed(c: &ChannelSpec, tools: bool, own: Node) -> Vec<Alt> {
 pub fn reply(spec: &FormatSpec, extract_reasoning: bool, tools: bool) -> Node {
     let c = &spec.channels;
     let to = recipient(c);
-    // Content stops before the space of ` to=` too: in a role header
-    // (`<|start|>assistant to=functions.f`, or an output that starts with
-    // ` to=`) that space belongs to the recipient, not to the reply.
-    let mut content_stops = vec![c.header_start.clone(), c.channel.clone(), to.clone()];
-    if c.recipient != to {
-        content_stops.push(c.recipient.clone());
-    }
-    let content = Node::Until { stops: content_stops, kind: TextKind::Content, trim_newlines: false };
+    let content = Node::Until { stops: vec![c.header_start.clone(), c.channel.clone(), to.clone()], kind: TextKind::Content, trim_newlines: false };
     // After the channel word: an optional recipient, then the body.
     let tail = |kind: TextKind| {
         let own = Node::seq(vec![header_rest(c), Node::Mark(Mark::Commit), body(c, kind)]);
         // `to=assistant` after the channel word: the model addressed itself
         // and writes a new channel header next (the next round reads it).
-        let mut alts = vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(to.clone())]), body: Node::Choice(addressed(c, tools, Node::Empty)) }];
+        let mut alts = vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(to.clone())]), body: Node::Choice(addressed(c, tools, Node::Mark(Mark::Commit))) }];
         alts.push(Alt { guard: Node::Empty, body: own });
         Node::Choice(alts)
     };
@@ -134,7 +131,7 @@ pub fn reply(spec: &FormatSpec, extract_reasoning: bool, tools: bool) -> Node {
         // The role header; the next round reads the rest of it.
         Alt { guard: Node::lit(c.header_start.clone()), body: then(Node::seq(vec![Node::Space, Node::optional(Node::lit(c.role.clone()), Node::Empty)])) },
         // A recipient in the role header.
-        Alt { guard: Node::seq(vec![Node::Space, Node::lit(to.clone())]), body: Node::seq(vec![Node::Choice(addressed(c, tools, Node::Empty)), content.clone()]) },
+        Alt { guard: Node::lit(to.clone()), body: Node::seq(vec![Node::Choice(addressed(c, tools, Node::Mark(Mark::Commit))), content.clone()]) },
         Alt { guard: Node::lit(c.channel.clone()), body: Node::seq(vec![Node::Choice(words), content.clone()]) },
     ];
     let n = alts.len();
