@@ -256,7 +256,11 @@ fn reasoning_nodes(spec: &FormatSpec, thinking: bool) -> Vec<Node> {
         Node::Seq(items) => items,
         other => vec![other],
     };
-    items.into_iter().take_while(|n| !matches!(n, Node::Json { .. } | Node::Space)).collect()
+    // (A reply that opens with whitespace, inside the role header the
+    // prompt opened (harmony), has it before its reasoning, not before a
+    // JSON value: the content there reads it too.)
+    let leading_space = usize::from(spec.channels.is_used() && matches!(items.first(), Some(Node::Space)));
+    items.into_iter().skip(leading_space).take_while(|n| !matches!(n, Node::Json { .. } | Node::Space)).collect()
 }
 
 /// Trigger words (the call or section marker); with a reasoning block, a

@@ -1,8 +1,8 @@
 //! Replies made of channel messages (OpenAI harmony, [`ChannelSpec`]) as IR.
 //!
 //! ```text
-//! reply    = content { message content }*
-//! message  = HEADER-START ROLE?                         (the next round reads the rest)
+//! reply    = SPACE content { message content }*
+//! message  = HEADER-START ROLE? SPACE                   (the next round reads the rest)
 //!          | RECIPIENT NAMESPACE call                   (a call addressed in the role header)
 //!          | RECIPIENT ROLE                             (addressed to the model itself: ignored)
 //!          | RECIPIENT other-recipient header body      (a built-in tool: dropped as read)
@@ -128,14 +128,18 @@ pub fn reply(spec: &FormatSpec, extract_reasoning: bool, tools: bool) -> Node {
     }
     let then = |n: Node| Node::seq(vec![Node::Mark(Mark::Commit), n, content.clone()]);
     let alts = vec![
-        // The role header; the next round reads the rest of it.
-        Alt { guard: Node::lit(c.header_start.clone()), body: then(Node::seq(vec![Node::Space, Node::optional(Node::lit(c.role.clone()), Node::Empty)])) },
+        // The role header; the next round reads the rest of it. The
+        // whitespace after the role is the header's: one space before a
+        // recipient (`<|start|>assistant to=functions.f`).
+        Alt { guard: Node::lit(c.header_start.clone()), body: then(Node::seq(vec![Node::Space, Node::optional(Node::lit(c.role.clone()), Node::Empty), Node::Space])) },
         // A recipient in the role header.
         Alt { guard: Node::lit(to.clone()), body: Node::seq(vec![Node::Choice(addressed(c, tools, Node::Mark(Mark::Commit))), content.clone()]) },
         Alt { guard: Node::lit(c.channel.clone()), body: Node::seq(vec![Node::Choice(words), content.clone()]) },
     ];
     let n = alts.len();
-    Node::seq(vec![content.clone(), Node::Repeat { alts, limits: vec![None; n], recover: Some(Box::new(content)) }, Node::End])
+    // The reply starts inside the role header the generation prompt opened
+    // (`<|start|>assistant`): whitespace there is the header's too.
+    Node::seq(vec![Node::Space, content.clone(), Node::Repeat { alts, limits: vec![None; n], recover: Some(Box::new(content)) }, Node::End])
 }
 
 /// What starts a call: the recipient marker and the function namespace.
