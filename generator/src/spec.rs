@@ -223,6 +223,12 @@ pub struct ToolFormat {
     /// writes before built-in tool calls only): read and dropped.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub call_prefix: String,
+    /// Other `(section_start, section_end)` pairs models write around the
+    /// same calls although the template never does (Kimi K2 writes
+    /// `<|tool_call_section_begin|>`, its section token in the singular):
+    /// read like the section, never written by grammars.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub section_aliases: Vec<(String, String)>,
 }
 
 impl Default for ToolFormat {
@@ -246,6 +252,7 @@ impl Default for ToolFormat {
             python_scalar_arguments: false,
             call_prefix: String::new(),
             content_recipient: String::new(),
+            section_aliases: Vec::new(),
         }
     }
 }

@@ -305,10 +305,27 @@ pub fn describe(family: &str, source: &str, spec: &mut FormatSpec, r: &mut Rende
         // Kimi K2 Thinking often calls tools from inside its reasoning
         // without closing it (`<think>...<|tool_calls_section_begin|>`),
         // which no render shows: the calls end the reasoning.
-        "Kimi K2 Thinking" => spec.reasoning.ended_by_calls = true,
+        "Kimi K2 Thinking" => {
+            spec.reasoning.ended_by_calls = true;
+            singular_section(spec);
+        }
         "Gemma4" => gemma_layout(spec),
         "MiroThinker" => mcp_calls(spec, source),
         _ => {}
+    }
+}
+
+/// Kimi K2 also writes its section tokens in the singular
+/// (`<|tool_call_section_begin|>` … `<|tool_call_section_end|>`), as vLLM
+/// and llama.cpp users report; the calls inside are the same. The
+/// singular is made from the markers the analysis found (their plural
+/// word, `calls`, written `call`).
+fn singular_section(spec: &mut FormatSpec) {
+    let f = &mut spec.tools.format;
+    let singular = |m: &str| m.replacen("_calls_", "_call_", 1);
+    let alias = (singular(&f.section_start), singular(&f.section_end));
+    if alias.0 != f.section_start && !f.section_aliases.contains(&alias) {
+        f.section_aliases.push(alias);
     }
 }
 

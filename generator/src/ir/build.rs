@@ -234,6 +234,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     let mut reasoning_ends = vec![end.to_string()];
     if spec.reasoning.ended_by_calls && tools_active && options.json_schema.is_none() {
         reasoning_ends.extend(tool_triggers(spec));
+        reasoning_ends.extend(spec.tools.format.section_aliases.iter().map(|(start, _)| start.trim().to_string()).filter(|s| !s.is_empty()));
         reasoning_ends.extend(bare_call_opener(spec).map(str::to_string));
     }
     // A turn's end closes an open block too (the reply ended in it).
@@ -311,6 +312,18 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         alts.push(Alt { guard, body: calls });
         // One call (or one section of calls) unless parallel calls are on.
         limits.push((!options.parallel_tool_calls).then_some(1));
+        // The same section under the other markers models write for it
+        // (`section_aliases`): read, never written by grammars.
+        for (start, end) in &spec.tools.format.section_aliases {
+            let mut alias = spec.clone();
+            (alias.tools.format.section_start, alias.tools.format.section_end) = (start.clone(), end.clone());
+            let (trigger, guard, calls) = tool_section(&alias, options.parallel_tool_calls);
+            if !trigger.trim().is_empty() && !stops.contains(&trigger) {
+                stops.push(trigger);
+                alts.push(Alt::lenient(guard, calls));
+                limits.push((!options.parallel_tool_calls).then_some(1));
+            }
+        }
         if let Some(body) = prefixed {
             stops.push(prefix.to_string());
             alts.push(Alt::lenient(Node::lit(prefix), body));
