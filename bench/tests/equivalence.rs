@@ -34,7 +34,7 @@ struct Case {
 }
 
 fn generated(c: &Case, pieces: &[&[u8]]) -> Vec<Ev> {
-    let tools = RuntimeTools::new(&c.options);
+    let tools = RuntimeTools::new(&c.options).thinking_of(&c.spec);
     tools.with_options(&c.options, |o| {
         let mut p = AnyParser::new(&c.file, o).expect("a parser for every corpus template");
         let mut ev = Events::default();

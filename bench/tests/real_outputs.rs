@@ -113,7 +113,15 @@ impl Sink for Collect {
 }
 
 fn generated(file: &str, options: &ParseOptions, output: &str, pieces: &[&[u8]]) -> Parse {
-    generated_with(file, options, &serde_json::Map::new(), output, pieces)
+    // `options.enable_thinking` is the thinking the reference parser is
+    // built for: a template that ignores it gets it as its own switch.
+    let mut kwargs = serde_json::Map::new();
+    if let Some((_, spec)) = specs().get(file).filter(|(_, s)| s.generation_prompt.default_thinking.is_some()) {
+        if let Some(s) = spec.generation_prompt.switches.first() {
+            kwargs.insert(s.variable.clone(), serde_json::Value::Bool(options.enable_thinking));
+        }
+    }
+    generated_with(file, options, &kwargs, output, pieces)
 }
 
 /// `chat_template_kwargs` in the runtime's form (the values a switch can

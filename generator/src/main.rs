@@ -460,9 +460,11 @@ struct Request {
 impl Request {
     /// Thinking as the template's own variables in `chat_template_kwargs`
     /// switch it (DeepSeek V3.1's `thinking`, Qwen3's `enable_thinking`),
-    /// unless the request set `enable_thinking` itself.
+    /// unless the request set `enable_thinking` itself and the template
+    /// reads it (Cohere2 MoE does not: its `reasoning` decides, on by
+    /// default).
     fn apply_kwargs(&mut self, spec: &chat_parser_generator::FormatSpec) {
-        if self.thinking_given {
+        if self.thinking_given && spec.generation_prompt.default_thinking.is_none() {
             return;
         }
         if let Some(thinking) = spec.generation_prompt.thinking_from_kwargs(&self.kwargs) {

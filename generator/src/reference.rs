@@ -62,6 +62,8 @@ pub fn reference_view(spec: &FormatSpec) -> Value {
             },
             "preserved_tokens": spec.preserved_tokens,
         },
-        "generation_prompt": spec.generation_prompt.thinking,
+        // The prompt the template writes by default (GigaChat 3.5's own
+        // switch is off unless set).
+        "generation_prompt": if spec.generation_prompt.default_thinking == Some(false) { &spec.generation_prompt.no_thinking } else { &spec.generation_prompt.thinking },
     })
 }

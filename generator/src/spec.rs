@@ -359,6 +359,13 @@ pub struct GenerationPrompt {
     /// reads it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub switches: Vec<ThinkingSwitch>,
+    /// Set where the template ignores `enable_thinking` and switches
+    /// thinking with a variable of its own (Cohere2 MoE's and GigaChat
+    /// 3.5's `reasoning`, in `switches`): thinking on or off when the
+    /// request does not set that variable, whatever `enable_thinking` says.
+    /// The two prompts above are then the variable's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_thinking: Option<bool>,
 }
 
 /// A request variable's value that picks one of the generation prompts.
@@ -382,8 +389,10 @@ pub enum SwitchValue {
 
 impl GenerationPrompt {
     /// Whether a request's `chat_template_kwargs` switch thinking on or
-    /// off (`None` when none of them is a switch). A later variable of the
-    /// template's list wins over an earlier one.
+    /// off (`None` when none of them is a switch, and the template reads
+    /// `enable_thinking`; its own default where it does not:
+    /// [`Self::default_thinking`]). A later variable of the template's
+    /// list wins over an earlier one.
     ///
     /// ```
     /// use chat_parser_generator::spec::{GenerationPrompt, SwitchValue, ThinkingSwitch};
@@ -395,7 +404,8 @@ impl GenerationPrompt {
     /// assert_eq!(p.thinking_from_kwargs(kwargs.as_object().unwrap()), Some(false));
     /// ```
     pub fn thinking_from_kwargs(&self, kwargs: &serde_json::Map<String, serde_json::Value>) -> Option<bool> {
-        let mut out = None;
+        // A template that ignores `enable_thinking` has its own default.
+        let mut out = self.default_thinking;
         for s in &self.switches {
             let Some(v) = kwargs.get(&s.variable) else { continue };
             let hit = match &s.value {

@@ -81,14 +81,17 @@ struct Req<'a> {
     schema: Option<&'a Value>,
 }
 
-fn grammar(env: &EnvelopeBuf, req: &Req) -> Option<ReplyGrammar> {
+/// `thinking`: the template's default (on, unless it ignores
+/// `enable_thinking` and its own switch is off by default: GigaChat 3.5),
+/// the thinking its rendered texts are written with.
+fn grammar(env: &EnvelopeBuf, thinking: bool, req: &Req) -> Option<ReplyGrammar> {
     let tool_choice = match req.choice {
         ToolChoice::Auto => chat_parser_generator::ir::build::ToolChoice::Auto,
         ToolChoice::Required => chat_parser_generator::ir::build::ToolChoice::Required,
         ToolChoice::None => chat_parser_generator::ir::build::ToolChoice::None,
     };
     let options = ParseOptions {
-        enable_thinking: true,
+        enable_thinking: thinking,
         parallel_tool_calls: req.parallel,
         tools: req.tools.to_vec(),
         tool_choice,
@@ -100,6 +103,7 @@ fn grammar(env: &EnvelopeBuf, req: &Req) -> Option<ReplyGrammar> {
 
 fn parse(spec: &FormatSpec, tools: &[Value], text: &str) -> Message {
     let options = ParseOptions {
+        enable_thinking: spec.generation_prompt.default_thinking.unwrap_or(true),
         reasoning_format: ReasoningFormat::Auto,
         parallel_tool_calls: true,
         tools: tools.to_vec(),
@@ -144,7 +148,8 @@ fn reasoning_prefix(spec: &FormatSpec) -> String {
     if spec.reasoning.mode == ReasoningMode::None || end.is_empty() {
         return String::new();
     }
-    match spec.generation_prompt.thinking_prefill {
+    let g = &spec.generation_prompt;
+    match if g.default_thinking.unwrap_or(true) { g.thinking_prefill } else { g.no_thinking_prefill } {
         Prefill::OpenReasoning => format!("Let me think.\n{end}\n\n"),
         Prefill::ClosedReasoning => String::new(),
         Prefill::Nothing if start.is_empty() => format!("Let me think.\n{end}\n\n"),
@@ -186,6 +191,7 @@ fn vector_tool_sets(shared: &std::path::Path, template: &str) -> Vec<Vec<Value>>
 /// Every case of one template.
 fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate, spec: &FormatSpec) -> Vec<Case> {
     let env = envelope(spec);
+    let thinking = spec.generation_prompt.default_thinking.unwrap_or(true);
     let mut cases = Vec::new();
     let mut push = |case_name: String, g: Option<ReplyGrammar>, accept: Vec<String>, reject: Vec<String>| {
         if let Some(grammar) = g {
@@ -199,7 +205,7 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
     let prefix = reasoning_prefix(spec);
     push(
         "json_schema".into(),
-        grammar(&env, &Req { tools: &[], choice: ToolChoice::Auto, parallel: false, schema: Some(&schema) }),
+        grammar(&env, thinking, &Req { tools: &[], choice: ToolChoice::Auto, parallel: false, schema: Some(&schema) }),
         vec![format!("{prefix}{{\"answer\": \"yes\", \"n\": 3}}")],
         vec![format!("{prefix}{{\"answer\": 3, \"n\": 3}}"), format!("{prefix}{{\"answer\": \"yes\"}}")],
     );
@@ -214,7 +220,7 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
         .chain(vector_tool_sets(shared, name).into_iter().enumerate().map(|(i, s)| (format!("vector tools {i}"), s)))
     {
         for (mode, choice, parallel) in [("lazy", ToolChoice::Auto, false), ("lazy parallel", ToolChoice::Auto, true), ("required", ToolChoice::Required, true)] {
-            push(format!("{label}/{mode}"), grammar(&env, &Req { tools: &tools, choice, parallel, schema: None }), Vec::new(), Vec::new());
+            push(format!("{label}/{mode}"), grammar(&env, thinking, &Req { tools: &tools, choice, parallel, schema: None }), Vec::new(), Vec::new());
         }
     }
 
@@ -233,7 +239,7 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
         if parsed.tool_calls.len() == 1 && parsed.tool_calls[0].complete {
             push(
                 "get_weather enum/lazy".into(),
-                grammar(&env, &Req { tools: &[cities], choice: ToolChoice::Auto, parallel: false, schema: None }),
+                grammar(&env, thinking, &Req { tools: &[cities], choice: ToolChoice::Auto, parallel: false, schema: None }),
                 vec![good],
                 vec![city, days],
             );
@@ -261,7 +267,7 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
             ["flag=True", "s='x', flag='yes'", "s='x', flag=True, items=5", "s=3, flag=True", "s='x', flag=True, opts=[1]"].iter().map(|a| call(a)).collect();
         let tools = [tool];
         if accept.iter().all(|t| parse(spec, &tools, t).tool_calls.iter().filter(|c| c.complete).count() == 1) {
-            push("python values/lazy".into(), grammar(&env, &Req { tools: &tools, choice: ToolChoice::Auto, parallel: false, schema: None }), accept, reject);
+            push("python values/lazy".into(), grammar(&env, thinking, &Req { tools: &tools, choice: ToolChoice::Auto, parallel: false, schema: None }), accept, reject);
         } else {
             panic!("{name}: the parser does not read the Python-literal calls");
         }
@@ -322,8 +328,8 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
         if let Some(at) = text.rfind(last.as_str()) {
             generic_reject.push(text[..at + 3].to_string());
         }
-        push(format!("{label}/lazy parallel"), grammar(&env, &Req { tools: &tools, choice: ToolChoice::Auto, parallel: true, schema: None }), vec![text.clone()], reject);
-        let single = grammar(&env, &Req { tools: &tools, choice: ToolChoice::Auto, parallel: false, schema: None });
+        push(format!("{label}/lazy parallel"), grammar(&env, thinking, &Req { tools: &tools, choice: ToolChoice::Auto, parallel: true, schema: None }), vec![text.clone()], reject);
+        let single = grammar(&env, thinking, &Req { tools: &tools, choice: ToolChoice::Auto, parallel: false, schema: None });
         if calls == 1 {
             push(format!("{label}/lazy one call"), single, vec![text.clone()], Vec::new());
         } else {
@@ -339,15 +345,15 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
                     t["function"]["parameters"]["properties"][key] = json!({"type": other_type(value)});
                 }
             }
-            push(format!("{label}/wrong type"), grammar(&env, &Req { tools: &wrong, choice: ToolChoice::Auto, parallel: true, schema: None }), Vec::new(), vec![text.clone()]);
+            push(format!("{label}/wrong type"), grammar(&env, thinking, &Req { tools: &wrong, choice: ToolChoice::Auto, parallel: true, schema: None }), Vec::new(), vec![text.clone()]);
         }
         // Required calls: the whole reply must be reasoning and calls.
         if got.content.trim().is_empty() {
-            push(format!("{label}/required"), grammar(&env, &Req { tools: &tools, choice: ToolChoice::Required, parallel: true, schema: None }), vec![text.clone()], Vec::new());
+            push(format!("{label}/required"), grammar(&env, thinking, &Req { tools: &tools, choice: ToolChoice::Required, parallel: true, schema: None }), vec![text.clone()], Vec::new());
         }
         generic_accept.push(text);
     }
-    push("roundtrip/no tools".into(), grammar(&env, &Req { tools: &[], choice: ToolChoice::Auto, parallel: true, schema: None }), generic_accept, generic_reject);
+    push("roundtrip/no tools".into(), grammar(&env, thinking, &Req { tools: &[], choice: ToolChoice::Auto, parallel: true, schema: None }), generic_accept, generic_reject);
     cases
 }
 
@@ -357,7 +363,11 @@ fn template_cases(shared: &std::path::Path, name: &str, template: &ChatTemplate,
 fn constrained_start(spec: &FormatSpec, text: &str) -> Option<usize> {
     let words = chat_parser_generator::ir::build::tool_triggers(spec);
     let (start, end) = (spec.reasoning.start.trim(), spec.reasoning.end.trim());
-    let prefill = spec.generation_prompt.thinking_prefill;
+    let prefill = if spec.generation_prompt.default_thinking.unwrap_or(true) {
+        spec.generation_prompt.thinking_prefill
+    } else {
+        spec.generation_prompt.no_thinking_prefill
+    };
     let reasoning = spec.reasoning.mode != ReasoningMode::None && !end.is_empty() && prefill != Prefill::ClosedReasoning;
     let from = if !reasoning {
         0

@@ -9,7 +9,13 @@ use chat_parser_generator::{analyze, interp::StreamParser, ir::build::{build, to
 use chat_parser_runtime::{Message, MessageBuilder};
 
 fn parse(spec: &FormatSpec, case: &common::vectors::Case, chunk: usize) -> Message {
-    let grammar = build(spec, &case.options);
+    // Thinking as the CLI takes it: a template that ignores
+    // `enable_thinking` (Cohere2 MoE) has its own default.
+    let mut options = case.options.clone();
+    if let Some(thinking) = spec.generation_prompt.thinking_from_kwargs(&serde_json::Map::new()) {
+        options.enable_thinking = thinking;
+    }
+    let grammar = build(spec, &options);
     let mut builder = MessageBuilder::new();
     let mut parser = StreamParser::new(&grammar).with_tools(tool_signatures(&case.options));
     for piece in case.input.as_bytes().chunks(chunk.max(1)) {

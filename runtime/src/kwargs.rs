@@ -20,6 +20,16 @@
 //! let options = Options { chat_template_kwargs: &kwargs, ..Options::default() };
 //! assert!(!options.thinking(SWITCHES));
 //! assert!(Options::default().thinking(SWITCHES));
+//!
+//! // GigaChat 3.5 ignores `enable_thinking`: its `reasoning` is off unless set.
+//! const OWN: &[ThinkingSwitch] = &[
+//!     ThinkingSwitch { variable: "", value: SwitchValue::Bool(true), thinking: false },
+//!     ThinkingSwitch { variable: "reasoning", value: SwitchValue::Bool(true), thinking: true },
+//!     ThinkingSwitch { variable: "reasoning", value: SwitchValue::Bool(false), thinking: false },
+//! ];
+//! assert!(!Options::default().thinking(OWN));
+//! let kwargs = [("reasoning", Kwarg::Bool(true))];
+//! assert!(Options { chat_template_kwargs: &kwargs, enable_thinking: false, ..Options::default() }.thinking(OWN));
 //! ```
 
 use crate::Options;
@@ -57,6 +67,12 @@ pub enum SwitchValue {
 
 /// With `variable` set to `value`, the template writes the thinking
 /// (`thinking: true`) or the no-thinking generation prompt.
+///
+/// An entry whose `variable` is empty (first in a module's list) is the
+/// template's default for a template that ignores `enable_thinking` and
+/// switches thinking with a variable of its own (Cohere2 MoE's
+/// `reasoning`, on by default; GigaChat 3.5's, off): thinking is `thinking`
+/// unless that variable says otherwise, whatever `enable_thinking` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThinkingSwitch {
     pub variable: &'static str,
@@ -74,12 +90,18 @@ impl ThinkingSwitch {
 }
 
 impl Options<'_> {
-    /// Whether the generation prompt left thinking on: `enable_thinking`,
-    /// unless a `chat_template_kwargs` variable among `switches` says
-    /// otherwise (a later switch wins over an earlier one).
+    /// Whether the generation prompt left thinking on: `enable_thinking`
+    /// (or the template's default, where it ignores `enable_thinking`: an
+    /// entry without a variable), unless a `chat_template_kwargs` variable
+    /// among `switches` says otherwise (a later switch wins over an
+    /// earlier one).
     pub fn thinking(&self, switches: &[ThinkingSwitch]) -> bool {
         let mut on = self.enable_thinking;
         for s in switches {
+            if s.variable.is_empty() {
+                on = s.thinking;
+                continue;
+            }
             if let Some((_, v)) = self.chat_template_kwargs.iter().find(|(k, _)| *k == s.variable) {
                 if s.matches(*v) {
                     on = s.thinking;

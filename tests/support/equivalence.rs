@@ -7,6 +7,7 @@
 use chat_parser_generator::interp::StreamParser;
 use chat_parser_generator::ir::build::{build, tool_signatures, ParseOptions, ReasoningFormat};
 use chat_parser_generator::FormatSpec;
+use chat_parser_runtime::kwargs::Kwarg;
 use chat_parser_runtime::{ArgType, Event, Options, Tool};
 
 /// An owned event; text events of one kind merge with their neighbour.
@@ -85,18 +86,34 @@ pub fn reference(spec: &FormatSpec, options: &ParseOptions, pieces: &[&[u8]]) ->
 pub struct RuntimeTools {
     names: Vec<String>,
     args: Vec<Vec<(String, ArgType)>>,
+    /// The template's own thinking switch, where it ignores
+    /// `enable_thinking` (see [`Self::thinking_of`]).
+    own_switch: Option<String>,
 }
 
 impl RuntimeTools {
     pub fn new(options: &ParseOptions) -> RuntimeTools {
         let sigs = tool_signatures(options);
-        RuntimeTools { names: sigs.iter().map(|s| s.name.clone()).collect(), args: sigs.iter().map(|s| s.args.clone()).collect() }
+        RuntimeTools { names: sigs.iter().map(|s| s.name.clone()).collect(), args: sigs.iter().map(|s| s.args.clone()).collect(), own_switch: None }
+    }
+
+    /// For a template that ignores `enable_thinking` (Cohere2 MoE's and
+    /// GigaChat 3.5's own `reasoning`): a generated parser takes thinking
+    /// from that variable or the template's default, so the options'
+    /// `enable_thinking` (the thinking the reference parser is built for)
+    /// is passed to it as that variable.
+    pub fn thinking_of(mut self, spec: &FormatSpec) -> RuntimeTools {
+        if spec.generation_prompt.default_thinking.is_some() {
+            self.own_switch = spec.generation_prompt.switches.first().map(|s| s.variable.clone());
+        }
+        self
     }
 
     /// Calls `f` with the runtime options for `options`.
     pub fn with_options<R>(&self, options: &ParseOptions, f: impl FnOnce(Options<'_>) -> R) -> R {
         let arg_refs: Vec<Vec<(&str, ArgType)>> = self.args.iter().map(|a| a.iter().map(|(n, t)| (n.as_str(), *t)).collect()).collect();
         let tools: Vec<Tool<'_>> = self.names.iter().zip(&arg_refs).map(|(n, a)| Tool { name: n.as_str(), args: a.as_slice() }).collect();
+        let own: Vec<(&str, Kwarg<'_>)> = self.own_switch.iter().map(|v| (v.as_str(), Kwarg::Bool(options.enable_thinking))).collect();
         f(Options {
             enable_thinking: options.enable_thinking,
             reasoning_format: match options.reasoning_format {
@@ -107,7 +124,7 @@ impl RuntimeTools {
             parallel_tool_calls: options.parallel_tool_calls,
             tools: if options.tool_choice == chat_parser_generator::ir::build::ToolChoice::None { &[] } else { &tools },
             structured_output: options.json_schema.is_some(),
-            chat_template_kwargs: &[],
+            chat_template_kwargs: &own,
         })
     }
 }

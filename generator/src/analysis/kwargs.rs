@@ -17,7 +17,7 @@
 use serde_json::{json, Value};
 
 use super::probe::Renderer;
-use crate::spec::{GenerationPrompt, SwitchValue, ThinkingSwitch};
+use crate::spec::{GenerationPrompt, Prefill, SwitchValue, ThinkingSwitch};
 
 /// Variables every request sets (or the renderer does): not switches.
 const STANDARD: &[&str] = &[
@@ -73,6 +73,84 @@ pub fn thinking_switches(r: &mut Renderer<'_>, prompt: &GenerationPrompt, reques
             // variables whose booleans do not decide.
             let bools = found.iter().filter(|s| matches!(s.value, SwitchValue::Bool(_))).count();
             out.extend(found.into_iter().filter(|s| bools < 2 || matches!(s.value, SwitchValue::Bool(_))));
+        }
+    }
+    out
+}
+
+/// A template that ignores `enable_thinking` and switches thinking with a
+/// variable of its own (Cohere2 MoE's and GigaChat 3.5's `reasoning`): the
+/// prompts that variable picks, and what the template does without it.
+pub struct OwnSwitch {
+    pub thinking: String,
+    pub no_thinking: String,
+    pub switches: Vec<ThinkingSwitch>,
+    /// Thinking on or off when the request does not set the variable
+    /// (Cohere2 MoE: on; GigaChat 3.5: off).
+    pub default_thinking: bool,
+}
+
+/// For a template whose prompt `enable_thinking` does not change
+/// (`default`): the first variable whose `true` and `false` write two
+/// prompts, one that leaves a reasoning block open (the thinking prompt,
+/// by `prefill`) and one that does not. `None` when no variable does.
+///
+/// ```text
+/// reasoning: true   →  "<|CHATBOT_TOKEN|><|START_THINKING|>"                    (open: thinking)
+/// reasoning: false  →  "<|CHATBOT_TOKEN|><|START_THINKING|><|END_THINKING|>"    (closed)
+/// (not set)         →  the first: thinking is on by default
+/// ```
+pub fn own_switch(
+    r: &mut Renderer<'_>,
+    default: &str,
+    request: &dyn Fn(bool) -> super::probe::Scenario,
+    prefill: &dyn Fn(&str) -> Prefill,
+) -> Option<OwnSwitch> {
+    let mut candidates = r.template.variables();
+    candidates.extend(tested_variables(r.template.source()));
+    for variable in candidates {
+        if STANDARD.contains(&variable.as_str()) || variable == "enable_thinking" {
+            continue;
+        }
+        let (Some(on), Some(off)) = (suffix_with(r, request, &variable, json!(true)), suffix_with(r, request, &variable, json!(false))) else { continue };
+        let open = |p: &str| prefill(p) == Prefill::OpenReasoning;
+        // `true` should mean thinking; a variable that turns it off when
+        // true (`disable_reasoning`) is read the other way round.
+        let (thinking, no_thinking, on_means_thinking) = match (open(&on), open(&off)) {
+            (true, false) => (on, off, true),
+            (false, true) => (off, on, false),
+            _ => continue,
+        };
+        let default_thinking = if default == thinking {
+            true
+        } else if default == no_thinking {
+            false
+        } else {
+            continue;
+        };
+        let switch = |value: bool| ThinkingSwitch { variable: variable.clone(), value: SwitchValue::Bool(value), thinking: value == on_means_thinking };
+        return Some(OwnSwitch { thinking, no_thinking, switches: vec![switch(true), switch(false)], default_thinking });
+    }
+    None
+}
+
+/// Names the template tests for being defined (`reasoning is not
+/// undefined`, `x is defined`): variables a request may pass, even where
+/// the template then sets them itself (`{% set reasoning = reasoning if
+/// reasoning is not undefined else true %}`, which hides them from the
+/// undeclared variables).
+fn tested_variables(source: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for test in [" is defined", " is not defined", " is undefined", " is not undefined"] {
+        for (at, _) in source.match_indices(test) {
+            let before = &source[..at];
+            let start = before.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |p| p + 1);
+            let name = &before[start..];
+            // A plain name, not an attribute (`message.reasoning is defined`).
+            let attribute = before[..start].ends_with('.');
+            if !name.is_empty() && !attribute && !name.starts_with(|c: char| c.is_ascii_digit()) && !out.iter().any(|n| n == name) {
+                out.push(name.to_string());
+            }
         }
     }
     out

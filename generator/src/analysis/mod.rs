@@ -139,6 +139,19 @@ pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
     // After the family's description, which may give the reasoning markers.
     spec.generation_prompt.thinking_prefill = prefill(&spec.generation_prompt.thinking, &spec.reasoning);
     spec.generation_prompt.no_thinking_prefill = prefill(&spec.generation_prompt.no_thinking, &spec.reasoning);
+    // A template that ignores `enable_thinking` may switch thinking with a
+    // variable of its own, told apart by the reasoning block its prompts
+    // leave open (so after the reasoning markers).
+    if spec.generation_prompt.thinking == spec.generation_prompt.no_thinking {
+        let reasoning = spec.reasoning.clone();
+        let own = kwargs::own_switch(&mut r, &spec.generation_prompt.thinking, &|add| generation_request(true, add, with_tools), &|p| prefill(p, &reasoning));
+        if let Some(own) = own {
+            let g = &mut spec.generation_prompt;
+            (g.thinking, g.no_thinking, g.switches, g.default_thinking) = (own.thinking, own.no_thinking, own.switches, Some(own.default_thinking));
+            g.thinking_prefill = prefill(&g.thinking, &spec.reasoning);
+            g.no_thinking_prefill = prefill(&g.no_thinking, &spec.reasoning);
+        }
+    }
     // And the tool markers.
     spec.reasoning.ended_by_calls |= spec.generation_prompt.thinking_prefill == Prefill::OpenReasoning && calls_open_with_a_token(&spec);
     Ok(Analysis { spec, render_failures: r.failures })

@@ -356,7 +356,14 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
         None => (text(""), text("")),
     };
 
-    let switches = spec.generation_prompt.switches.iter().map(|s| {
+    // A template that ignores `enable_thinking` has its default first (an
+    // entry without a variable: see `chat_parser_runtime::kwargs`).
+    let default = spec.generation_prompt.default_thinking.map(|thinking| crate::spec::ThinkingSwitch {
+        variable: String::new(),
+        value: crate::spec::SwitchValue::Bool(true),
+        thinking,
+    });
+    let switches = default.iter().chain(&spec.generation_prompt.switches).map(|s| {
         let variable = Literal::string(&s.variable);
         let value = match s.value {
             crate::spec::SwitchValue::Bool(b) => quote!(SwitchValue::Bool(#b)),
@@ -370,7 +377,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     });
 
     // Only the imports the module reads (no lint allowances needed).
-    let switches_value = if spec.generation_prompt.switches.is_empty() {
+    let switches_value = if spec.generation_prompt.switches.is_empty() && default.is_none() {
         quote!(&[])
     } else {
         quote!({
