@@ -40,9 +40,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<>]))))) | never-matches\nvalue-part-5 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-6 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-7 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-8 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-9 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-10 ::= ([^/<] | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-7)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-11 ::= (\"\" | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-9)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-6))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-10)* (\"\" | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-11) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r >] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<>]))))) | never-matches\nvalue-part-5 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-6 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-7 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<=]))))) | never-matches\nvalue-part-8 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-9 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-10 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-11 ::= ([^/<p] | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-7))) | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-8)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-12 ::= (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-6))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-6))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-11)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-12) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r >] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<>]/))))) | never_matches\nvalue_part_5: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_6: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_7: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_8: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_9: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_10: (/[^\\/<]/ | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_7)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_11: (\"\" | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_9)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_6))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_10)* (\"\" | \"<\" (\"<\" | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_8)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_11) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r >]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall_2: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<>]/))))) | never_matches\nvalue_part_5: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_6: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_7: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<=]/))))) | never_matches\nvalue_part_8: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_9: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_10: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_11: (/[^\\/<p]/ | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_7))) | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_8)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_12: (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_6))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_6))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_11)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_12) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r >]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall_2: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -58,6 +58,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                 "</parameter>",
                 "</function>",
                 "</tool_call>",
+                "<parameter=",
             ],
             calls: [
                 &[
@@ -86,7 +87,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgString,
                         stops: 4,
-                        count: 3,
+                        count: 4,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
@@ -113,7 +114,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgAuto,
                         stops: 4,
-                        count: 3,
+                        count: 4,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
@@ -163,7 +164,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgString,
                         stops: 4,
-                        count: 3,
+                        count: 4,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
@@ -190,7 +191,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgAuto,
                         stops: 4,
-                        count: 3,
+                        count: 4,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
@@ -241,7 +242,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgString,
                         stops: 4,
-                        count: 3,
+                        count: 4,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
@@ -268,7 +269,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgAuto,
                         stops: 4,
-                        count: 3,
+                        count: 4,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
@@ -604,7 +605,7 @@ static STATES: [State; 150] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 19, len: 3 },
+        arms: Arms { first: 21, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -646,14 +647,14 @@ static STATES: [State; 150] = {
         next: St::Choice as u16,
     };
     s[St::LoopHead3 as usize] = State::Loop {
-        arms: Arms { first: 8, len: 1 },
+        arms: Arms { first: 9, len: 1 },
         next: St::ArgsClose as u16,
     };
     s[St::Space3 as usize] = State::Space {
         next: St::LoopHead3 as u16,
     };
     s[St::Choice2 as usize] = State::Choice {
-        arms: Arms { first: 3, len: 3 },
+        arms: Arms { first: 3, len: 4 },
     };
     s[St::ArgStringText as usize] = State::Text {
         kind: Kind::ArgString,
@@ -691,7 +692,7 @@ static STATES: [State; 150] = {
         next: St::ArgAutoText as u16,
     };
     s[St::Choice3 as usize] = State::Choice {
-        arms: Arms { first: 6, len: 2 },
+        arms: Arms { first: 7, len: 2 },
     };
     s[St::ValueByArgumentType as usize] = State::ByArgType {
         string: St::ArgString as u16,
@@ -738,23 +739,23 @@ static STATES: [State; 150] = {
         next: St::ToolOpen as u16,
     };
     s[St::Choice4 as usize] = State::Choice {
-        arms: Arms { first: 9, len: 2 },
+        arms: Arms { first: 10, len: 2 },
     };
     s[St::Choice5 as usize] = State::Choice {
-        arms: Arms { first: 11, len: 2 },
+        arms: Arms { first: 12, len: 2 },
     };
     s[St::ArgsClose2 as usize] = State::ArgsClose {
         next: St::Choice5 as u16,
     };
     s[St::LoopHead4 as usize] = State::Loop {
-        arms: Arms { first: 18, len: 1 },
+        arms: Arms { first: 20, len: 1 },
         next: St::ArgsClose2 as u16,
     };
     s[St::Space7 as usize] = State::Space {
         next: St::LoopHead4 as u16,
     };
     s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 13, len: 3 },
+        arms: Arms { first: 14, len: 4 },
     };
     s[St::ArgStringText2 as usize] = State::Text {
         kind: Kind::ArgString,
@@ -792,7 +793,7 @@ static STATES: [State; 150] = {
         next: St::ArgAutoText2 as u16,
     };
     s[St::Choice7 as usize] = State::Choice {
-        arms: Arms { first: 16, len: 2 },
+        arms: Arms { first: 18, len: 2 },
     };
     s[St::ValueByArgumentType2 as usize] = State::ByArgType {
         string: St::ArgString2 as u16,
@@ -853,7 +854,7 @@ static STATES: [State; 150] = {
     s[St::LoopHead5 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 40, len: 3 },
+        arms: Arms { first: 44, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -889,20 +890,20 @@ static STATES: [State; 150] = {
         next: St::ToolClose2 as u16,
     };
     s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 22, len: 2 },
+        arms: Arms { first: 24, len: 2 },
     };
     s[St::ArgsClose3 as usize] = State::ArgsClose {
         next: St::Choice8 as u16,
     };
     s[St::LoopHead6 as usize] = State::Loop {
-        arms: Arms { first: 29, len: 1 },
+        arms: Arms { first: 32, len: 1 },
         next: St::ArgsClose3 as u16,
     };
     s[St::Space12 as usize] = State::Space {
         next: St::LoopHead6 as u16,
     };
     s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 24, len: 3 },
+        arms: Arms { first: 26, len: 4 },
     };
     s[St::ArgStringText3 as usize] = State::Text {
         kind: Kind::ArgString,
@@ -940,7 +941,7 @@ static STATES: [State; 150] = {
         next: St::ArgAutoText3 as u16,
     };
     s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 27, len: 2 },
+        arms: Arms { first: 30, len: 2 },
     };
     s[St::ValueByArgumentType3 as usize] = State::ByArgType {
         string: St::ArgString3 as u16,
@@ -987,23 +988,23 @@ static STATES: [State; 150] = {
         next: St::ToolOpen3 as u16,
     };
     s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 30, len: 2 },
+        arms: Arms { first: 33, len: 2 },
     };
     s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 32, len: 2 },
+        arms: Arms { first: 35, len: 2 },
     };
     s[St::ArgsClose4 as usize] = State::ArgsClose {
         next: St::Choice12 as u16,
     };
     s[St::LoopHead7 as usize] = State::Loop {
-        arms: Arms { first: 39, len: 1 },
+        arms: Arms { first: 43, len: 1 },
         next: St::ArgsClose4 as u16,
     };
     s[St::Space16 as usize] = State::Space {
         next: St::LoopHead7 as u16,
     };
     s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 34, len: 3 },
+        arms: Arms { first: 37, len: 4 },
     };
     s[St::ArgStringText4 as usize] = State::Text {
         kind: Kind::ArgString,
@@ -1041,7 +1042,7 @@ static STATES: [State; 150] = {
         next: St::ArgAutoText4 as u16,
     };
     s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 37, len: 2 },
+        arms: Arms { first: 41, len: 2 },
     };
     s[St::ValueByArgumentType4 as usize] = State::ByArgType {
         string: St::ArgString4 as u16,
@@ -1103,13 +1104,13 @@ static STATES: [State; 150] = {
         next: St::EndOfOutput as u16,
     };
     s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 43, len: 2 },
+        arms: Arms { first: 47, len: 2 },
     };
     s[St::Space21 as usize] = State::Space {
         next: St::Choice15 as u16,
     };
     s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 45, len: 2 },
+        arms: Arms { first: 49, len: 2 },
     };
     s[St::Space22 as usize] = State::Space {
         next: St::Choice16 as u16,
@@ -1129,10 +1130,10 @@ static STATES: [State; 150] = {
         next: St::JsonStart5 as u16,
     };
     s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 47, len: 2 },
+        arms: Arms { first: 51, len: 2 },
     };
     s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 49, len: 2 },
+        arms: Arms { first: 53, len: 2 },
     };
     s[St::Space24 as usize] = State::Space {
         next: St::Choice18 as u16,
@@ -1148,12 +1149,12 @@ enum Lit {
     CloseToolCall,
     CloseFunction,
     CloseParameter,
+    Parameter,
     Empty,
     OpenBrace,
     OpenBracket,
     Quote,
     Greater,
-    Parameter,
     Function,
     ToolCall,
     QuoteQuoteQuote,
@@ -1165,12 +1166,12 @@ static LITERALS: [&str; 14] = [
     "</tool_call>",
     "</function>",
     "</parameter>",
+    "<parameter=",
     "",
     "{",
     "[",
     "\"",
     ">",
-    "<parameter=",
     "<function=",
     "<tool_call>",
     "```",
@@ -1178,7 +1179,7 @@ static LITERALS: [&str; 14] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 51] = [
+static ARMS: [Arm; 55] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1210,17 +1211,22 @@ static ARMS: [Arm; 51] = [
         limit: None,
     },
     Arm {
-        guard: 22,
+        guard: 14,
+        to: St::Space3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 24,
         to: St::Space5 as u16,
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 25,
         to: St::ArgAuto as u16,
         limit: None,
     },
     Arm {
-        guard: 26,
+        guard: 28,
         to: St::ArgName2 as u16,
         limit: None,
     },
@@ -1230,7 +1236,7 @@ static ARMS: [Arm; 51] = [
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 25,
         to: St::ToolClose as u16,
         limit: None,
     },
@@ -1260,27 +1266,32 @@ static ARMS: [Arm; 51] = [
         limit: None,
     },
     Arm {
-        guard: 22,
+        guard: 14,
+        to: St::Space7 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 24,
         to: St::Space9 as u16,
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 25,
         to: St::ArgAuto2 as u16,
         limit: None,
     },
     Arm {
-        guard: 26,
+        guard: 28,
         to: St::ArgName4 as u16,
         limit: None,
     },
     Arm {
-        guard: 27,
+        guard: 29,
         to: St::LitFunction as u16,
         limit: Some(1u8),
     },
     Arm {
-        guard: 28,
+        guard: 30,
         to: St::ToolOpen2 as u16,
         limit: Some(1u8),
     },
@@ -1315,17 +1326,22 @@ static ARMS: [Arm; 51] = [
         limit: None,
     },
     Arm {
-        guard: 22,
+        guard: 14,
+        to: St::Space12 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 24,
         to: St::Space14 as u16,
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 25,
         to: St::ArgAuto3 as u16,
         limit: None,
     },
     Arm {
-        guard: 26,
+        guard: 28,
         to: St::ArgName6 as u16,
         limit: None,
     },
@@ -1335,7 +1351,7 @@ static ARMS: [Arm; 51] = [
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 25,
         to: St::ToolClose2 as u16,
         limit: None,
     },
@@ -1365,27 +1381,32 @@ static ARMS: [Arm; 51] = [
         limit: None,
     },
     Arm {
-        guard: 22,
+        guard: 14,
+        to: St::Space16 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 24,
         to: St::Space18 as u16,
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 25,
         to: St::ArgAuto4 as u16,
         limit: None,
     },
     Arm {
-        guard: 26,
+        guard: 28,
         to: St::ArgName8 as u16,
         limit: None,
     },
     Arm {
-        guard: 27,
+        guard: 29,
         to: St::LitFunction2 as u16,
         limit: None,
     },
     Arm {
-        guard: 28,
+        guard: 30,
         to: St::ToolOpen4 as u16,
         limit: None,
     },
@@ -1400,43 +1421,43 @@ static ARMS: [Arm; 51] = [
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 25,
         to: St::EndOfOutput as u16,
         limit: None,
     },
     Arm {
-        guard: 29,
+        guard: 31,
         to: St::Space21 as u16,
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 25,
         to: St::Choice15 as u16,
         limit: None,
     },
     Arm {
-        guard: 30,
+        guard: 32,
         to: St::Space23 as u16,
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 25,
         to: St::Space23 as u16,
         limit: None,
     },
     Arm {
-        guard: 29,
+        guard: 31,
         to: St::Choice17 as u16,
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 25,
         to: St::JsonStart5 as u16,
         limit: None,
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 31] = [
+static GUARDS: [Guard; 33] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseFunction as u16),
@@ -1450,6 +1471,8 @@ static GUARDS: [Guard; 31] = [
     Guard::Peek(9),
     Guard::Lit(Lit::CloseToolCall as u16),
     Guard::Peek(11),
+    Guard::Lit(Lit::Parameter as u16),
+    Guard::Peek(13),
     Guard::Lit(Lit::OpenBrace as u16),
     Guard::Empty,
     Guard::Lit(Lit::OpenBracket as u16),
@@ -1457,13 +1480,13 @@ static GUARDS: [Guard; 31] = [
     Guard::Lit(Lit::Quote as u16),
     Guard::Empty,
     Guard::Space,
-    Guard::Choice { first: 13, len: 3 },
-    Guard::Seq { first: 19, len: 2 },
-    Guard::Peek(21),
+    Guard::Choice { first: 15, len: 3 },
+    Guard::Seq { first: 21, len: 2 },
+    Guard::Peek(23),
     Guard::Empty,
     Guard::Space,
     Guard::Lit(Lit::Parameter as u16),
-    Guard::Seq { first: 24, len: 2 },
+    Guard::Seq { first: 26, len: 2 },
     Guard::Lit(Lit::ToolCall as u16),
     Guard::Lit(Lit::Function as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
@@ -1473,8 +1496,13 @@ static GUARDS: [Guard; 31] = [
 static STOPS_0: [&str; 1] = ["<|im_end|>"];
 /// Text ends at ["<tool_call>", "<function=", "<|im_end|>"].
 static STOPS_1: [&str; 3] = ["<tool_call>", "<function=", "<|im_end|>"];
-/// Text ends at ["</parameter>", "</function>", "</tool_call>"].
-static STOPS_2: [&str; 3] = ["</parameter>", "</function>", "</tool_call>"];
+/// Text ends at ["</parameter>", "</function>", "</tool_call>", "<parameter="].
+static STOPS_2: [&str; 4] = [
+    "</parameter>",
+    "</function>",
+    "</tool_call>",
+    "<parameter=",
+];
 /// Text ends at [">"].
 static STOPS_3: [&str; 1] = [">"];
 /// What ends each kind of text (`State::Text { stops, .. }`).

@@ -152,23 +152,16 @@ pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
             g.no_thinking_prefill = prefill(&g.no_thinking, &spec.reasoning);
         }
     }
-    // And the tool markers.
-    spec.reasoning.ended_by_calls |= spec.generation_prompt.thinking_prefill == Prefill::OpenReasoning && calls_open_with_a_token(&spec);
+    // And the tool markers: where the generation prompt opened the
+    // reasoning block, calls end it. The model did not open that block
+    // itself and often calls without closing it (DeepSeek V3.1 with
+    // thinking on, sglang #9446; Qwen3.5, vLLM #35687 and llama.cpp
+    // #21118). A call marker written like text ends it only at the start of
+    // a line (`ir::build`): inside a sentence the reasoning mentions a call
+    // (the reference's Nemotron vector keeps one), and a block the model
+    // opened itself it also closes (its LFM2 vector).
+    spec.reasoning.ended_by_calls |= spec.generation_prompt.thinking_prefill == Prefill::OpenReasoning && spec.tools.format.mode != ToolFormatMode::None;
     Ok(Analysis { spec, render_failures: r.failures })
-}
-
-/// Whether the format's calls open with a marker written like a special
-/// token (`<｜tool▁calls▁begin｜>`, `<|START_ACTION|>`): where the
-/// generation prompt opened the reasoning block, such a call ends it. The
-/// model did not open that block itself and often calls without closing it
-/// (DeepSeek V3.1 with thinking on, sglang #9446: the calls ended up in
-/// the reasoning). A block the model opened it also closes, and a call it
-/// drafts inside stays reasoning (the reference's LFM2 vector); so does a
-/// call opener written like text (`<tool_call>`), which models mention.
-fn calls_open_with_a_token(spec: &FormatSpec) -> bool {
-    let f = &spec.tools.format;
-    let opener = if f.section_start.trim().is_empty() { f.per_call_start.trim() } else { f.section_start.trim() };
-    (opener.starts_with("<|") || opener.starts_with("<｜")) && opener.ends_with('>')
 }
 
 /// The suffix `add_generation_prompt: true` adds, for thinking on and off.

@@ -151,6 +151,16 @@ fn marker(s: &str) -> Node {
     }
 }
 
+/// `space MARKER`, or nothing where the output leaves the marker out (GLM
+/// 4.7 drops `<arg_value>` under load, vLLM #49248: `k</arg_key>v</arg_value>`);
+/// for parsers only, grammars write the marker.
+fn marker_or_missing(s: &str) -> Node {
+    if s.trim().is_empty() {
+        return Node::Empty;
+    }
+    Node::Choice(vec![Alt { guard: Node::seq(vec![Node::Space, lit(s)]), body: Node::Empty }, Alt::lenient(Node::Empty, Node::Empty)])
+}
+
 /// `space MARKER` where the output writes the marker; where it leaves it
 /// out, nothing, but only when one of `outer` (the closers of what encloses
 /// it) comes next: a value or call whose own closer is missing ends at its
@@ -232,14 +242,26 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     // Where reasoning ends: its end marker, and for families whose models
     // start calling tools inside an open block, where calls start.
     let mut reasoning_ends = vec![end.to_string()];
+    // What opens calls, where they end reasoning.
+    let mut call_openers: Vec<String> = Vec::new();
     if spec.reasoning.ended_by_calls && tools_active && options.json_schema.is_none() {
-        reasoning_ends.extend(tool_triggers(spec));
-        reasoning_ends.extend(spec.tools.format.section_aliases.iter().map(|(start, _)| start.trim().to_string()).filter(|s| !s.is_empty()));
-        reasoning_ends.extend(bare_call_opener(spec).map(str::to_string));
+        call_openers.extend(tool_triggers(spec));
+        call_openers.extend(spec.tools.format.section_aliases.iter().map(|(start, _)| start.trim().to_string()).filter(|s| !s.is_empty()));
+        call_openers.extend(bare_call_opener(spec).map(str::to_string));
+        // A marker written like a special token opens a call wherever it
+        // is; one written like text (`<tool_call>`) only at the start of a
+        // line, as templates write calls: inside a sentence it is the
+        // reasoning mentioning a call.
+        reasoning_ends.extend(call_openers.iter().map(|o| if written_like_a_token(o) { o.clone() } else { format!("\n{o}") }));
     }
     // A turn's end closes an open block too (the reply ended in it).
     let end_of_turn = end_of_turn(spec);
     reasoning_ends.extend(end_of_turn.iter().filter(|e| **e != end).cloned());
+    let mut block_rest = reasoning_block_rest(&reasoning_ends, layout);
+    if !call_openers.is_empty() {
+        // The line break before a call that ended the block is layout.
+        block_rest = Node::seq(vec![block_rest, Node::Space]);
+    }
     let mut items = Vec::new();
 
     match prefill {
@@ -251,7 +273,16 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
                 if !boilerplate.is_empty() {
                     items.push(Node::Mark(Mark::Prefilled(TextKind::Reasoning, format!("{boilerplate}\n"))));
                 }
-                items.push(reasoning_block_rest(&reasoning_ends, layout));
+                let block = block_rest.clone();
+                if call_openers.is_empty() {
+                    items.push(block);
+                } else {
+                    // A call right at the start of the reply (the prompt's
+                    // block ends the line before it) ends the block at once.
+                    let openers = Node::Choice(call_openers.iter().map(|o| Alt { guard: Node::lit(o.clone()), body: Node::Empty }).collect());
+                    let at_once = Node::Peek(Box::new(Node::seq(vec![Node::Space, openers])));
+                    items.push(Node::Choice(vec![Alt { guard: at_once, body: Node::Space }, Alt { guard: Node::Empty, body: block }]));
+                }
             } else if !from_start.is_empty() {
                 // Reasoning stays content, so the content starts with what the prompt opened.
                 items.push(Node::Mark(Mark::Prefilled(TextKind::Content, from_start.to_string())));
@@ -260,7 +291,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         Prefill::ClosedReasoning => {}
         Prefill::Nothing => {
             if extract && !start.is_empty() && !end.is_empty() {
-                let block = reasoning_block_rest(&reasoning_ends, layout);
+                let block = block_rest.clone();
                 let mut alts: Vec<Alt> = reasoning_openers(start)
                     .into_iter()
                     .map(|opener| Alt { guard: Node::seq(vec![Node::Space, Node::lit(opener)]), body: block.clone() })
@@ -272,7 +303,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
                 // reasoning and only the end marker closes it. A streaming
                 // parser cannot wait for a marker that may never come, so a
                 // reply without the end marker is all reasoning.
-                items.push(reasoning_block_rest(&reasoning_ends, layout));
+                items.push(block_rest.clone());
             }
         }
     }
@@ -538,6 +569,14 @@ fn reasoning_block_rest(ends: &[String], layout_newlines: bool) -> Node {
         Node::Until { stops: ends.to_vec(), kind: TextKind::Reasoning, trim_newlines: layout_newlines },
         Node::optional(Node::lit(end), Node::Space),
     ])
+}
+
+/// Whether `marker` is written like a special token (`<｜tool▁calls▁begin｜>`,
+/// `<|tool_call_begin|>`, Gemma 4's `<|tool_call>`): a model writes one
+/// only to mean it, never to mention it in prose.
+pub(crate) fn written_like_a_token(marker: &str) -> bool {
+    let m = marker.trim();
+    (m.starts_with("<|") || m.starts_with("<｜")) && m.ends_with('>')
 }
 
 /// The trigger that opens tool calls, and what follows it.
@@ -1147,7 +1186,11 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
     }
     // A raw value ends at its closer, or at the call's or section's closer
     // when the model left its own out.
-    let outer = call_closers(spec, true);
+    // A raw value also ends where the next argument's name starts, when the
+    // model left the value's closer out before it (vLLM reads
+    // `<parameter=a>\n1\n<parameter=b>` as two arguments too).
+    let mut outer = call_closers(spec, true);
+    outer.push(name_prefix.clone());
     let mut value_stops = vec![value_suffix.clone()];
     value_stops.extend(outer.iter().filter(|o| **o != value_suffix).cloned());
     let value = |kind: ValueKind| -> Node {
@@ -1156,7 +1199,7 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
             ValueKind::Auto | ValueKind::StringOrNull => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout },
             ValueKind::Json => typed_value(python, Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout }),
         };
-        Node::seq(vec![marker(&value_prefix), v, closer_after(Node::Empty, &value_suffix, &outer), Node::Space])
+        Node::seq(vec![marker_or_missing(&value_prefix), v, closer_after(Node::Empty, &value_suffix, &outer), Node::Space])
     };
     let mut alts = Vec::new();
     // Each argument: its name, then its value read by its declared type.
