@@ -571,12 +571,13 @@ fn reasoning_block_rest(ends: &[String], layout_newlines: bool) -> Node {
     ])
 }
 
-/// Whether `marker` is written like a special token (`<｜tool▁calls▁begin｜>`,
-/// `<|tool_call_begin|>`, Gemma 4's `<|tool_call>`): a model writes one
-/// only to mean it, never to mention it in prose.
+/// Whether `marker` starts with a special token (`<｜tool▁calls▁begin｜>`,
+/// `<|tool_call_begin|>`, Gemma 4's `<|tool_call>`, R1's
+/// `<｜tool▁call▁begin｜>function`): a model writes one only to mean it,
+/// never to mention it in prose.
 pub(crate) fn written_like_a_token(marker: &str) -> bool {
     let m = marker.trim();
-    (m.starts_with("<|") || m.starts_with("<｜")) && m.ends_with('>')
+    m.starts_with("<|") || m.starts_with("<｜")
 }
 
 /// The trigger that opens tool calls, and what follows it.
