@@ -30,7 +30,10 @@ fn parse(spec: &FormatSpec, tools: &[Value], text: &str) -> Message {
 
 fn parse_chunked(spec: &FormatSpec, tools: &[Value], text: &str, chunk: usize) -> Message {
     let options = ParseOptions {
-        enable_thinking: true,
+        // The template's default: on, unless it ignores `enable_thinking`
+        // and its own switch is off unless set (GigaChat 3.5), as the
+        // texts are rendered.
+        enable_thinking: spec.generation_prompt.default_thinking.unwrap_or(true),
         reasoning_format: ReasoningFormat::Auto,
         parallel_tool_calls: true,
         tools: tools.to_vec(),
