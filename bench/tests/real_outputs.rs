@@ -116,10 +116,8 @@ fn generated(file: &str, options: &ParseOptions, output: &str, pieces: &[&[u8]])
     // `options.enable_thinking` is the thinking the reference parser is
     // built for: a template that ignores it gets it as its own switch.
     let mut kwargs = serde_json::Map::new();
-    if let Some((_, spec)) = specs().get(file).filter(|(_, s)| s.generation_prompt.default_thinking.is_some()) {
-        if let Some(s) = spec.generation_prompt.switches.first() {
-            kwargs.insert(s.variable.clone(), serde_json::Value::Bool(options.enable_thinking));
-        }
+    if let Some(variable) = specs().get(file).and_then(|(_, spec)| equivalence::own_switch(spec)) {
+        kwargs.insert(variable.to_string(), serde_json::Value::Bool(options.enable_thinking));
     }
     generated_with(file, options, &kwargs, output, pieces)
 }

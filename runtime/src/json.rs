@@ -286,6 +286,13 @@ impl Str {
         }
     }
 
+    /// A string of the marked dialect: between the dialect's markers, or
+    /// opened without its marker ([`UNOPENED`]); either ends at the marker.
+    #[inline(always)]
+    fn marked(&self) -> bool {
+        self.quote == MARKED || self.quote == UNOPENED
+    }
+
     /// Bytes that end a run of characters copied unchanged.
     #[inline]
     fn is_special(&self, b: u8) -> bool {
@@ -681,7 +688,7 @@ impl JsonScanner {
         while i < bytes.len() {
             let b = bytes[i];
             match self.token {
-                Token::Str(mut s) if s.quote == MARKED || s.quote == UNOPENED => {
+                Token::Str(mut s) if s.marked() => {
                     if s.held > 0 {
                         // The closing marker was cut by the last chunk's end.
                         let k = usize::from(s.held);
@@ -973,7 +980,7 @@ impl JsonScanner {
             match self.token {
                 Token::Str(s) if s.escape && s.quote == b'\'' => w.replace(i, 0, "\\"),
                 // Held marker bytes are reported: the text is over.
-                Token::Str(s) if (s.quote == MARKED || s.quote == UNOPENED) && s.held > 0 => {
+                Token::Str(s) if s.marked() && s.held > 0 => {
                     w.flush(i);
                     escape::json_escape(marker.get(..usize::from(s.held)).unwrap_or(""), w.out);
                 }

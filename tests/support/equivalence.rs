@@ -83,6 +83,15 @@ pub fn reference(spec: &FormatSpec, options: &ParseOptions, pieces: &[&[u8]]) ->
 }
 
 /// The request's tools in the runtime's form (owned storage the `Tool`s borrow).
+/// The variable a template that ignores `enable_thinking` switches
+/// thinking with (Cohere2 MoE's and GigaChat 3.5's `reasoning`), if it is
+/// one: a generated parser is given the thinking a reference parser is
+/// built for as that variable.
+pub fn own_switch(spec: &FormatSpec) -> Option<&str> {
+    spec.generation_prompt.default_thinking?;
+    spec.generation_prompt.switches.first().map(|s| s.variable.as_str())
+}
+
 pub struct RuntimeTools {
     names: Vec<String>,
     args: Vec<Vec<(String, ArgType)>>,
@@ -103,9 +112,7 @@ impl RuntimeTools {
     /// `enable_thinking` (the thinking the reference parser is built for)
     /// is passed to it as that variable.
     pub fn thinking_of(mut self, spec: &FormatSpec) -> RuntimeTools {
-        if spec.generation_prompt.default_thinking.is_some() {
-            self.own_switch = spec.generation_prompt.switches.first().map(|s| s.variable.clone());
-        }
+        self.own_switch = own_switch(spec).map(str::to_string);
         self
     }
 

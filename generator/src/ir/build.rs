@@ -575,7 +575,7 @@ fn reasoning_block_rest(ends: &[String], layout_newlines: bool) -> Node {
 /// `<|tool_call_begin|>`, Gemma 4's `<|tool_call>`, R1's
 /// `<｜tool▁call▁begin｜>function`): a model writes one only to mean it,
 /// never to mention it in prose.
-pub(crate) fn written_like_a_token(marker: &str) -> bool {
+fn written_like_a_token(marker: &str) -> bool {
     let m = marker.trim();
     m.starts_with("<|") || m.starts_with("<｜")
 }
