@@ -69,6 +69,87 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
+                    Op::Seq(11),
+                    Op::Name { stops: 2, count: 1 },
+                    Op::Space,
+                    Op::Lit(2),
+                    Op::Seq(0),
+                    Op::TaggedArgs,
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
+                    Op::Lit(3),
+                    Op::Seq(3),
+                    Op::ArgName { stops: 2, count: 1 },
+                    Op::Lit(2),
+                    Op::ByArgType,
+                    Op::Seq(3),
+                    Op::Text {
+                        role: TextRole::ArgString,
+                        stops: 4,
+                        count: 4,
+                    },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Lit(4),
+                    Op::Seq(0),
+                    Op::Space,
+                    Op::Seq(3),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(3),
+                    Op::Space,
+                    Op::Json {
+                        python: false,
+                        marker: None,
+                    },
+                    Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Lit(4),
+                    Op::Seq(0),
+                    Op::Space,
+                    Op::Seq(3),
+                    Op::Text {
+                        role: TextRole::ArgAuto,
+                        stops: 4,
+                        count: 4,
+                    },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Lit(4),
+                    Op::Seq(0),
+                    Op::Space,
+                    Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
+                    Op::Lit(5),
+                    Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
+                    Op::Lit(6),
+                    Op::Seq(0),
+                    Op::Seq(0),
+                    Op::Space,
+                    Op::Text {
+                        role: TextRole::Content,
+                        stops: 0,
+                        count: 1,
+                    },
+                ],
+                &[
+                    Op::Seq(6),
+                    Op::Lit(0),
+                    Op::Space,
+                    Op::Lit(1),
+                    Op::Seq(0),
+                    Op::Space,
+                    Op::Call,
                     Op::Seq(12),
                     Op::Name { stops: 2, count: 1 },
                     Op::Space,
@@ -128,85 +209,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(5),
                     Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(6),
                     Op::Seq(0),
-                    Op::Space,
-                    Op::Text {
-                        role: TextRole::Content,
-                        stops: 0,
-                        count: 1,
-                    },
-                ],
-                &[
-                    Op::Seq(6),
-                    Op::Lit(0),
-                    Op::Space,
-                    Op::Lit(1),
-                    Op::Seq(0),
-                    Op::Space,
-                    Op::Call,
-                    Op::Seq(13),
-                    Op::Name { stops: 2, count: 1 },
-                    Op::Space,
-                    Op::Lit(2),
-                    Op::Seq(0),
-                    Op::TaggedArgs,
-                    Op::Seq(2),
-                    Op::Seq(2),
-                    Op::Space,
-                    Op::Lit(3),
-                    Op::Seq(3),
-                    Op::ArgName { stops: 2, count: 1 },
-                    Op::Lit(2),
-                    Op::ByArgType,
-                    Op::Seq(3),
-                    Op::Text {
-                        role: TextRole::ArgString,
-                        stops: 4,
-                        count: 4,
-                    },
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Lit(4),
-                    Op::Seq(0),
-                    Op::Space,
-                    Op::Seq(3),
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Seq(0),
-                    Op::Seq(3),
-                    Op::Space,
-                    Op::Json {
-                        python: false,
-                        marker: None,
-                    },
-                    Op::Space,
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Lit(4),
-                    Op::Seq(0),
-                    Op::Space,
-                    Op::Seq(3),
-                    Op::Text {
-                        role: TextRole::ArgAuto,
-                        stops: 4,
-                        count: 4,
-                    },
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Lit(4),
-                    Op::Seq(0),
-                    Op::Space,
-                    Op::Seq(0),
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Seq(2),
-                    Op::Space,
-                    Op::Lit(5),
-                    Op::Seq(0),
-                    Op::Space,
-                    Op::Lit(6),
                     Op::Seq(0),
                     Op::Space,
                     Op::Text {
@@ -224,7 +232,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(12),
+                    Op::Seq(11),
                     Op::Name { stops: 2, count: 1 },
                     Op::Space,
                     Op::Lit(2),
@@ -283,8 +291,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(5),
                     Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(6),
+                    Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
                     Op::Text {
@@ -418,12 +430,12 @@ enum St {
     Content5,
     Space2,
     ToolClose,
-    LitCloseToolCall,
     Choice,
+    Choice2,
     ArgsClose,
     LoopHead3,
     Space3,
-    Choice2,
+    Choice3,
     ArgStringText,
     ArgString,
     Space4,
@@ -432,7 +444,7 @@ enum St {
     Space5,
     ArgAutoText,
     ArgAuto,
-    Choice3,
+    Choice4,
     ValueByArgumentType,
     LitGreater,
     ArgName,
@@ -444,12 +456,12 @@ enum St {
     Space6,
     ToolOpen,
     LitFunction,
-    Choice4,
     Choice5,
+    Choice6,
     ArgsClose2,
     LoopHead4,
     Space7,
-    Choice6,
+    Choice7,
     ArgStringText2,
     ArgString2,
     Space8,
@@ -458,7 +470,7 @@ enum St {
     Space9,
     ArgAutoText2,
     ArgAuto2,
-    Choice7,
+    Choice8,
     ValueByArgumentType2,
     LitGreater3,
     ArgName3,
@@ -481,12 +493,12 @@ enum St {
     Content8,
     Space11,
     ToolClose2,
-    LitCloseToolCall2,
-    Choice8,
+    Choice9,
+    Choice10,
     ArgsClose3,
     LoopHead6,
     Space12,
-    Choice9,
+    Choice11,
     ArgStringText3,
     ArgString3,
     Space13,
@@ -495,7 +507,7 @@ enum St {
     Space14,
     ArgAutoText3,
     ArgAuto3,
-    Choice10,
+    Choice12,
     ValueByArgumentType3,
     LitGreater5,
     ArgName5,
@@ -507,12 +519,12 @@ enum St {
     Space15,
     ToolOpen3,
     LitFunction2,
-    Choice11,
-    Choice12,
+    Choice13,
+    Choice14,
     ArgsClose4,
     LoopHead7,
     Space16,
-    Choice13,
+    Choice15,
     ArgStringText4,
     ArgString4,
     Space17,
@@ -521,7 +533,7 @@ enum St {
     Space18,
     ArgAutoText4,
     ArgAuto4,
-    Choice14,
+    Choice16,
     ValueByArgumentType4,
     LitGreater7,
     ArgName7,
@@ -537,15 +549,15 @@ enum St {
     ContentText9,
     Content9,
     Space20,
-    Choice15,
+    Choice17,
     Space21,
-    Choice16,
+    Choice18,
     Space22,
     Json5,
     JsonStart5,
     Space23,
-    Choice17,
-    Choice18,
+    Choice19,
+    Choice20,
     Space24,
 }
 /// Each state's row: what it reads and where it goes next.
@@ -605,7 +617,7 @@ static STATES: [State; 150] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 21, len: 3 },
+        arms: Arms { first: 23, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -636,37 +648,36 @@ static STATES: [State; 150] = {
     s[St::ToolClose as usize] = State::ToolClose {
         next: St::Space2 as u16,
     };
-    s[St::LitCloseToolCall as usize] = State::SpacedLiteral {
-        text: Lit::CloseToolCall as u16,
-        next: St::ToolClose as u16,
-    };
     s[St::Choice as usize] = State::Choice {
         arms: Arms { first: 1, len: 2 },
     };
+    s[St::Choice2 as usize] = State::Choice {
+        arms: Arms { first: 3, len: 2 },
+    };
     s[St::ArgsClose as usize] = State::ArgsClose {
-        next: St::Choice as u16,
+        next: St::Choice2 as u16,
     };
     s[St::LoopHead3 as usize] = State::Loop {
-        arms: Arms { first: 9, len: 1 },
+        arms: Arms { first: 11, len: 1 },
         next: St::ArgsClose as u16,
     };
     s[St::Space3 as usize] = State::Space {
         next: St::LoopHead3 as u16,
     };
-    s[St::Choice2 as usize] = State::Choice {
-        arms: Arms { first: 3, len: 4 },
+    s[St::Choice3 as usize] = State::Choice {
+        arms: Arms { first: 5, len: 4 },
     };
     s[St::ArgStringText as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
         stops: 2,
-        next: St::Choice2 as u16,
+        next: St::Choice3 as u16,
     };
     s[St::ArgString as usize] = State::TextStart {
         next: St::ArgStringText as u16,
     };
     s[St::Space4 as usize] = State::Space {
-        next: St::Choice2 as u16,
+        next: St::Choice3 as u16,
     };
     s[St::Json as usize] = State::Json {
         content: false,
@@ -686,17 +697,17 @@ static STATES: [State; 150] = {
         kind: Kind::ArgAuto,
         trim: true,
         stops: 2,
-        next: St::Choice2 as u16,
+        next: St::Choice3 as u16,
     };
     s[St::ArgAuto as usize] = State::TextStart {
         next: St::ArgAutoText as u16,
     };
-    s[St::Choice3 as usize] = State::Choice {
-        arms: Arms { first: 7, len: 2 },
+    s[St::Choice4 as usize] = State::Choice {
+        arms: Arms { first: 9, len: 2 },
     };
     s[St::ValueByArgumentType as usize] = State::ByArgType {
         string: St::ArgString as u16,
-        json: St::Choice3 as u16,
+        json: St::Choice4 as u16,
         auto: St::ArgAuto as u16,
     };
     s[St::LitGreater as usize] = State::Literal {
@@ -738,36 +749,36 @@ static STATES: [State; 150] = {
         text: Lit::Function as u16,
         next: St::ToolOpen as u16,
     };
-    s[St::Choice4 as usize] = State::Choice {
-        arms: Arms { first: 10, len: 2 },
-    };
     s[St::Choice5 as usize] = State::Choice {
         arms: Arms { first: 12, len: 2 },
     };
+    s[St::Choice6 as usize] = State::Choice {
+        arms: Arms { first: 14, len: 2 },
+    };
     s[St::ArgsClose2 as usize] = State::ArgsClose {
-        next: St::Choice5 as u16,
+        next: St::Choice6 as u16,
     };
     s[St::LoopHead4 as usize] = State::Loop {
-        arms: Arms { first: 20, len: 1 },
+        arms: Arms { first: 22, len: 1 },
         next: St::ArgsClose2 as u16,
     };
     s[St::Space7 as usize] = State::Space {
         next: St::LoopHead4 as u16,
     };
-    s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 14, len: 4 },
+    s[St::Choice7 as usize] = State::Choice {
+        arms: Arms { first: 16, len: 4 },
     };
     s[St::ArgStringText2 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
         stops: 2,
-        next: St::Choice6 as u16,
+        next: St::Choice7 as u16,
     };
     s[St::ArgString2 as usize] = State::TextStart {
         next: St::ArgStringText2 as u16,
     };
     s[St::Space8 as usize] = State::Space {
-        next: St::Choice6 as u16,
+        next: St::Choice7 as u16,
     };
     s[St::Json2 as usize] = State::Json {
         content: false,
@@ -787,17 +798,17 @@ static STATES: [State; 150] = {
         kind: Kind::ArgAuto,
         trim: true,
         stops: 2,
-        next: St::Choice6 as u16,
+        next: St::Choice7 as u16,
     };
     s[St::ArgAuto2 as usize] = State::TextStart {
         next: St::ArgAutoText2 as u16,
     };
-    s[St::Choice7 as usize] = State::Choice {
-        arms: Arms { first: 18, len: 2 },
+    s[St::Choice8 as usize] = State::Choice {
+        arms: Arms { first: 20, len: 2 },
     };
     s[St::ValueByArgumentType2 as usize] = State::ByArgType {
         string: St::ArgString2 as u16,
-        json: St::Choice7 as u16,
+        json: St::Choice8 as u16,
         auto: St::ArgAuto2 as u16,
     };
     s[St::LitGreater3 as usize] = State::Literal {
@@ -854,7 +865,7 @@ static STATES: [State; 150] = {
     s[St::LoopHead5 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 44, len: 3 },
+        arms: Arms { first: 48, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -885,37 +896,36 @@ static STATES: [State; 150] = {
     s[St::ToolClose2 as usize] = State::ToolClose {
         next: St::Space11 as u16,
     };
-    s[St::LitCloseToolCall2 as usize] = State::SpacedLiteral {
-        text: Lit::CloseToolCall as u16,
-        next: St::ToolClose2 as u16,
+    s[St::Choice9 as usize] = State::Choice {
+        arms: Arms { first: 26, len: 2 },
     };
-    s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 24, len: 2 },
+    s[St::Choice10 as usize] = State::Choice {
+        arms: Arms { first: 28, len: 2 },
     };
     s[St::ArgsClose3 as usize] = State::ArgsClose {
-        next: St::Choice8 as u16,
+        next: St::Choice10 as u16,
     };
     s[St::LoopHead6 as usize] = State::Loop {
-        arms: Arms { first: 32, len: 1 },
+        arms: Arms { first: 36, len: 1 },
         next: St::ArgsClose3 as u16,
     };
     s[St::Space12 as usize] = State::Space {
         next: St::LoopHead6 as u16,
     };
-    s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 26, len: 4 },
+    s[St::Choice11 as usize] = State::Choice {
+        arms: Arms { first: 30, len: 4 },
     };
     s[St::ArgStringText3 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
         stops: 2,
-        next: St::Choice9 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::ArgString3 as usize] = State::TextStart {
         next: St::ArgStringText3 as u16,
     };
     s[St::Space13 as usize] = State::Space {
-        next: St::Choice9 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::Json3 as usize] = State::Json {
         content: false,
@@ -935,17 +945,17 @@ static STATES: [State; 150] = {
         kind: Kind::ArgAuto,
         trim: true,
         stops: 2,
-        next: St::Choice9 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::ArgAuto3 as usize] = State::TextStart {
         next: St::ArgAutoText3 as u16,
     };
-    s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 30, len: 2 },
+    s[St::Choice12 as usize] = State::Choice {
+        arms: Arms { first: 34, len: 2 },
     };
     s[St::ValueByArgumentType3 as usize] = State::ByArgType {
         string: St::ArgString3 as u16,
-        json: St::Choice10 as u16,
+        json: St::Choice12 as u16,
         auto: St::ArgAuto3 as u16,
     };
     s[St::LitGreater5 as usize] = State::Literal {
@@ -987,36 +997,36 @@ static STATES: [State; 150] = {
         text: Lit::Function as u16,
         next: St::ToolOpen3 as u16,
     };
-    s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 33, len: 2 },
+    s[St::Choice13 as usize] = State::Choice {
+        arms: Arms { first: 37, len: 2 },
     };
-    s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 35, len: 2 },
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 39, len: 2 },
     };
     s[St::ArgsClose4 as usize] = State::ArgsClose {
-        next: St::Choice12 as u16,
+        next: St::Choice14 as u16,
     };
     s[St::LoopHead7 as usize] = State::Loop {
-        arms: Arms { first: 43, len: 1 },
+        arms: Arms { first: 47, len: 1 },
         next: St::ArgsClose4 as u16,
     };
     s[St::Space16 as usize] = State::Space {
         next: St::LoopHead7 as u16,
     };
-    s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 37, len: 4 },
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 41, len: 4 },
     };
     s[St::ArgStringText4 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
         stops: 2,
-        next: St::Choice13 as u16,
+        next: St::Choice15 as u16,
     };
     s[St::ArgString4 as usize] = State::TextStart {
         next: St::ArgStringText4 as u16,
     };
     s[St::Space17 as usize] = State::Space {
-        next: St::Choice13 as u16,
+        next: St::Choice15 as u16,
     };
     s[St::Json4 as usize] = State::Json {
         content: false,
@@ -1036,17 +1046,17 @@ static STATES: [State; 150] = {
         kind: Kind::ArgAuto,
         trim: true,
         stops: 2,
-        next: St::Choice13 as u16,
+        next: St::Choice15 as u16,
     };
     s[St::ArgAuto4 as usize] = State::TextStart {
         next: St::ArgAutoText4 as u16,
     };
-    s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 41, len: 2 },
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 45, len: 2 },
     };
     s[St::ValueByArgumentType4 as usize] = State::ByArgType {
         string: St::ArgString4 as u16,
-        json: St::Choice14 as u16,
+        json: St::Choice16 as u16,
         auto: St::ArgAuto4 as u16,
     };
     s[St::LitGreater7 as usize] = State::Literal {
@@ -1103,17 +1113,17 @@ static STATES: [State; 150] = {
     s[St::Space20 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 47, len: 2 },
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 51, len: 2 },
     };
     s[St::Space21 as usize] = State::Space {
-        next: St::Choice15 as u16,
+        next: St::Choice17 as u16,
     };
-    s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 49, len: 2 },
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 53, len: 2 },
     };
     s[St::Space22 as usize] = State::Space {
-        next: St::Choice16 as u16,
+        next: St::Choice18 as u16,
     };
     s[St::Json5 as usize] = State::Json {
         content: true,
@@ -1129,14 +1139,14 @@ static STATES: [State; 150] = {
     s[St::Space23 as usize] = State::Space {
         next: St::JsonStart5 as u16,
     };
-    s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 51, len: 2 },
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 55, len: 2 },
     };
-    s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 53, len: 2 },
+    s[St::Choice20 as usize] = State::Choice {
+        arms: Arms { first: 57, len: 2 },
     };
     s[St::Space24 as usize] = State::Space {
-        next: St::Choice18 as u16,
+        next: St::Choice20 as u16,
     };
     s
 };
@@ -1179,7 +1189,7 @@ static LITERALS: [&str; 14] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 55] = [
+static ARMS: [Arm; 59] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1187,41 +1197,51 @@ static ARMS: [Arm; 55] = [
     },
     Arm {
         guard: 3,
-        to: St::LitCloseToolCall as u16,
+        to: St::ToolClose as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ToolClose as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::LitCloseToolCall as u16,
+        to: St::Choice as u16,
         limit: None,
     },
     Arm {
         guard: 8,
+        to: St::Choice as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
         to: St::Space3 as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
+        guard: 11,
         to: St::Space3 as u16,
         limit: None,
     },
     Arm {
-        guard: 12,
+        guard: 13,
         to: St::Space3 as u16,
         limit: None,
     },
     Arm {
-        guard: 14,
+        guard: 15,
         to: St::Space3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 24,
-        to: St::Space5 as u16,
         limit: None,
     },
     Arm {
         guard: 25,
+        to: St::Space5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
         to: St::ArgAuto as u16,
         limit: None,
     },
@@ -1231,52 +1251,52 @@ static ARMS: [Arm; 55] = [
         limit: None,
     },
     Arm {
-        guard: 6,
-        to: St::ToolClose as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 25,
-        to: St::ToolClose as u16,
-        limit: None,
-    },
-    Arm {
         guard: 3,
-        to: St::Choice4 as u16,
+        to: St::ToolClose as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ToolClose as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::Choice4 as u16,
+        to: St::Choice5 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
+        to: St::Choice5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
         to: St::Space7 as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
+        guard: 11,
         to: St::Space7 as u16,
         limit: None,
     },
     Arm {
-        guard: 12,
+        guard: 13,
         to: St::Space7 as u16,
         limit: None,
     },
     Arm {
-        guard: 14,
+        guard: 15,
         to: St::Space7 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 24,
-        to: St::Space9 as u16,
         limit: None,
     },
     Arm {
         guard: 25,
+        to: St::Space9 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
         to: St::ArgAuto2 as u16,
         limit: None,
     },
@@ -1302,41 +1322,51 @@ static ARMS: [Arm; 55] = [
     },
     Arm {
         guard: 3,
-        to: St::LitCloseToolCall2 as u16,
+        to: St::ToolClose2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ToolClose2 as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::LitCloseToolCall2 as u16,
+        to: St::Choice9 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
+        to: St::Choice9 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
         to: St::Space12 as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
+        guard: 11,
         to: St::Space12 as u16,
         limit: None,
     },
     Arm {
-        guard: 12,
+        guard: 13,
         to: St::Space12 as u16,
         limit: None,
     },
     Arm {
-        guard: 14,
+        guard: 15,
         to: St::Space12 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 24,
-        to: St::Space14 as u16,
         limit: None,
     },
     Arm {
         guard: 25,
+        to: St::Space14 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
         to: St::ArgAuto3 as u16,
         limit: None,
     },
@@ -1346,52 +1376,52 @@ static ARMS: [Arm; 55] = [
         limit: None,
     },
     Arm {
-        guard: 6,
-        to: St::ToolClose2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 25,
-        to: St::ToolClose2 as u16,
-        limit: None,
-    },
-    Arm {
         guard: 3,
-        to: St::Choice11 as u16,
+        to: St::ToolClose2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ToolClose2 as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::Choice11 as u16,
+        to: St::Choice13 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
+        to: St::Choice13 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
         to: St::Space16 as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
+        guard: 11,
         to: St::Space16 as u16,
         limit: None,
     },
     Arm {
-        guard: 12,
+        guard: 13,
         to: St::Space16 as u16,
         limit: None,
     },
     Arm {
-        guard: 14,
+        guard: 15,
         to: St::Space16 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 24,
-        to: St::Space18 as u16,
         limit: None,
     },
     Arm {
         guard: 25,
+        to: St::Space18 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
         to: St::ArgAuto4 as u16,
         limit: None,
     },
@@ -1421,7 +1451,7 @@ static ARMS: [Arm; 55] = [
         limit: None,
     },
     Arm {
-        guard: 25,
+        guard: 4,
         to: St::EndOfOutput as u16,
         limit: None,
     },
@@ -1431,8 +1461,8 @@ static ARMS: [Arm; 55] = [
         limit: None,
     },
     Arm {
-        guard: 25,
-        to: St::Choice15 as u16,
+        guard: 4,
+        to: St::Choice17 as u16,
         limit: None,
     },
     Arm {
@@ -1441,17 +1471,17 @@ static ARMS: [Arm; 55] = [
         limit: None,
     },
     Arm {
-        guard: 25,
+        guard: 4,
         to: St::Space23 as u16,
         limit: None,
     },
     Arm {
         guard: 31,
-        to: St::Choice17 as u16,
+        to: St::Choice19 as u16,
         limit: None,
     },
     Arm {
-        guard: 25,
+        guard: 4,
         to: St::JsonStart5 as u16,
         limit: None,
     },
@@ -1460,19 +1490,20 @@ static ARMS: [Arm; 55] = [
 static GUARDS: [Guard; 33] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
-    Guard::Lit(Lit::CloseFunction as u16),
-    Guard::Seq { first: 1, len: 2 },
-    Guard::Space,
     Guard::Lit(Lit::CloseToolCall as u16),
-    Guard::Seq { first: 4, len: 2 },
-    Guard::Peek(6),
+    Guard::Seq { first: 1, len: 2 },
+    Guard::Empty,
+    Guard::Space,
+    Guard::Lit(Lit::CloseFunction as u16),
+    Guard::Seq { first: 5, len: 2 },
+    Guard::Peek(3),
     Guard::Lit(Lit::CloseParameter as u16),
     Guard::Lit(Lit::CloseFunction as u16),
-    Guard::Peek(9),
+    Guard::Peek(10),
     Guard::Lit(Lit::CloseToolCall as u16),
-    Guard::Peek(11),
+    Guard::Peek(12),
     Guard::Lit(Lit::Parameter as u16),
-    Guard::Peek(13),
+    Guard::Peek(14),
     Guard::Lit(Lit::OpenBrace as u16),
     Guard::Empty,
     Guard::Lit(Lit::OpenBracket as u16),
@@ -1480,10 +1511,9 @@ static GUARDS: [Guard; 33] = [
     Guard::Lit(Lit::Quote as u16),
     Guard::Empty,
     Guard::Space,
-    Guard::Choice { first: 15, len: 3 },
-    Guard::Seq { first: 21, len: 2 },
-    Guard::Peek(23),
-    Guard::Empty,
+    Guard::Choice { first: 16, len: 3 },
+    Guard::Seq { first: 22, len: 2 },
+    Guard::Peek(24),
     Guard::Space,
     Guard::Lit(Lit::Parameter as u16),
     Guard::Seq { first: 26, len: 2 },

@@ -653,10 +653,24 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         let trigger = if f.fun_name_is_key || first.is_empty() { "{\"".to_string() } else { format!("{{\"{first}\"") };
         // The trigger is the start of the call object itself: look, don't take.
         let guard = Node::Peek(Box::new(Node::lit(trigger.clone())));
-        (trigger, guard, Node::seq(vec![close(json_call(spec, false)), Node::Space]))
+        let mut section = vec![close(json_call(spec, f.python_dict_arguments)), Node::Space];
+        if parallel {
+            section.push(call_separator(&trigger));
+        }
+        (trigger, guard, Node::seq(section))
     } else {
         (name_prefix.to_string(), Node::lit(name_prefix), Node::seq(vec![close(call_after_prefix), Node::Space]))
     }
+}
+
+/// The `;` models write between calls that have no markup around them
+/// (Llama 3.x: `{"name": "a", …}; {"name": "b", …}`, which vLLM's
+/// `llama3_json` parser splits on), taken only where another call
+/// (`trigger`) follows it: a `;` after the last call is text. For parsers
+/// only; grammars separate calls with whitespace.
+fn call_separator(trigger: &str) -> Node {
+    let guard = Node::seq(vec![Node::lit(";"), Node::Space, Node::Peek(Box::new(Node::lit(trigger)))]);
+    Node::Choice(vec![Alt::lenient(guard, Node::Empty), Alt { guard: Node::Empty, body: Node::Empty }])
 }
 
 /// The section's end marker after a closed list of calls (`[…]`), which
@@ -677,17 +691,42 @@ fn after_list(section_end: &str) -> Node {
 /// tag formats, with or without its function-name prefix).
 fn one_call(spec: &FormatSpec) -> Node {
     match spec.tools.format.mode {
-        ToolFormatMode::JsonNative => json_call(spec, false),
+        ToolFormatMode::JsonNative => json_call(spec, spec.tools.format.python_dict_arguments),
         ToolFormatMode::PythonCalls => python_list_item(spec),
         _ => tagged_call(spec),
     }
+}
+
+/// Markup written as a tag: `<…>` or `[…]`, which prose does not write.
+fn is_tag(marker: &str) -> bool {
+    (marker.starts_with('<') && marker.ends_with('>')) || (marker.starts_with('[') && marker.ends_with(']'))
 }
 
 /// A call's body, its per-call end marker, and the call's end.
 fn closed(spec: &FormatSpec, body: Node) -> Node {
     let f = &spec.tools.format;
     let section_end = if f.section_end.trim().is_empty() { Vec::new() } else { vec![f.section_end.trim().to_string()] };
+    let end = f.per_call_end.trim();
+    let function_close = spec.tools.function.close.trim();
+    if !end.is_empty() && is_tag(function_close) && function_close != end {
+        return Node::seq(vec![body, wrapper_closer(end), Node::Mark(Mark::ToolClose)]);
+    }
     Node::seq(vec![body, closer(&f.per_call_end, &section_end), Node::Mark(Mark::ToolClose)])
+}
+
+/// The per-call wrapper's closer after a call whose function has a closer
+/// of its own (`</tool_call>` after `</function>`): read where the model
+/// writes it, and not needed where it does not. The function's closer
+/// already ended the call, so the call is complete; models leave the
+/// wrapper's closer out before the next `<function=…>` (Qwen3-Coder writes
+/// several functions in one `<tool_call>`, which vLLM reads as calls each)
+/// and before the text after the call. For parsers only: grammars write it.
+/// At the end of the output a partial closer (`</tool_ca`) is text. Only
+/// after a closer written as a tag (`</function>`, `</invoke>`): DeepSeek
+/// R1's function closer is a code fence, which text may hold, so its calls
+/// still need their own end marker.
+fn wrapper_closer(end: &str) -> Node {
+    Node::Choice(vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(end)]), body: Node::Empty }, Alt::lenient(Node::Empty, Node::Empty)])
 }
 
 /// The calls of a section whose every call has its own opener, from after
@@ -769,12 +808,14 @@ fn named(before: Node, stops: &[String], then: &dyn Fn() -> Node) -> Node {
 }
 
 /// A JSON call object: `{"name": "f", "arguments": {...}}` in the template's
-/// field order (or `{"f": {...}}` when the name is the key).
-fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
+/// field order (or `{"f": {...}}` when the name is the key), its keys and
+/// name quoted with `'` where `single_quoted` (a Python dict; its values are
+/// then read as Python literals, reported as JSON).
+fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
     let f = &spec.tools.format;
-    let python = f.python_dict_arguments;
-    let q = if python { "'" } else { "\"" };
-    let open = if brace_consumed { Node::Empty } else { Node::lit("{") };
+    let python = f.python_dict_arguments || single_quoted;
+    let q = if single_quoted { "'" } else { "\"" };
+    let open = Node::lit("{");
     // The arguments' closers may be missing before the call's.
     let ends = call_closers(spec, false);
     let args = || Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: String::new(), ends: ends.clone() };
@@ -925,7 +966,7 @@ fn json_call(spec: &FormatSpec, brace_consumed: bool) -> Node {
 /// object (what llama.cpp's LFM2 template renders).
 fn python_list_item(spec: &FormatSpec) -> Node {
     Node::Choice(vec![
-        Alt { guard: Node::Peek(Box::new(Node::lit("{"))), body: json_call(spec, false) },
+        Alt { guard: Node::Peek(Box::new(Node::lit("{"))), body: json_call(spec, spec.tools.format.python_dict_arguments) },
         Alt { guard: Node::Empty, body: python_call(&list_closers(spec)) },
     ])
 }
