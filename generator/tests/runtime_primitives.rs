@@ -337,6 +337,37 @@ proptest! {
         }
     }
 
+    /// Arguments written as a JSON string holding the object (serde_json's
+    /// encoding of its text), whole or mutated: the same calls as the
+    /// reference; unmutated, the object's JSON is reported and the string
+    /// consumed to its closing quote.
+    #[test]
+    fn json_scanner_matches_the_reference_on_arguments_in_a_string(
+        v in value(),
+        python in any::<bool>(),
+        edits in mutations(),
+        mutated in any::<bool>(),
+        chunks in chunk_sizes(),
+    ) {
+        let object = match v {
+            Value::Object(..) => v,
+            other => {
+                let key = Value::Str { pieces: vec![Piece::Plain('k')], single: false };
+                Value::Object(vec![(String::new(), key, String::new(), " ".to_string(), other, String::new())], String::new())
+            }
+        };
+        let encoded = serde_json::to_string(&rendered(&object, python)).unwrap();
+        let text = if mutated { mutate(&encoded, &edits) } else { format!("{encoded}, ") };
+        let want = reference_trace(&text, &chunks, python, true);
+        let got = runtime_trace(&text, &chunks, python, true);
+        prop_assert_eq!(&got, &want, "text {:?}", text);
+        if !mutated {
+            prop_assert_eq!(got.last().unwrap().1.as_str(), "Done", "text {:?}", text);
+            prop_assert_eq!(consumed(&got), encoded.len());
+            prop_assert_eq!(output(&got), rendered(&object, false));
+        }
+    }
+
     /// Broken values: the same decisions, positions and output as the
     /// reference, call by call.
     #[test]

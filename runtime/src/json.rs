@@ -397,6 +397,23 @@ impl Word {
 /// assert_eq!(scanner.scan("ue, 'n': 1}</tool>", false, &mut out), (11, Scan::Done));
 /// assert_eq!(json, r#"{"ok": true, "n": 1}"#);
 /// ```
+///
+/// Arguments (`object_only`) may also be written as a JSON string that
+/// holds the object, as OpenAI's API carries them and as templates that
+/// print a message's `function|tojson` show them to the model
+/// (`"arguments": "{\"city\": \"Paris\"}"`): the string is decoded as
+/// it streams and the object in it is read and reported, so the call's
+/// arguments are the object, not a string.
+///
+/// ```
+/// use chat_parser_runtime::json::{JsonScanner, Scan};
+/// let mut scanner = JsonScanner::new(false, true);
+/// let mut json = String::new();
+/// let mut out = |piece: &str| json.push_str(piece);
+/// assert_eq!(scanner.scan(r#""{\"a\": \"x\\ny"#, false, &mut out), (16, Scan::NeedMore));
+/// assert_eq!(scanner.scan(r#"\"}"}"#, false, &mut out), (4, Scan::Done));
+/// assert_eq!(json, r#"{"a": "x\ny"}"#);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonScanner {
     /// [`PYTHON`] and [`OBJECT_ONLY`] (bits, to keep the state small:
@@ -407,7 +424,27 @@ pub struct JsonScanner {
     depth: u8,
     expect: Expect,
     token: Token,
+    /// Where reading arguments written as a JSON string stands
+    /// ([`ENCODED_OFF`] when they are not): the fields above then read the
+    /// object the string holds, from its decoded text.
+    encoded: u8,
+    /// The code unit of a `\u` escape of that string, as far as read.
+    code: u16,
 }
+
+/// [`JsonScanner::encoded`]: the arguments are not a string.
+const ENCODED_OFF: u8 = 0;
+/// Inside the string that holds the arguments.
+const ENCODED_IN: u8 = 1;
+/// Right after a backslash in it.
+const ENCODED_ESCAPE: u8 = 2;
+/// In a `\u` escape, `ENCODED_HEX + n` with `n` hex digits read (0–3).
+const ENCODED_HEX: u8 = 3;
+/// [`Str::hex`] of a string of the object that arguments written as a
+/// string hold, between calls: not a plain string to a fast path (which
+/// would read the `\"` that ends it as an escape in it), at no cost to the
+/// fast path's test.
+const HIDDEN: u8 = 0xff;
 
 /// [`JsonScanner::syntax`]: Python literals are accepted.
 const PYTHON: u8 = 1;
@@ -459,6 +496,8 @@ impl JsonScanner {
             depth: 0,
             expect: Expect::Value,
             token: Token::None,
+            encoded: ENCODED_OFF,
+            code: 0,
         }
     }
 
@@ -520,6 +559,9 @@ impl JsonScanner {
     #[inline]
     pub fn string_escape_state(&self) -> Option<bool> {
         match self.token {
+            // (Not in arguments written as a string, whose strings have
+            // `hex` set to `HIDDEN`: its `\"` ends a string of the object
+            // it holds.)
             Token::Str(s) if s.quote == b'"' && s.hex == 0 => Some(s.escape),
             _ => None,
         }
@@ -538,7 +580,7 @@ impl JsonScanner {
     /// Whether the value is complete.
     #[inline]
     pub fn is_done(&self) -> bool {
-        self.done()
+        self.done() && self.encoded == ENCODED_OFF
     }
 
     /// Whether the value can be completed by closing what is open: the
@@ -548,7 +590,7 @@ impl JsonScanner {
     /// wrote in place of the closers (the call's end marker).
     #[inline]
     pub fn can_close(&self) -> bool {
-        self.token == Token::None && self.expect == Expect::CommaOrClose && self.depth > 0
+        self.token == Token::None && self.expect == Expect::CommaOrClose && self.depth > 0 && self.encoded == ENCODED_OFF
     }
 
     /// Completes the value where [`JsonScanner::can_close`] holds: writes
@@ -625,6 +667,9 @@ impl JsonScanner {
     /// assert_eq!(json, r#"{"say":"a \"b\"","n":[1]}"#);
     /// ```
     pub fn scan_marked(&mut self, text: &str, last: bool, marker: &str, out: &mut impl FnMut(&str)) -> (usize, Scan) {
+        if self.encoded != ENCODED_OFF {
+            return self.scan_encoded(text, last, out);
+        }
         if self.done() {
             return (0, Scan::Done);
         }
@@ -635,7 +680,123 @@ impl JsonScanner {
         };
         let (consumed, scan) = self.run(&mut w, last, marker);
         w.flush(consumed);
+        if self.encoded != ENCODED_OFF {
+            // The arguments opened as a string (`run` stops after its quote).
+            let (n, scan) = self.scan_encoded(text.get(consumed..).unwrap_or(""), last, w.out);
+            return (consumed + n, scan);
+        }
         (consumed, scan)
+    }
+
+    /// Reads arguments written as a JSON string, after its opening quote:
+    /// decodes it, reading the decoded text as the object it holds, up to
+    /// the closing quote. Runs between escapes are read where they are;
+    /// each escape is read as the one character it stands for.
+    fn scan_encoded(&mut self, text: &str, last: bool, out: &mut impl FnMut(&str)) -> (usize, Scan) {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            match self.encoded {
+                ENCODED_IN => {
+                    let end = memchr::memchr2(b'"', b'\\', &bytes[i..]).map_or(bytes.len(), |p| i + p);
+                    if end > i {
+                        // (Quotes and backslashes are ASCII: `i..end` is
+                        // whole characters.)
+                        if let Err(at) = self.read_decoded(text.get(i..end).unwrap_or(""), out) {
+                            return (i + at, Scan::Invalid);
+                        }
+                    }
+                    let Some(&b) = bytes.get(end) else { return (end, if last { Scan::Invalid } else { Scan::NeedMore }) };
+                    if b == b'"' {
+                        // The string ends: it must have held one whole object.
+                        if !self.done() {
+                            return (end, Scan::Invalid);
+                        }
+                        self.encoded = ENCODED_OFF;
+                        return (end + 1, Scan::Done);
+                    }
+                    self.encoded = ENCODED_ESCAPE;
+                    i = end + 1;
+                }
+                ENCODED_ESCAPE => {
+                    let decoded = match bytes[i] {
+                        b'"' => "\"",
+                        b'\\' => "\\",
+                        b'/' => "/",
+                        b'b' => "\u{8}",
+                        b'f' => "\u{c}",
+                        b'n' => "\n",
+                        b'r' => "\r",
+                        b't' => "\t",
+                        b'u' => {
+                            self.encoded = ENCODED_HEX;
+                            self.code = 0;
+                            i += 1;
+                            continue;
+                        }
+                        _ => return (i, Scan::Invalid),
+                    };
+                    self.encoded = ENCODED_IN;
+                    if self.read_decoded(decoded, out).is_err() {
+                        return (i, Scan::Invalid);
+                    }
+                    i += 1;
+                }
+                hex => {
+                    let Some(digit) = (bytes[i] as char).to_digit(16) else { return (i, Scan::Invalid) };
+                    self.code = self.code << 4 | digit as u16;
+                    i += 1;
+                    if hex < ENCODED_HEX + 3 {
+                        self.encoded = hex + 1;
+                        continue;
+                    }
+                    // A character of the basic plane (a surrogate pair,
+                    // which the object's text would rarely need escaped
+                    // twice, is not read: the call breaks there).
+                    let Some(c) = char::from_u32(u32::from(self.code)) else { return (i - 1, Scan::Invalid) };
+                    let mut buf = [0u8; 4];
+                    self.encoded = ENCODED_IN;
+                    if self.read_decoded(c.encode_utf8(&mut buf), out).is_err() {
+                        return (i - 1, Scan::Invalid);
+                    }
+                }
+            }
+        }
+        (i, if last { Scan::Invalid } else { Scan::NeedMore })
+    }
+
+    /// Marks a string of the object in arguments written as a string as not
+    /// plain ([`HIDDEN`]) between calls, or unmarks it for reading.
+    fn hide_string(&mut self, hide: bool) {
+        if let Token::Str(s) = &mut self.token {
+            match (hide, s.hex) {
+                (true, 0) => s.hex = HIDDEN,
+                (false, HIDDEN) => s.hex = 0,
+                _ => {}
+            }
+        }
+    }
+
+    /// Reads `piece` of the decoded text of arguments written as a string:
+    /// the object's text, then only whitespace up to the string's end.
+    /// `Err` with the offset in `piece` of the first byte that does not fit.
+    fn read_decoded(&mut self, piece: &str, out: &mut impl FnMut(&str)) -> Result<(), usize> {
+        let mut at = 0;
+        if !self.done() {
+            let mut w = Writer { text: piece, start: 0, out };
+            self.hide_string(false);
+            let (n, scan) = self.run(&mut w, false, "");
+            self.hide_string(true);
+            w.flush(n);
+            if scan == Scan::Invalid {
+                return Err(n);
+            }
+            at = n;
+        }
+        match piece.as_bytes()[at..].iter().position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+            Some(p) => Err(at + p),
+            None => Ok(()),
+        }
     }
 
     /// Reads a string's opening `marker`, from its byte `from` on, at
@@ -919,6 +1080,13 @@ impl JsonScanner {
                         // marker. Punctuation that ends or separates values
                         // is still broken markup.
                         let top_of_object_only = self.object_only() && self.depth == 0;
+                        if top_of_object_only && b == b'"' && mark.is_empty() && self.encoded == ENCODED_OFF {
+                            // Arguments written as a JSON string: read by
+                            // `scan_encoded` from the byte after the quote.
+                            w.skip(i, 1);
+                            self.encoded = ENCODED_IN;
+                            return (i + 1, Scan::NeedMore);
+                        }
                         if mark.is_empty() || top_of_object_only || matches!(b, b',' | b'}' | b']' | b':' | b'{' | b'[' | b'"' | b'\'') {
                             return (i, Scan::Invalid);
                         }
@@ -1125,7 +1293,10 @@ mod tests {
     /// Scans `text` in chunks of `chunk` bytes (moved to character
     /// boundaries): output, result, consumed length.
     fn scan_all(text: &str, chunk: usize, python: bool) -> (String, Scan, usize) {
-        let mut s = JsonScanner::new(python, false);
+        scan_all_with(JsonScanner::new(python, false), text, chunk)
+    }
+
+    fn scan_all_with(mut s: JsonScanner, text: &str, chunk: usize) -> (String, Scan, usize) {
         let mut out = String::new();
         let mut pos = 0;
         let mut fed = 0;
@@ -1210,6 +1381,43 @@ mod tests {
         for_chunkings("['a\\", true, |out, r, n| {
             assert_eq!((out, r, n), ("[\"a\\", Scan::Invalid, 4));
         });
+    }
+
+    /// Arguments as a JSON string holding the object, in every chunking:
+    /// `(input, reported, result, consumed)`.
+    #[test]
+    fn arguments_written_as_a_string_are_the_object_it_holds() {
+        let cases: &[(&str, &str, Scan, usize)] = &[
+            (r#""{\"city\": \"Paris\"}"}"#, r#"{"city": "Paris"}"#, Scan::Done, 23),
+            // Escapes of the object's own strings, escaped once more.
+            (r#""{\"code\": \"a\\n\\\"b\\\"\"}""#, r#"{"code": "a\n\"b\""}"#, Scan::Done, 31),
+            // Whitespace around the object inside the string; `\u` and `\/`.
+            (r#"" {\"s\": \"\u00e9\/\"}\n""#, " {\"s\": \"\u{e9}/\"}", Scan::Done, 26),
+            (r#""{}""#, "{}", Scan::Done, 4),
+            // Not an object, or more than one value: broken where it stops.
+            (r#""Paris""#, "", Scan::Invalid, 1),
+            (r#""{} x""#, "{}", Scan::Invalid, 4),
+            (r#""{\"a\": 1""#, r#"{"a": 1"#, Scan::Invalid, 10),
+            // The string ends where the object is not complete, or not at all.
+            (r#""{\"a\": 1}"#, r#"{"a": 1}"#, Scan::Invalid, 11),
+            // A surrogate escape is not read.
+            (r#""{\"a\": \"\ud83d\ude00\"}""#, r#"{"a": ""#, Scan::Invalid, 16),
+        ];
+        for &(text, want, result, consumed) in cases {
+            for chunk in 1..=text.len() {
+                let got = scan_all_with(JsonScanner::new(false, true), text, chunk);
+                assert_eq!(got, (String::from(want), result, consumed), "{text} in chunks of {chunk}");
+            }
+        }
+        // The states a fast path reads see no plain string inside it, and
+        // nothing can be closed early.
+        let mut s = JsonScanner::new(false, true);
+        s.scan(r#""{\"a\": \"x"#, false, &mut |_: &str| {});
+        assert!(!s.in_plain_string() && s.string_escape_state().is_none() && !s.can_close() && !s.is_done());
+        // Only arguments: a value elsewhere that is a string is a string.
+        let mut out = String::new();
+        assert_eq!(JsonScanner::new(false, false).scan(r#""{}""#, true, &mut |p: &str| out.push_str(p)), (4, Scan::Done));
+        assert_eq!(out, r#""{}""#);
     }
 
     #[test]

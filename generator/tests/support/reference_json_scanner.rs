@@ -92,13 +92,27 @@ pub struct JsonScanner {
     token: Token,
     done: bool,
     output: String,
+    /// Arguments written as a JSON string holding the object: where its
+    /// decoding stands (`None` when they are not).
+    encoded: Option<Encoded>,
+    /// Reading the decoded text of that string.
+    decoding: bool,
+}
+
+/// Decoding the string that holds the arguments.
+#[derive(Debug, Clone, Copy, Default)]
+struct Encoded {
+    /// A backslash was read.
+    escape: bool,
+    /// In a `\u` escape: the digits read and their value.
+    hex: Option<(u8, u32)>,
 }
 
 impl JsonScanner {
     /// `python` also accepts `True`, `False`, `None` and single-quoted
     /// strings, and reports them as JSON.
     pub fn new(python: bool, object_only: bool) -> JsonScanner {
-        JsonScanner { python, object_only, stack: Vec::new(), expect: Expect::Value, token: Token::None, done: false, output: String::new() }
+        JsonScanner { python, object_only, stack: Vec::new(), expect: Expect::Value, token: Token::None, done: false, output: String::new(), encoded: None, decoding: false }
     }
 
     /// The JSON text of what was consumed since the last call.
@@ -110,6 +124,9 @@ impl JsonScanner {
     /// of bytes consumed and where the value stands. `last` says no more text
     /// will come.
     pub fn scan(&mut self, text: &str, last: bool) -> (usize, Scan) {
+        if self.encoded.is_some() {
+            return self.scan_encoded(text, last);
+        }
         if self.done {
             return (0, Scan::Done);
         }
@@ -229,6 +246,11 @@ impl JsonScanner {
                 Expect::Value | Expect::ValueOrClose => {
                     if b == b']' && self.expect == Expect::ValueOrClose {
                         self.close(']');
+                    } else if b == b'"' && self.object_only && self.stack.is_empty() && !self.decoding {
+                        // Arguments written as a string holding the object.
+                        self.encoded = Some(Encoded::default());
+                        let (n, r) = self.scan_encoded(&text[i + 1..], last);
+                        return (i + 1 + n, r);
                     } else if !self.start_value(b) {
                         return (i, Scan::Invalid);
                     }
@@ -282,6 +304,77 @@ impl JsonScanner {
             return (i, Scan::Invalid);
         }
         (i, Scan::NeedMore)
+    }
+
+    /// The string holding the arguments, after its opening quote: decoded
+    /// one character at a time, each decoded character read as the
+    /// object's text, up to the closing quote.
+    fn scan_encoded(&mut self, text: &str, last: bool) -> (usize, Scan) {
+        for (i, c) in text.char_indices() {
+            let Some(mut enc) = self.encoded else { return (i, Scan::Done) };
+            let decoded = if let Some((digits, code)) = enc.hex {
+                let Some(d) = c.to_digit(16) else { return (i, Scan::Invalid) };
+                let code = code << 4 | d;
+                if digits < 3 {
+                    enc.hex = Some((digits + 1, code));
+                    None
+                } else {
+                    enc.hex = None;
+                    match char::from_u32(code) {
+                        Some(ch) => Some(ch),
+                        None => return (i, Scan::Invalid),
+                    }
+                }
+            } else if enc.escape {
+                enc.escape = false;
+                match c {
+                    '"' | '\\' | '/' => Some(c),
+                    'b' => Some('\u{8}'),
+                    'f' => Some('\u{c}'),
+                    'n' => Some('\n'),
+                    'r' => Some('\r'),
+                    't' => Some('\t'),
+                    'u' => {
+                        enc.hex = Some((0, 0));
+                        None
+                    }
+                    _ => return (i, Scan::Invalid),
+                }
+            } else if c == '\\' {
+                enc.escape = true;
+                None
+            } else if c == '"' {
+                if !self.done {
+                    return (i, Scan::Invalid);
+                }
+                self.encoded = None;
+                return (i + 1, Scan::Done);
+            } else {
+                Some(c)
+            };
+            self.encoded = Some(enc);
+            if let Some(ch) = decoded {
+                if !self.read_decoded(ch) {
+                    return (i, Scan::Invalid);
+                }
+            }
+        }
+        (text.len(), if last { Scan::Invalid } else { Scan::NeedMore })
+    }
+
+    /// One decoded character of the arguments' string: the object's text,
+    /// then only whitespace.
+    fn read_decoded(&mut self, ch: char) -> bool {
+        if self.done {
+            return matches!(ch, ' ' | '\t' | '\n' | '\r');
+        }
+        // (Read as plain JSON: a quote in the decoded text is the object's.)
+        let enc = self.encoded.take();
+        self.decoding = true;
+        let (_, r) = self.scan(ch.encode_utf8(&mut [0u8; 4]), false);
+        self.decoding = false;
+        self.encoded = enc;
+        r != Scan::Invalid
     }
 
     fn start_value(&mut self, b: u8) -> bool {
