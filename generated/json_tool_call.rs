@@ -56,9 +56,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
             ],
             calls: [
                 &[
-                    Op::Seq(11),
+                    Op::Seq(8),
                     Op::Lit(0),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(4),
                     Op::Seq(0),
                     Op::Lit(1),
                     Op::Space,
@@ -105,9 +109,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                 ],
                 &[
-                    Op::Seq(12),
+                    Op::Seq(9),
                     Op::Lit(0),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(4),
                     Op::Seq(0),
                     Op::Lit(1),
                     Op::Space,
@@ -156,8 +164,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Lit(0),
-                    Op::Seq(10),
+                    Op::Seq(7),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(4),
                     Op::Seq(0),
                     Op::Lit(1),
                     Op::Space,
@@ -213,11 +225,11 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.
-pub const HOLD_LIMIT: usize = 97;
+pub const HOLD_LIMIT: usize = 99;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 113;
+pub const WINDOW_BYTES: usize = 115;
 const W: usize = WINDOW_BYTES;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
@@ -250,11 +262,13 @@ impl Machine for Grammar {
                 const { Fast::of(&STATES[St::ContentText4 as usize], &STOPS, &LITERALS) }
             }
             st if st == St::Json as u16 || st == St::Json2 as u16
-                || st == St::Json3 as u16 || st == St::Json4 as u16 => {
+                || st == St::Json3 as u16 || st == St::Json4 as u16
+                || st == St::Json5 as u16 || st == St::Json6 as u16
+                || st == St::Json7 as u16 || st == St::Json8 as u16 => {
                 const { Fast::of(&STATES[St::Json as usize], &STOPS, &LITERALS) }
             }
-            st if st == St::Json5 as u16 => {
-                const { Fast::of(&STATES[St::Json5 as usize], &STOPS, &LITERALS) }
+            st if st == St::Json9 as u16 => {
+                const { Fast::of(&STATES[St::Json9 as usize], &STOPS, &LITERALS) }
             }
             _ => Fast::No,
         }
@@ -271,24 +285,24 @@ static TABLE: Table = Table {
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space18 as u16,
+        St::Space26 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space18 as u16,
+        St::Space26 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space18 as u16,
+        St::Space26 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space18 as u16,
+        St::Space26 as u16,
     ],
     switches: THINKING_SWITCHES,
     pack: PACK,
     hold_limit: HOLD_LIMIT,
-    full: 113,
+    full: 115,
 };
 /// The machine's states, named for what they read.
 #[derive(Clone, Copy)]
@@ -342,36 +356,22 @@ enum St {
     JsonEndMarker2,
     Json2,
     JsonStart2,
-    Space5,
-    LitColon4,
     Commit2,
     Choice3,
+    Space5,
+    LitColon4,
+    Choice4,
     Space6,
     LitOpenBrace,
     ToolOpen,
-    Space7,
-    Commit3,
-    Loop2,
-    ContentText6,
-    Content6,
-    LoopHead3,
-    LoopRoundDone3,
-    ContentText7,
-    Content7,
-    ContentText8,
-    Content8,
-    Space8,
-    ToolClose2,
-    LitCloseToolCall2,
-    Choice4,
     JsonClose3,
     JsonEndMarker3,
     Json3,
     JsonStart3,
-    Space9,
+    Space7,
     LitColon5,
     Choice5,
-    Space10,
+    Space8,
     LitComma3,
     LitQuote5,
     ToolName5,
@@ -389,33 +389,117 @@ enum St {
     JsonEndMarker4,
     Json4,
     JsonStart4,
-    Space11,
-    LitColon8,
-    Commit4,
+    Commit3,
     Choice6,
-    Space12,
+    Space9,
+    LitColon8,
+    Choice7,
+    Space10,
     LitOpenBrace2,
     ToolOpen2,
+    Choice8,
+    Space11,
+    Commit4,
+    Loop2,
+    ContentText6,
+    Content6,
+    LoopHead3,
+    LoopRoundDone3,
+    ContentText7,
+    Content7,
+    ContentText8,
+    Content8,
+    Space12,
+    ToolClose2,
+    LitCloseToolCall2,
+    Choice9,
+    JsonClose5,
+    JsonEndMarker5,
+    Json5,
+    JsonStart5,
     Space13,
+    LitColon9,
+    Choice10,
+    Space14,
+    LitComma5,
+    LitQuote9,
+    ToolName9,
+    ToolName10,
+    LitQuote10,
+    LitColon10,
+    LitQuote11,
+    ToolName11,
+    ToolName12,
+    LitQuote12,
+    LitColon11,
+    LitName3,
+    LitComma6,
+    JsonClose6,
+    JsonEndMarker6,
+    Json6,
+    JsonStart6,
     Commit5,
+    Choice11,
+    Space15,
+    LitColon12,
+    Choice12,
+    Space16,
+    LitOpenBrace3,
+    ToolOpen3,
+    JsonClose7,
+    JsonEndMarker7,
+    Json7,
+    JsonStart7,
+    Space17,
+    LitColon13,
+    Choice13,
+    Space18,
+    LitComma7,
+    LitQuote13,
+    ToolName13,
+    ToolName14,
+    LitQuote14,
+    LitColon14,
+    LitQuote15,
+    ToolName15,
+    ToolName16,
+    LitQuote16,
+    LitColon15,
+    LitName4,
+    LitComma8,
+    JsonClose8,
+    JsonEndMarker8,
+    Json8,
+    JsonStart8,
+    Commit6,
+    Choice14,
+    Space19,
+    LitColon16,
+    Choice15,
+    Space20,
+    LitOpenBrace4,
+    ToolOpen4,
+    Choice16,
+    Space21,
+    Commit7,
     Loop3,
     ContentText9,
     Content9,
-    Space14,
-    Choice7,
-    Space15,
-    Choice8,
-    Space16,
-    Json5,
-    JsonStart5,
-    Space17,
-    Choice9,
-    Choice10,
-    Space18,
+    Space22,
+    Choice17,
+    Space23,
+    Choice18,
+    Space24,
+    Json9,
+    JsonStart9,
+    Space25,
+    Choice19,
+    Choice20,
+    Space26,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 118] = {
-    let mut s = [State::Done; 118];
+static STATES: [State; 188] = {
+    let mut s = [State::Done; 188];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -470,7 +554,7 @@ static STATES: [State; 118] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 10, len: 2 },
+        arms: Arms { first: 23, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -522,7 +606,7 @@ static STATES: [State; 118] = {
         next: St::Choice as u16,
     };
     s[St::JsonStart as usize] = State::JsonStart {
-        python: false,
+        python: true,
         object_only: true,
         next: St::Json as u16,
     };
@@ -607,25 +691,28 @@ static STATES: [State; 118] = {
         next: St::LitComma2 as u16,
     };
     s[St::JsonStart2 as usize] = State::JsonStart {
-        python: false,
+        python: true,
         object_only: true,
         next: St::Json2 as u16,
     };
-    s[St::Space5 as usize] = State::Space {
+    s[St::Commit2 as usize] = State::Commit {
         next: St::JsonStart2 as u16,
+    };
+    s[St::Choice3 as usize] = State::Choice {
+        arms: Arms { first: 7, len: 2 },
+    };
+    s[St::Space5 as usize] = State::Space {
+        next: St::Choice3 as u16,
     };
     s[St::LitColon4 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space5 as u16,
     };
-    s[St::Commit2 as usize] = State::Commit {
-        next: St::LitColon4 as u16,
-    };
-    s[St::Choice3 as usize] = State::Choice {
-        arms: Arms { first: 7, len: 3 },
+    s[St::Choice4 as usize] = State::Choice {
+        arms: Arms { first: 9, len: 3 },
     };
     s[St::Space6 as usize] = State::Space {
-        next: St::Choice3 as u16,
+        next: St::Choice4 as u16,
     };
     s[St::LitOpenBrace as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -634,10 +721,142 @@ static STATES: [State; 118] = {
     s[St::ToolOpen as usize] = State::ToolOpen {
         next: St::LitOpenBrace as u16,
     };
+    s[St::JsonClose3 as usize] = State::JsonClose {
+        content: false,
+        next: St::Choice as u16,
+    };
+    s[St::JsonEndMarker3 as usize] = State::Choice {
+        arms: Arms { first: 12, len: 1 },
+    };
+    s[St::Json3 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker3 as u16,
+        next: St::Choice as u16,
+    };
+    s[St::JsonStart3 as usize] = State::JsonStart {
+        python: false,
+        object_only: true,
+        next: St::Json3 as u16,
+    };
     s[St::Space7 as usize] = State::Space {
-        next: St::ToolOpen as u16,
+        next: St::JsonStart3 as u16,
+    };
+    s[St::LitColon5 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space7 as u16,
+    };
+    s[St::Choice5 as usize] = State::Choice {
+        arms: Arms { first: 13, len: 2 },
+    };
+    s[St::Space8 as usize] = State::Space {
+        next: St::Choice5 as u16,
+    };
+    s[St::LitComma3 as usize] = State::SpacedLiteral {
+        text: Lit::Comma as u16,
+        next: St::Space8 as u16,
+    };
+    s[St::LitQuote5 as usize] = State::Literal {
+        text: Lit::Quote2 as u16,
+        next: St::LitComma3 as u16,
+    };
+    s[St::ToolName5 as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 3,
+        next: St::LitQuote5 as u16,
+    };
+    s[St::ToolName6 as usize] = State::TextStart {
+        next: St::ToolName5 as u16,
+    };
+    s[St::LitQuote6 as usize] = State::SpacedLiteral {
+        text: Lit::Quote2 as u16,
+        next: St::ToolName6 as u16,
+    };
+    s[St::LitColon6 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote6 as u16,
+    };
+    s[St::LitQuote7 as usize] = State::Literal {
+        text: Lit::Quote2 as u16,
+        next: St::Choice as u16,
+    };
+    s[St::ToolName7 as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 3,
+        next: St::LitQuote7 as u16,
+    };
+    s[St::ToolName8 as usize] = State::TextStart {
+        next: St::ToolName7 as u16,
+    };
+    s[St::LitQuote8 as usize] = State::SpacedLiteral {
+        text: Lit::Quote2 as u16,
+        next: St::ToolName8 as u16,
+    };
+    s[St::LitColon7 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote8 as u16,
+    };
+    s[St::LitName2 as usize] = State::SpacedLiteral {
+        text: Lit::Name2 as u16,
+        next: St::LitColon7 as u16,
+    };
+    s[St::LitComma4 as usize] = State::SpacedLiteral {
+        text: Lit::Comma as u16,
+        next: St::LitName2 as u16,
+    };
+    s[St::JsonClose4 as usize] = State::JsonClose {
+        content: false,
+        next: St::LitComma4 as u16,
+    };
+    s[St::JsonEndMarker4 as usize] = State::Choice {
+        arms: Arms { first: 15, len: 1 },
+    };
+    s[St::Json4 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker4 as u16,
+        next: St::LitComma4 as u16,
+    };
+    s[St::JsonStart4 as usize] = State::JsonStart {
+        python: false,
+        object_only: true,
+        next: St::Json4 as u16,
     };
     s[St::Commit3 as usize] = State::Commit {
+        next: St::JsonStart4 as u16,
+    };
+    s[St::Choice6 as usize] = State::Choice {
+        arms: Arms { first: 16, len: 2 },
+    };
+    s[St::Space9 as usize] = State::Space {
+        next: St::Choice6 as u16,
+    };
+    s[St::LitColon8 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space9 as u16,
+    };
+    s[St::Choice7 as usize] = State::Choice {
+        arms: Arms { first: 18, len: 3 },
+    };
+    s[St::Space10 as usize] = State::Space {
+        next: St::Choice7 as u16,
+    };
+    s[St::LitOpenBrace2 as usize] = State::Literal {
+        text: Lit::OpenBrace as u16,
+        next: St::Space10 as u16,
+    };
+    s[St::ToolOpen2 as usize] = State::ToolOpen {
+        next: St::LitOpenBrace2 as u16,
+    };
+    s[St::Choice8 as usize] = State::Choice {
+        arms: Arms { first: 21, len: 2 },
+    };
+    s[St::Space11 as usize] = State::Space {
+        next: St::Choice8 as u16,
+    };
+    s[St::Commit4 as usize] = State::Commit {
         next: St::Space2 as u16,
     };
     s[St::Loop2 as usize] = State::EnterLoop {
@@ -656,7 +875,7 @@ static STATES: [State; 118] = {
     s[St::LoopHead3 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 21, len: 2 },
+        arms: Arms { first: 47, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -681,150 +900,285 @@ static STATES: [State; 118] = {
     s[St::Content8 as usize] = State::TextStart {
         next: St::ContentText8 as u16,
     };
-    s[St::Space8 as usize] = State::Space {
+    s[St::Space12 as usize] = State::Space {
         next: St::Content8 as u16,
     };
     s[St::ToolClose2 as usize] = State::ToolClose {
-        next: St::Space8 as u16,
+        next: St::Space12 as u16,
     };
     s[St::LitCloseToolCall2 as usize] = State::SpacedLiteral {
         text: Lit::CloseToolCall as u16,
         next: St::ToolClose2 as u16,
     };
-    s[St::Choice4 as usize] = State::Choice {
-        arms: Arms { first: 12, len: 2 },
+    s[St::Choice9 as usize] = State::Choice {
+        arms: Arms { first: 25, len: 2 },
     };
-    s[St::JsonClose3 as usize] = State::JsonClose {
+    s[St::JsonClose5 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice4 as u16,
+        next: St::Choice9 as u16,
     };
-    s[St::JsonEndMarker3 as usize] = State::Choice {
-        arms: Arms { first: 14, len: 1 },
+    s[St::JsonEndMarker5 as usize] = State::Choice {
+        arms: Arms { first: 27, len: 1 },
     };
-    s[St::Json3 as usize] = State::Json {
-        content: false,
-        marker: Lit::Empty as u16,
-        open_end: St::JsonEndMarker3 as u16,
-        next: St::Choice4 as u16,
-    };
-    s[St::JsonStart3 as usize] = State::JsonStart {
-        python: false,
-        object_only: true,
-        next: St::Json3 as u16,
-    };
-    s[St::Space9 as usize] = State::Space {
-        next: St::JsonStart3 as u16,
-    };
-    s[St::LitColon5 as usize] = State::SpacedLiteral {
-        text: Lit::Colon as u16,
-        next: St::Space9 as u16,
-    };
-    s[St::Choice5 as usize] = State::Choice {
-        arms: Arms { first: 15, len: 2 },
-    };
-    s[St::Space10 as usize] = State::Space {
-        next: St::Choice5 as u16,
-    };
-    s[St::LitComma3 as usize] = State::SpacedLiteral {
-        text: Lit::Comma as u16,
-        next: St::Space10 as u16,
-    };
-    s[St::LitQuote5 as usize] = State::Literal {
-        text: Lit::Quote as u16,
-        next: St::LitComma3 as u16,
-    };
-    s[St::ToolName5 as usize] = State::Name {
-        kind: Kind::ToolName,
-        trim: false,
-        stops: 2,
-        next: St::LitQuote5 as u16,
-    };
-    s[St::ToolName6 as usize] = State::TextStart {
-        next: St::ToolName5 as u16,
-    };
-    s[St::LitQuote6 as usize] = State::SpacedLiteral {
-        text: Lit::Quote as u16,
-        next: St::ToolName6 as u16,
-    };
-    s[St::LitColon6 as usize] = State::SpacedLiteral {
-        text: Lit::Colon as u16,
-        next: St::LitQuote6 as u16,
-    };
-    s[St::LitQuote7 as usize] = State::Literal {
-        text: Lit::Quote as u16,
-        next: St::Choice4 as u16,
-    };
-    s[St::ToolName7 as usize] = State::Name {
-        kind: Kind::ToolName,
-        trim: false,
-        stops: 2,
-        next: St::LitQuote7 as u16,
-    };
-    s[St::ToolName8 as usize] = State::TextStart {
-        next: St::ToolName7 as u16,
-    };
-    s[St::LitQuote8 as usize] = State::SpacedLiteral {
-        text: Lit::Quote as u16,
-        next: St::ToolName8 as u16,
-    };
-    s[St::LitColon7 as usize] = State::SpacedLiteral {
-        text: Lit::Colon as u16,
-        next: St::LitQuote8 as u16,
-    };
-    s[St::LitName2 as usize] = State::SpacedLiteral {
-        text: Lit::Name as u16,
-        next: St::LitColon7 as u16,
-    };
-    s[St::LitComma4 as usize] = State::SpacedLiteral {
-        text: Lit::Comma as u16,
-        next: St::LitName2 as u16,
-    };
-    s[St::JsonClose4 as usize] = State::JsonClose {
-        content: false,
-        next: St::LitComma4 as u16,
-    };
-    s[St::JsonEndMarker4 as usize] = State::Choice {
-        arms: Arms { first: 17, len: 1 },
-    };
-    s[St::Json4 as usize] = State::Json {
+    s[St::Json5 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
-        open_end: St::JsonEndMarker4 as u16,
-        next: St::LitComma4 as u16,
+        open_end: St::JsonEndMarker5 as u16,
+        next: St::Choice9 as u16,
     };
-    s[St::JsonStart4 as usize] = State::JsonStart {
-        python: false,
+    s[St::JsonStart5 as usize] = State::JsonStart {
+        python: true,
         object_only: true,
-        next: St::Json4 as u16,
-    };
-    s[St::Space11 as usize] = State::Space {
-        next: St::JsonStart4 as u16,
-    };
-    s[St::LitColon8 as usize] = State::SpacedLiteral {
-        text: Lit::Colon as u16,
-        next: St::Space11 as u16,
-    };
-    s[St::Commit4 as usize] = State::Commit {
-        next: St::LitColon8 as u16,
-    };
-    s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 18, len: 3 },
-    };
-    s[St::Space12 as usize] = State::Space {
-        next: St::Choice6 as u16,
-    };
-    s[St::LitOpenBrace2 as usize] = State::Literal {
-        text: Lit::OpenBrace as u16,
-        next: St::Space12 as u16,
-    };
-    s[St::ToolOpen2 as usize] = State::ToolOpen {
-        next: St::LitOpenBrace2 as u16,
+        next: St::Json5 as u16,
     };
     s[St::Space13 as usize] = State::Space {
-        next: St::ToolOpen2 as u16,
+        next: St::JsonStart5 as u16,
+    };
+    s[St::LitColon9 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space13 as u16,
+    };
+    s[St::Choice10 as usize] = State::Choice {
+        arms: Arms { first: 28, len: 2 },
+    };
+    s[St::Space14 as usize] = State::Space {
+        next: St::Choice10 as u16,
+    };
+    s[St::LitComma5 as usize] = State::SpacedLiteral {
+        text: Lit::Comma as u16,
+        next: St::Space14 as u16,
+    };
+    s[St::LitQuote9 as usize] = State::Literal {
+        text: Lit::Quote as u16,
+        next: St::LitComma5 as u16,
+    };
+    s[St::ToolName9 as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 2,
+        next: St::LitQuote9 as u16,
+    };
+    s[St::ToolName10 as usize] = State::TextStart {
+        next: St::ToolName9 as u16,
+    };
+    s[St::LitQuote10 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
+        next: St::ToolName10 as u16,
+    };
+    s[St::LitColon10 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote10 as u16,
+    };
+    s[St::LitQuote11 as usize] = State::Literal {
+        text: Lit::Quote as u16,
+        next: St::Choice9 as u16,
+    };
+    s[St::ToolName11 as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 2,
+        next: St::LitQuote11 as u16,
+    };
+    s[St::ToolName12 as usize] = State::TextStart {
+        next: St::ToolName11 as u16,
+    };
+    s[St::LitQuote12 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
+        next: St::ToolName12 as u16,
+    };
+    s[St::LitColon11 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote12 as u16,
+    };
+    s[St::LitName3 as usize] = State::SpacedLiteral {
+        text: Lit::Name as u16,
+        next: St::LitColon11 as u16,
+    };
+    s[St::LitComma6 as usize] = State::SpacedLiteral {
+        text: Lit::Comma as u16,
+        next: St::LitName3 as u16,
+    };
+    s[St::JsonClose6 as usize] = State::JsonClose {
+        content: false,
+        next: St::LitComma6 as u16,
+    };
+    s[St::JsonEndMarker6 as usize] = State::Choice {
+        arms: Arms { first: 30, len: 1 },
+    };
+    s[St::Json6 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker6 as u16,
+        next: St::LitComma6 as u16,
+    };
+    s[St::JsonStart6 as usize] = State::JsonStart {
+        python: true,
+        object_only: true,
+        next: St::Json6 as u16,
     };
     s[St::Commit5 as usize] = State::Commit {
-        next: St::Space8 as u16,
+        next: St::JsonStart6 as u16,
+    };
+    s[St::Choice11 as usize] = State::Choice {
+        arms: Arms { first: 31, len: 2 },
+    };
+    s[St::Space15 as usize] = State::Space {
+        next: St::Choice11 as u16,
+    };
+    s[St::LitColon12 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space15 as u16,
+    };
+    s[St::Choice12 as usize] = State::Choice {
+        arms: Arms { first: 33, len: 3 },
+    };
+    s[St::Space16 as usize] = State::Space {
+        next: St::Choice12 as u16,
+    };
+    s[St::LitOpenBrace3 as usize] = State::Literal {
+        text: Lit::OpenBrace as u16,
+        next: St::Space16 as u16,
+    };
+    s[St::ToolOpen3 as usize] = State::ToolOpen {
+        next: St::LitOpenBrace3 as u16,
+    };
+    s[St::JsonClose7 as usize] = State::JsonClose {
+        content: false,
+        next: St::Choice9 as u16,
+    };
+    s[St::JsonEndMarker7 as usize] = State::Choice {
+        arms: Arms { first: 36, len: 1 },
+    };
+    s[St::Json7 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker7 as u16,
+        next: St::Choice9 as u16,
+    };
+    s[St::JsonStart7 as usize] = State::JsonStart {
+        python: false,
+        object_only: true,
+        next: St::Json7 as u16,
+    };
+    s[St::Space17 as usize] = State::Space {
+        next: St::JsonStart7 as u16,
+    };
+    s[St::LitColon13 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space17 as u16,
+    };
+    s[St::Choice13 as usize] = State::Choice {
+        arms: Arms { first: 37, len: 2 },
+    };
+    s[St::Space18 as usize] = State::Space {
+        next: St::Choice13 as u16,
+    };
+    s[St::LitComma7 as usize] = State::SpacedLiteral {
+        text: Lit::Comma as u16,
+        next: St::Space18 as u16,
+    };
+    s[St::LitQuote13 as usize] = State::Literal {
+        text: Lit::Quote2 as u16,
+        next: St::LitComma7 as u16,
+    };
+    s[St::ToolName13 as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 3,
+        next: St::LitQuote13 as u16,
+    };
+    s[St::ToolName14 as usize] = State::TextStart {
+        next: St::ToolName13 as u16,
+    };
+    s[St::LitQuote14 as usize] = State::SpacedLiteral {
+        text: Lit::Quote2 as u16,
+        next: St::ToolName14 as u16,
+    };
+    s[St::LitColon14 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote14 as u16,
+    };
+    s[St::LitQuote15 as usize] = State::Literal {
+        text: Lit::Quote2 as u16,
+        next: St::Choice9 as u16,
+    };
+    s[St::ToolName15 as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 3,
+        next: St::LitQuote15 as u16,
+    };
+    s[St::ToolName16 as usize] = State::TextStart {
+        next: St::ToolName15 as u16,
+    };
+    s[St::LitQuote16 as usize] = State::SpacedLiteral {
+        text: Lit::Quote2 as u16,
+        next: St::ToolName16 as u16,
+    };
+    s[St::LitColon15 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote16 as u16,
+    };
+    s[St::LitName4 as usize] = State::SpacedLiteral {
+        text: Lit::Name2 as u16,
+        next: St::LitColon15 as u16,
+    };
+    s[St::LitComma8 as usize] = State::SpacedLiteral {
+        text: Lit::Comma as u16,
+        next: St::LitName4 as u16,
+    };
+    s[St::JsonClose8 as usize] = State::JsonClose {
+        content: false,
+        next: St::LitComma8 as u16,
+    };
+    s[St::JsonEndMarker8 as usize] = State::Choice {
+        arms: Arms { first: 39, len: 1 },
+    };
+    s[St::Json8 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker8 as u16,
+        next: St::LitComma8 as u16,
+    };
+    s[St::JsonStart8 as usize] = State::JsonStart {
+        python: false,
+        object_only: true,
+        next: St::Json8 as u16,
+    };
+    s[St::Commit6 as usize] = State::Commit {
+        next: St::JsonStart8 as u16,
+    };
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 40, len: 2 },
+    };
+    s[St::Space19 as usize] = State::Space {
+        next: St::Choice14 as u16,
+    };
+    s[St::LitColon16 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space19 as u16,
+    };
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 42, len: 3 },
+    };
+    s[St::Space20 as usize] = State::Space {
+        next: St::Choice15 as u16,
+    };
+    s[St::LitOpenBrace4 as usize] = State::Literal {
+        text: Lit::OpenBrace as u16,
+        next: St::Space20 as u16,
+    };
+    s[St::ToolOpen4 as usize] = State::ToolOpen {
+        next: St::LitOpenBrace4 as u16,
+    };
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 45, len: 2 },
+    };
+    s[St::Space21 as usize] = State::Space {
+        next: St::Choice16 as u16,
+    };
+    s[St::Commit7 as usize] = State::Commit {
+        next: St::Space12 as u16,
     };
     s[St::Loop3 as usize] = State::EnterLoop {
         repeat: 0,
@@ -839,43 +1193,43 @@ static STATES: [State; 118] = {
     s[St::Content9 as usize] = State::TextStart {
         next: St::ContentText9 as u16,
     };
-    s[St::Space14 as usize] = State::Space {
+    s[St::Space22 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice7 as usize] = State::Choice {
-        arms: Arms { first: 23, len: 2 },
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 49, len: 2 },
     };
-    s[St::Space15 as usize] = State::Space {
-        next: St::Choice7 as u16,
+    s[St::Space23 as usize] = State::Space {
+        next: St::Choice17 as u16,
     };
-    s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 25, len: 2 },
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 51, len: 2 },
     };
-    s[St::Space16 as usize] = State::Space {
-        next: St::Choice8 as u16,
+    s[St::Space24 as usize] = State::Space {
+        next: St::Choice18 as u16,
     };
-    s[St::Json5 as usize] = State::Json {
+    s[St::Json9 as usize] = State::Json {
         content: true,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space16 as u16,
+        next: St::Space24 as u16,
     };
-    s[St::JsonStart5 as usize] = State::JsonStart {
+    s[St::JsonStart9 as usize] = State::JsonStart {
         python: false,
         object_only: false,
-        next: St::Json5 as u16,
+        next: St::Json9 as u16,
     };
-    s[St::Space17 as usize] = State::Space {
-        next: St::JsonStart5 as u16,
+    s[St::Space25 as usize] = State::Space {
+        next: St::JsonStart9 as u16,
     };
-    s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 27, len: 2 },
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 53, len: 2 },
     };
-    s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 29, len: 2 },
+    s[St::Choice20 as usize] = State::Choice {
+        arms: Arms { first: 55, len: 2 },
     };
-    s[St::Space18 as usize] = State::Space {
-        next: St::Choice10 as u16,
+    s[St::Space26 as usize] = State::Space {
+        next: St::Choice20 as u16,
     };
     s
 };
@@ -895,30 +1249,42 @@ enum Lit {
     Quote,
     Name,
     OpenBrace,
+    QuoteOpenBrace,
+    OpenBraceQuote,
+    Arguments2,
+    Parameters2,
+    Quote2,
+    Name2,
     ToolCall,
     QuoteQuoteQuote,
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 14] = [
+static LITERALS: [&str; 20] = [
     "<|im_end|>",
     "</tool_call>",
     "}",
     "",
     ":",
+    "'arguments'",
+    "'parameters'",
+    ",",
+    "'",
+    "'name'",
+    "{",
+    "\"{",
+    "{'",
     "\"arguments\"",
     "\"parameters\"",
-    ",",
     "\"",
     "\"name\"",
-    "{",
     "<tool_call>",
     "```",
     "json",
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 31] = [
+static ARMS: [Arm; 57] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -955,28 +1321,93 @@ static ARMS: [Arm; 31] = [
         limit: None,
     },
     Arm {
+        guard: 12,
+        to: St::Commit2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::Commit2 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 10,
         to: St::LitColon2 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Commit2 as u16,
+        to: St::LitColon4 as u16,
         limit: None,
     },
     Arm {
         guard: 9,
-        to: St::Commit2 as u16,
+        to: St::LitColon4 as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
-        to: St::Space7 as u16,
+        guard: 7,
+        to: St::JsonClose3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 17,
+        to: St::LitColon5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
+        to: St::LitColon5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 7,
+        to: St::JsonClose4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 12,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 19,
+        to: St::LitColon6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 17,
+        to: St::LitColon8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
+        to: St::LitColon8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 16,
+        to: St::ToolOpen as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 20,
+        to: St::ToolOpen2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 21,
+        to: St::Space11 as u16,
         limit: Some(1u8),
     },
     Arm {
         guard: 0,
-        to: St::Commit3 as u16,
+        to: St::Commit4 as u16,
         limit: None,
     },
     Arm {
@@ -991,92 +1422,157 @@ static ARMS: [Arm; 31] = [
     },
     Arm {
         guard: 7,
-        to: St::JsonClose3 as u16,
+        to: St::JsonClose5 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::LitColon5 as u16,
+        to: St::LitColon9 as u16,
         limit: None,
     },
     Arm {
         guard: 9,
-        to: St::LitColon5 as u16,
+        to: St::LitColon9 as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::JsonClose4 as u16,
+        to: St::JsonClose6 as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
-        to: St::LitColon6 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::Commit4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 9,
-        to: St::Commit4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 11,
-        to: St::Space13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 0,
+        guard: 12,
         to: St::Commit5 as u16,
         limit: None,
     },
     Arm {
-        guard: 0,
-        to: St::Space14 as u16,
+        guard: 14,
+        to: St::Commit5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 10,
+        to: St::LitColon10 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::LitColon12 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::LitColon12 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 7,
+        to: St::JsonClose7 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 17,
+        to: St::LitColon13 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
+        to: St::LitColon13 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 7,
+        to: St::JsonClose8 as u16,
         limit: None,
     },
     Arm {
         guard: 12,
-        to: St::EndOfOutput as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 13,
-        to: St::Space15 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 12,
-        to: St::Choice7 as u16,
+        to: St::Commit6 as u16,
         limit: None,
     },
     Arm {
         guard: 14,
-        to: St::Space17 as u16,
+        to: St::Commit6 as u16,
         limit: None,
     },
     Arm {
-        guard: 12,
-        to: St::Space17 as u16,
+        guard: 19,
+        to: St::LitColon14 as u16,
         limit: None,
     },
     Arm {
-        guard: 13,
-        to: St::Choice9 as u16,
+        guard: 17,
+        to: St::LitColon16 as u16,
         limit: None,
     },
     Arm {
-        guard: 12,
-        to: St::JsonStart5 as u16,
+        guard: 18,
+        to: St::LitColon16 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 16,
+        to: St::ToolOpen3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 20,
+        to: St::ToolOpen4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 21,
+        to: St::Space21 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 0,
+        to: St::Commit7 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 0,
+        to: St::Space22 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 20,
+        to: St::EndOfOutput as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 22,
+        to: St::Space23 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 20,
+        to: St::Choice17 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::Space25 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 20,
+        to: St::Space25 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 22,
+        to: St::Choice19 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 20,
+        to: St::JsonStart9 as u16,
         limit: None,
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 15] = [
+static GUARDS: [Guard; 24] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseBrace as u16),
@@ -1088,8 +1584,17 @@ static GUARDS: [Guard; 15] = [
     Guard::Lit(Lit::Arguments as u16),
     Guard::Lit(Lit::Parameters as u16),
     Guard::Lit(Lit::Name as u16),
-    Guard::Lit(Lit::ToolCall as u16),
+    Guard::Lit(Lit::OpenBrace as u16),
+    Guard::Peek(11),
+    Guard::Lit(Lit::QuoteOpenBrace as u16),
+    Guard::Peek(13),
+    Guard::Lit(Lit::OpenBraceQuote as u16),
+    Guard::Peek(15),
+    Guard::Lit(Lit::Arguments2 as u16),
+    Guard::Lit(Lit::Parameters2 as u16),
+    Guard::Lit(Lit::Name2 as u16),
     Guard::Empty,
+    Guard::Lit(Lit::ToolCall as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
     Guard::Lit(Lit::Json as u16),
 ];
@@ -1097,13 +1602,16 @@ static GUARDS: [Guard; 15] = [
 static STOPS_0: [&str; 1] = ["<|im_end|>"];
 /// Text ends at ["<tool_call>", "<|im_end|>"].
 static STOPS_1: [&str; 2] = ["<tool_call>", "<|im_end|>"];
+/// Text ends at ["'"].
+static STOPS_2: [&str; 1] = ["'"];
 /// Text ends at ["\""].
-static STOPS_2: [&str; 1] = ["\""];
+static STOPS_3: [&str; 1] = ["\""];
 /// What ends each kind of text (`State::Text { stops, .. }`).
-static STOPS: [StopSet; 3] = [
+static STOPS: [StopSet; 4] = [
     StopSet::new(&STOPS_0),
     StopSet::new(&STOPS_1),
     StopSet::new(&STOPS_2),
+    StopSet::new(&STOPS_3),
 ];
 /// Where each loop resumes after a broken round, per grammar variant.
 static RESUMES: [LoopResume; 3] = [

@@ -441,10 +441,11 @@ enum St {
     LitComma2,
     Json2,
     JsonStart2,
-    Space4,
-    LitColon5,
     Commit,
     Choice3,
+    Space4,
+    LitColon5,
+    Choice4,
     Space5,
     LitOpenBrace,
     ToolOpen,
@@ -456,12 +457,12 @@ enum St {
     JsonString2,
     LitQuote8,
     LitColon6,
-    Choice4,
+    Choice5,
     Json3,
     JsonStart3,
     Space7,
     LitColon7,
-    Choice5,
+    Choice6,
     Space8,
     LitComma3,
     LitQuote9,
@@ -478,10 +479,11 @@ enum St {
     LitComma4,
     Json4,
     JsonStart4,
+    Commit2,
+    Choice7,
     Space9,
     LitColon10,
-    Commit2,
-    Choice6,
+    Choice8,
     Space10,
     LitOpenBrace2,
     ToolOpen2,
@@ -506,12 +508,12 @@ enum St {
     JsonString3,
     LitQuote14,
     LitColon11,
-    Choice7,
+    Choice9,
     Json5,
     JsonStart5,
     Space13,
     LitColon12,
-    Choice8,
+    Choice10,
     Space14,
     LitComma5,
     LitQuote15,
@@ -528,10 +530,11 @@ enum St {
     LitComma6,
     Json6,
     JsonStart6,
+    Commit3,
+    Choice11,
     Space15,
     LitColon15,
-    Commit3,
-    Choice9,
+    Choice12,
     Space16,
     LitOpenBrace3,
     ToolOpen3,
@@ -543,12 +546,12 @@ enum St {
     JsonString4,
     LitQuote20,
     LitColon16,
-    Choice10,
+    Choice13,
     Json7,
     JsonStart7,
     Space18,
     LitColon17,
-    Choice11,
+    Choice14,
     Space19,
     LitComma7,
     LitQuote21,
@@ -565,10 +568,11 @@ enum St {
     LitComma8,
     Json8,
     JsonStart8,
+    Commit4,
+    Choice15,
     Space20,
     LitColon20,
-    Commit4,
-    Choice12,
+    Choice16,
     Space21,
     LitOpenBrace4,
     ToolOpen4,
@@ -578,18 +582,18 @@ enum St {
     ContentText7,
     Content7,
     Space23,
-    Choice13,
+    Choice17,
     Space24,
     Json9,
     JsonStart9,
     Space25,
-    Choice14,
-    Choice15,
+    Choice18,
+    Choice19,
     Space26,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 187] = {
-    let mut s = [State::Done; 187];
+static STATES: [State; 191] = {
+    let mut s = [State::Done; 191];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -606,7 +610,7 @@ static STATES: [State; 187] = {
     s[St::LoopHead as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 15, len: 1 },
+        arms: Arms { first: 19, len: 1 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone as usize] = State::RoundDone {
@@ -641,7 +645,7 @@ static STATES: [State; 187] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 1,
         recover: true,
-        arms: Arms { first: 7, len: 1 },
+        arms: Arms { first: 9, len: 1 },
         next: St::LitCloseBracket as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -763,21 +767,24 @@ static STATES: [State; 187] = {
         object_only: true,
         next: St::Json2 as u16,
     };
-    s[St::Space4 as usize] = State::Space {
+    s[St::Commit as usize] = State::Commit {
         next: St::JsonStart2 as u16,
+    };
+    s[St::Choice3 as usize] = State::Choice {
+        arms: Arms { first: 4, len: 2 },
+    };
+    s[St::Space4 as usize] = State::Space {
+        next: St::Choice3 as u16,
     };
     s[St::LitColon5 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space4 as u16,
     };
-    s[St::Commit as usize] = State::Commit {
-        next: St::LitColon5 as u16,
-    };
-    s[St::Choice3 as usize] = State::Choice {
-        arms: Arms { first: 4, len: 3 },
+    s[St::Choice4 as usize] = State::Choice {
+        arms: Arms { first: 6, len: 3 },
     };
     s[St::Space5 as usize] = State::Space {
-        next: St::Choice3 as u16,
+        next: St::Choice4 as u16,
     };
     s[St::LitOpenBrace as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -816,14 +823,14 @@ static STATES: [State; 187] = {
         text: Lit::Colon as u16,
         next: St::LitQuote8 as u16,
     };
-    s[St::Choice4 as usize] = State::Choice {
-        arms: Arms { first: 8, len: 2 },
+    s[St::Choice5 as usize] = State::Choice {
+        arms: Arms { first: 10, len: 2 },
     };
     s[St::Json3 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Choice4 as u16,
+        next: St::Choice5 as u16,
     };
     s[St::JsonStart3 as usize] = State::JsonStart {
         python: false,
@@ -837,11 +844,11 @@ static STATES: [State; 187] = {
         text: Lit::Colon as u16,
         next: St::Space7 as u16,
     };
-    s[St::Choice5 as usize] = State::Choice {
-        arms: Arms { first: 10, len: 2 },
+    s[St::Choice6 as usize] = State::Choice {
+        arms: Arms { first: 12, len: 2 },
     };
     s[St::Space8 as usize] = State::Space {
-        next: St::Choice5 as u16,
+        next: St::Choice6 as u16,
     };
     s[St::LitComma3 as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
@@ -870,7 +877,7 @@ static STATES: [State; 187] = {
     };
     s[St::LitQuote11 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice4 as u16,
+        next: St::Choice5 as u16,
     };
     s[St::ToolName7 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -908,21 +915,24 @@ static STATES: [State; 187] = {
         object_only: true,
         next: St::Json4 as u16,
     };
-    s[St::Space9 as usize] = State::Space {
+    s[St::Commit2 as usize] = State::Commit {
         next: St::JsonStart4 as u16,
+    };
+    s[St::Choice7 as usize] = State::Choice {
+        arms: Arms { first: 14, len: 2 },
+    };
+    s[St::Space9 as usize] = State::Space {
+        next: St::Choice7 as u16,
     };
     s[St::LitColon10 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space9 as u16,
     };
-    s[St::Commit2 as usize] = State::Commit {
-        next: St::LitColon10 as u16,
-    };
-    s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 12, len: 3 },
+    s[St::Choice8 as usize] = State::Choice {
+        arms: Arms { first: 16, len: 3 },
     };
     s[St::Space10 as usize] = State::Space {
-        next: St::Choice6 as u16,
+        next: St::Choice8 as u16,
     };
     s[St::LitOpenBrace2 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -954,7 +964,7 @@ static STATES: [State; 187] = {
     s[St::LoopHead3 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 31, len: 1 },
+        arms: Arms { first: 39, len: 1 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -989,7 +999,7 @@ static STATES: [State; 187] = {
     s[St::LoopHead4 as usize] = State::LoopHead {
         repeat: 1,
         recover: true,
-        arms: Arms { first: 23, len: 1 },
+        arms: Arms { first: 29, len: 1 },
         next: St::LitCloseBracket2 as u16,
     };
     s[St::LoopRoundDone4 as usize] = State::RoundDone {
@@ -1019,14 +1029,14 @@ static STATES: [State; 187] = {
         text: Lit::Colon as u16,
         next: St::LitQuote14 as u16,
     };
-    s[St::Choice7 as usize] = State::Choice {
-        arms: Arms { first: 16, len: 2 },
+    s[St::Choice9 as usize] = State::Choice {
+        arms: Arms { first: 20, len: 2 },
     };
     s[St::Json5 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Choice7 as u16,
+        next: St::Choice9 as u16,
     };
     s[St::JsonStart5 as usize] = State::JsonStart {
         python: false,
@@ -1040,11 +1050,11 @@ static STATES: [State; 187] = {
         text: Lit::Colon as u16,
         next: St::Space13 as u16,
     };
-    s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 18, len: 2 },
+    s[St::Choice10 as usize] = State::Choice {
+        arms: Arms { first: 22, len: 2 },
     };
     s[St::Space14 as usize] = State::Space {
-        next: St::Choice8 as u16,
+        next: St::Choice10 as u16,
     };
     s[St::LitComma5 as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
@@ -1073,7 +1083,7 @@ static STATES: [State; 187] = {
     };
     s[St::LitQuote17 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice7 as u16,
+        next: St::Choice9 as u16,
     };
     s[St::ToolName11 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1111,21 +1121,24 @@ static STATES: [State; 187] = {
         object_only: true,
         next: St::Json6 as u16,
     };
-    s[St::Space15 as usize] = State::Space {
+    s[St::Commit3 as usize] = State::Commit {
         next: St::JsonStart6 as u16,
+    };
+    s[St::Choice11 as usize] = State::Choice {
+        arms: Arms { first: 24, len: 2 },
+    };
+    s[St::Space15 as usize] = State::Space {
+        next: St::Choice11 as u16,
     };
     s[St::LitColon15 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space15 as u16,
     };
-    s[St::Commit3 as usize] = State::Commit {
-        next: St::LitColon15 as u16,
-    };
-    s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 20, len: 3 },
+    s[St::Choice12 as usize] = State::Choice {
+        arms: Arms { first: 26, len: 3 },
     };
     s[St::Space16 as usize] = State::Space {
-        next: St::Choice9 as u16,
+        next: St::Choice12 as u16,
     };
     s[St::LitOpenBrace3 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -1164,14 +1177,14 @@ static STATES: [State; 187] = {
         text: Lit::Colon as u16,
         next: St::LitQuote20 as u16,
     };
-    s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 24, len: 2 },
+    s[St::Choice13 as usize] = State::Choice {
+        arms: Arms { first: 30, len: 2 },
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Choice10 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::JsonStart7 as usize] = State::JsonStart {
         python: false,
@@ -1185,11 +1198,11 @@ static STATES: [State; 187] = {
         text: Lit::Colon as u16,
         next: St::Space18 as u16,
     };
-    s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 26, len: 2 },
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 32, len: 2 },
     };
     s[St::Space19 as usize] = State::Space {
-        next: St::Choice11 as u16,
+        next: St::Choice14 as u16,
     };
     s[St::LitComma7 as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
@@ -1218,7 +1231,7 @@ static STATES: [State; 187] = {
     };
     s[St::LitQuote23 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice10 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::ToolName15 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1256,21 +1269,24 @@ static STATES: [State; 187] = {
         object_only: true,
         next: St::Json8 as u16,
     };
-    s[St::Space20 as usize] = State::Space {
+    s[St::Commit4 as usize] = State::Commit {
         next: St::JsonStart8 as u16,
+    };
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 34, len: 2 },
+    };
+    s[St::Space20 as usize] = State::Space {
+        next: St::Choice15 as u16,
     };
     s[St::LitColon20 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space20 as u16,
     };
-    s[St::Commit4 as usize] = State::Commit {
-        next: St::LitColon20 as u16,
-    };
-    s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 28, len: 3 },
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 36, len: 3 },
     };
     s[St::Space21 as usize] = State::Space {
-        next: St::Choice12 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::LitOpenBrace4 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -1302,11 +1318,11 @@ static STATES: [State; 187] = {
     s[St::Space23 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 32, len: 2 },
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 40, len: 2 },
     };
     s[St::Space24 as usize] = State::Space {
-        next: St::Choice13 as u16,
+        next: St::Choice17 as u16,
     };
     s[St::Json9 as usize] = State::Json {
         content: true,
@@ -1322,14 +1338,14 @@ static STATES: [State; 187] = {
     s[St::Space25 as usize] = State::Space {
         next: St::JsonStart9 as u16,
     };
-    s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 34, len: 2 },
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 42, len: 2 },
     };
-    s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 36, len: 2 },
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 44, len: 2 },
     };
     s[St::Space26 as usize] = State::Space {
-        next: St::Choice15 as u16,
+        next: St::Choice19 as u16,
     };
     s
 };
@@ -1349,13 +1365,14 @@ enum Lit {
     Parameters,
     Name,
     OpenBrace,
+    QuoteOpenBrace,
     OpenBracket,
     ToolCalls,
     QuoteQuoteQuote,
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 15] = [
+static LITERALS: [&str; 16] = [
     "]",
     "}",
     "\"",
@@ -1367,6 +1384,7 @@ static LITERALS: [&str; 15] = [
     "\"parameters\"",
     "\"name\"",
     "{",
+    "\"{",
     "[",
     "[TOOL_CALLS]",
     "```",
@@ -1374,7 +1392,7 @@ static LITERALS: [&str; 15] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 38] = [
+static ARMS: [Arm; 46] = [
     Arm {
         guard: 4,
         to: St::LitColon as u16,
@@ -1396,22 +1414,32 @@ static ARMS: [Arm; 38] = [
         limit: None,
     },
     Arm {
+        guard: 10,
+        to: St::Commit as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 12,
+        to: St::Commit as u16,
+        limit: None,
+    },
+    Arm {
         guard: 8,
         to: St::LitColon3 as u16,
         limit: None,
     },
     Arm {
         guard: 6,
-        to: St::Commit as u16,
+        to: St::LitColon5 as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::Commit as u16,
+        to: St::LitColon5 as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
+        guard: 15,
         to: St::Space6 as u16,
         limit: Some(0u8),
     },
@@ -1436,22 +1464,32 @@ static ARMS: [Arm; 38] = [
         limit: None,
     },
     Arm {
+        guard: 10,
+        to: St::Commit2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 12,
+        to: St::Commit2 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 8,
         to: St::LitColon8 as u16,
         limit: None,
     },
     Arm {
         guard: 6,
-        to: St::Commit2 as u16,
+        to: St::LitColon10 as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::Commit2 as u16,
+        to: St::LitColon10 as u16,
         limit: None,
     },
     Arm {
-        guard: 12,
+        guard: 16,
         to: St::LitOpenBracket as u16,
         limit: Some(1u8),
     },
@@ -1476,22 +1514,32 @@ static ARMS: [Arm; 38] = [
         limit: None,
     },
     Arm {
+        guard: 10,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 12,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 8,
         to: St::LitColon13 as u16,
         limit: None,
     },
     Arm {
         guard: 6,
-        to: St::Commit3 as u16,
+        to: St::LitColon15 as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::Commit3 as u16,
+        to: St::LitColon15 as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
+        guard: 15,
         to: St::Space17 as u16,
         limit: None,
     },
@@ -1516,27 +1564,37 @@ static ARMS: [Arm; 38] = [
         limit: None,
     },
     Arm {
+        guard: 10,
+        to: St::Commit4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 12,
+        to: St::Commit4 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 8,
         to: St::LitColon18 as u16,
         limit: None,
     },
     Arm {
         guard: 6,
-        to: St::Commit4 as u16,
+        to: St::LitColon20 as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::Commit4 as u16,
+        to: St::LitColon20 as u16,
         limit: None,
     },
     Arm {
-        guard: 12,
+        guard: 16,
         to: St::LitOpenBracket2 as u16,
         limit: None,
     },
     Arm {
-        guard: 13,
+        guard: 17,
         to: St::Space23 as u16,
         limit: None,
     },
@@ -1546,7 +1604,7 @@ static ARMS: [Arm; 38] = [
         limit: None,
     },
     Arm {
-        guard: 14,
+        guard: 18,
         to: St::Space25 as u16,
         limit: None,
     },
@@ -1556,8 +1614,8 @@ static ARMS: [Arm; 38] = [
         limit: None,
     },
     Arm {
-        guard: 13,
-        to: St::Choice14 as u16,
+        guard: 17,
+        to: St::Choice18 as u16,
         limit: None,
     },
     Arm {
@@ -1567,7 +1625,7 @@ static ARMS: [Arm; 38] = [
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 15] = [
+static GUARDS: [Guard; 19] = [
     Guard::Space,
     Guard::Lit(Lit::Comma as u16),
     Guard::Space,
@@ -1577,9 +1635,13 @@ static GUARDS: [Guard; 15] = [
     Guard::Lit(Lit::Arguments as u16),
     Guard::Lit(Lit::Parameters as u16),
     Guard::Lit(Lit::Name as u16),
+    Guard::Lit(Lit::OpenBrace as u16),
+    Guard::Peek(9),
+    Guard::Lit(Lit::QuoteOpenBrace as u16),
+    Guard::Peek(11),
     Guard::Space,
     Guard::Lit(Lit::Comma as u16),
-    Guard::Seq { first: 9, len: 2 },
+    Guard::Seq { first: 13, len: 2 },
     Guard::Lit(Lit::ToolCalls as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
     Guard::Lit(Lit::Json as u16),

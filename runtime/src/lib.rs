@@ -106,7 +106,12 @@ pub enum Event<'a> {
     Reasoning(&'a str),
     /// A tool call begins; `index` counts calls from 0.
     ToolCallStart { index: usize },
-    /// The complete function name, always before any argument text.
+    /// The complete function name, before any argument text; except in a
+    /// JSON call object that writes its arguments first (`{"arguments":
+    /// {…}, "name": "f"}`), whose arguments are reported as they stream
+    /// and its name after them (holding the arguments back would need
+    /// memory without bound). Such a call whose name then does not come, or
+    /// is not declared, ends broken (`complete: false`) without a name.
     ToolName(&'a str),
     /// The call id, when the format carries one.
     ToolId(&'a str),

@@ -691,7 +691,11 @@ fn after_list(section_end: &str) -> Node {
 /// tag formats, with or without its function-name prefix).
 fn one_call(spec: &FormatSpec) -> Node {
     match spec.tools.format.mode {
-        ToolFormatMode::JsonNative => json_call(spec, spec.tools.format.python_dict_arguments),
+        // (A list of calls, `[TOOL_CALLS][{…}, {…}]`, keeps the template's
+        // quotes: the other style would double every list's envelope, and
+        // nothing shows models of those formats writing it.)
+        ToolFormatMode::JsonNative if spec.tools.format.tools_array_wrapped => json_call(spec, spec.tools.format.python_dict_arguments),
+        ToolFormatMode::JsonNative => json_call_either_quote(spec),
         ToolFormatMode::PythonCalls => python_list_item(spec),
         _ => tagged_call(spec),
     }
@@ -700,6 +704,21 @@ fn one_call(spec: &FormatSpec) -> Node {
 /// Markup written as a tag: `<…>` or `[…]`, which prose does not write.
 fn is_tag(marker: &str) -> bool {
     (marker.starts_with('<') && marker.ends_with('>')) || (marker.starts_with('[') && marker.ends_with(']'))
+}
+
+/// A JSON call object after its opener, quoted as the template quotes it
+/// or in the other style: models of the Hermes line write Python dicts
+/// (`{'name': 'f', 'arguments': {'a': 1}}`), as Hermes 2 Pro's own prompt
+/// shows them, where the template renders JSON (NousResearch's
+/// function-calling parser falls back to `ast.literal_eval` for them). The
+/// other style is for parsers only; grammars write the template's.
+fn json_call_either_quote(spec: &FormatSpec) -> Node {
+    let own = spec.tools.format.python_dict_arguments;
+    let other = if own { "{\"" } else { "{'" };
+    Node::Choice(vec![
+        Alt::lenient(Node::Peek(Box::new(Node::lit(other))), json_call(spec, !own)),
+        Alt { guard: Node::Empty, body: json_call(spec, own) },
+    ])
 }
 
 /// A call's body, its per-call end marker, and the call's end.
@@ -947,12 +966,14 @@ fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
     let colon = || [Node::Space, Node::lit(":"), Node::Space];
     let name_then = Node::seq(colon().into_iter().chain([Node::lit(q), name_value]).collect());
     let mut alts = key_alts(&f.name_field, name_then);
-    // The arguments key commits the call: the arguments are reported before
-    // the name is known (holding them back would need memory without
-    // bound), so a name the tools do not declare breaks the call there.
-    let mut args_then = vec![Node::Mark(Mark::Commit)];
-    args_then.extend(colon());
-    args_then.extend([args(), Node::Space, Node::lit(","), Node::Space, key_node(&f.name_field)]);
+    // The arguments commit the call once they open (`{`, or `"{` for
+    // arguments written as a string): they are reported before the name is
+    // known (holding them back would need memory without bound), so a name
+    // the tools do not declare breaks the call there. Markup that breaks
+    // before they open is content.
+    let opens = |o: &str| Alt { guard: Node::Peek(Box::new(Node::lit(o))), body: Node::Mark(Mark::Commit) };
+    let mut args_then: Vec<Node> = colon().into();
+    args_then.extend([Node::Choice(vec![opens("{"), opens("\"{")]), args(), Node::Space, Node::lit(","), Node::Space, key_node(&f.name_field)]);
     args_then.extend(colon());
     args_then.extend([Node::lit(q), Node::Until { stops: vec![q.to_string()], kind: TextKind::ToolName, trim_newlines: false }, Node::lit(q)]);
     args_then.extend(ids_after.iter().map(|p| later_id(p)));
