@@ -33,9 +33,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent-part ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<=]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content-part-2)))* ([^<f] | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" content-part))))* (\"\" | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content-part-2)))* (\"\" | \"f\" (\"\" | \"u\" (\"\" | \"n\" content-part-3)))) | never-matches\ncall ::= [^\\t\\n\\r >] name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r >] name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content (\"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>{]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent-part ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<=]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content-part-2)))* ([^<f] | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" content-part))))* (\"\" | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content-part-2)))* (\"\" | \"f\" (\"\" | \"u\" (\"\" | \"n\" content-part-3)))) | never-matches\ncall ::= [^\\t\\n\\r >{] name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r >{] name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content (\"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent_part: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<=]/))))) | never_matches\ncontent_part_2: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content_part_2)))* (/[^<f]/ | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" content_part))))* (\"\" | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content_part_2)))* (\"\" | \"f\" (\"\" | \"u\" (\"\" | \"n\" content_part_3)))) | never_matches\ncall: /[^\\t\\n\\r >]/ name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content\ncall_2: /[^\\t\\n\\r >]/ name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content (\"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>{]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent_part: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<=]/))))) | never_matches\ncontent_part_2: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content_part_2)))* (/[^<f]/ | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" content_part))))* (\"\" | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content_part_2)))* (\"\" | \"f\" (\"\" | \"u\" (\"\" | \"n\" content_part_3)))) | never_matches\ncall: /[^\\t\\n\\r >{]/ name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content\ncall_2: /[^\\t\\n\\r >{]/ name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content (\"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -43,7 +43,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
         const REASONING: &[Op] = &[];
         const TRIGGERS: &[(TriggerKind, &str)] = &[(TriggerKind::Word, "<function=")];
         Envelope {
-            strings: &["<function=", ">", "</function>"],
+            strings: &["<function=", ">", "{", "</function>"],
             calls: [
                 &[
                     Op::Seq(4),
@@ -51,17 +51,21 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(10),
-                    Op::Name { stops: 1, count: 1 },
+                    Op::Seq(9),
+                    Op::Name { stops: 1, count: 2 },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(1),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Args {
                         python: false,
                         marker: None,
                     },
                     Op::Space,
-                    Op::Lit(2),
+                    Op::Lit(3),
                     Op::Seq(0),
                     Op::Space,
                     Op::Text {
@@ -76,17 +80,21 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(11),
-                    Op::Name { stops: 1, count: 1 },
+                    Op::Seq(10),
+                    Op::Name { stops: 1, count: 2 },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(1),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Args {
                         python: false,
                         marker: None,
                     },
                     Op::Space,
-                    Op::Lit(2),
+                    Op::Lit(3),
                     Op::Seq(0),
                     Op::Space,
                     Op::Text {
@@ -102,17 +110,21 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(10),
-                    Op::Name { stops: 1, count: 1 },
+                    Op::Seq(9),
+                    Op::Name { stops: 1, count: 2 },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(1),
+                    Op::Seq(0),
                     Op::Space,
                     Op::Args {
                         python: false,
                         marker: None,
                     },
                     Op::Space,
-                    Op::Lit(2),
+                    Op::Lit(3),
                     Op::Seq(0),
                     Op::Space,
                     Op::Text {
@@ -238,7 +250,7 @@ enum St {
     Json,
     JsonStart,
     Space3,
-    LitGreater,
+    Choice,
     ToolName,
     ToolName2,
     Space4,
@@ -261,7 +273,7 @@ enum St {
     Json2,
     JsonStart2,
     Space6,
-    LitGreater2,
+    Choice2,
     ToolName3,
     ToolName4,
     Space7,
@@ -271,15 +283,15 @@ enum St {
     ContentText9,
     Content9,
     Space8,
-    Choice,
+    Choice3,
     Space9,
-    Choice2,
+    Choice4,
     Space10,
     Json3,
     JsonStart3,
     Space11,
-    Choice3,
-    Choice4,
+    Choice5,
+    Choice6,
     Space12,
 }
 /// Each state's row: what it reads and where it goes next.
@@ -339,7 +351,7 @@ static STATES: [State; 70] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 2, len: 2 },
+        arms: Arms { first: 4, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -395,15 +407,14 @@ static STATES: [State; 70] = {
     s[St::Space3 as usize] = State::Space {
         next: St::JsonStart as u16,
     };
-    s[St::LitGreater as usize] = State::SpacedLiteral {
-        text: Lit::Greater as u16,
-        next: St::Space3 as u16,
+    s[St::Choice as usize] = State::Choice {
+        arms: Arms { first: 2, len: 2 },
     };
     s[St::ToolName as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitGreater as u16,
+        next: St::Choice as u16,
     };
     s[St::ToolName2 as usize] = State::TextStart {
         next: St::ToolName as u16,
@@ -433,7 +444,7 @@ static STATES: [State; 70] = {
     s[St::LoopHead3 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 5, len: 2 },
+        arms: Arms { first: 9, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -473,7 +484,7 @@ static STATES: [State; 70] = {
         next: St::LitCloseFunction2 as u16,
     };
     s[St::JsonEndMarker2 as usize] = State::Choice {
-        arms: Arms { first: 4, len: 1 },
+        arms: Arms { first: 6, len: 1 },
     };
     s[St::Json2 as usize] = State::Json {
         content: false,
@@ -489,15 +500,14 @@ static STATES: [State; 70] = {
     s[St::Space6 as usize] = State::Space {
         next: St::JsonStart2 as u16,
     };
-    s[St::LitGreater2 as usize] = State::SpacedLiteral {
-        text: Lit::Greater as u16,
-        next: St::Space6 as u16,
+    s[St::Choice2 as usize] = State::Choice {
+        arms: Arms { first: 7, len: 2 },
     };
     s[St::ToolName3 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::LitGreater2 as u16,
+        next: St::Choice2 as u16,
     };
     s[St::ToolName4 as usize] = State::TextStart {
         next: St::ToolName3 as u16,
@@ -527,17 +537,17 @@ static STATES: [State; 70] = {
     s[St::Space8 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice as usize] = State::Choice {
-        arms: Arms { first: 7, len: 2 },
+    s[St::Choice3 as usize] = State::Choice {
+        arms: Arms { first: 11, len: 2 },
     };
     s[St::Space9 as usize] = State::Space {
-        next: St::Choice as u16,
+        next: St::Choice3 as u16,
     };
-    s[St::Choice2 as usize] = State::Choice {
-        arms: Arms { first: 9, len: 2 },
+    s[St::Choice4 as usize] = State::Choice {
+        arms: Arms { first: 13, len: 2 },
     };
     s[St::Space10 as usize] = State::Space {
-        next: St::Choice2 as u16,
+        next: St::Choice4 as u16,
     };
     s[St::Json3 as usize] = State::Json {
         content: true,
@@ -553,14 +563,14 @@ static STATES: [State; 70] = {
     s[St::Space11 as usize] = State::Space {
         next: St::JsonStart3 as u16,
     };
-    s[St::Choice3 as usize] = State::Choice {
-        arms: Arms { first: 11, len: 2 },
+    s[St::Choice5 as usize] = State::Choice {
+        arms: Arms { first: 15, len: 2 },
     };
-    s[St::Choice4 as usize] = State::Choice {
-        arms: Arms { first: 13, len: 2 },
+    s[St::Choice6 as usize] = State::Choice {
+        arms: Arms { first: 17, len: 2 },
     };
     s[St::Space12 as usize] = State::Space {
-        next: St::Choice4 as u16,
+        next: St::Choice6 as u16,
     };
     s
 };
@@ -573,23 +583,25 @@ enum Lit {
     CloseFunction,
     Empty,
     Greater,
+    OpenBrace,
     Function,
     QuoteQuoteQuote,
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 7] = [
+static LITERALS: [&str; 8] = [
     "<|end|>",
     "</function>",
     "",
     ">",
+    "{",
     "<function=",
     "```",
     "json",
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 15] = [
+static ARMS: [Arm; 19] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -601,7 +613,17 @@ static ARMS: [Arm; 15] = [
         limit: None,
     },
     Arm {
-        guard: 5,
+        guard: 7,
+        to: St::Space3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 11,
+        to: St::Space3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 12,
         to: St::ToolOpen as u16,
         limit: Some(1u8),
     },
@@ -616,7 +638,17 @@ static ARMS: [Arm; 15] = [
         limit: None,
     },
     Arm {
-        guard: 5,
+        guard: 7,
+        to: St::Space6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 11,
+        to: St::Space6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 12,
         to: St::ToolOpen2 as u16,
         limit: None,
     },
@@ -631,48 +663,55 @@ static ARMS: [Arm; 15] = [
         limit: None,
     },
     Arm {
-        guard: 6,
+        guard: 13,
         to: St::EndOfOutput as u16,
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 14,
         to: St::Space9 as u16,
         limit: None,
     },
     Arm {
-        guard: 6,
-        to: St::Choice as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::Space11 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 6,
-        to: St::Space11 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 7,
+        guard: 13,
         to: St::Choice3 as u16,
         limit: None,
     },
     Arm {
-        guard: 6,
+        guard: 15,
+        to: St::Space11 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 13,
+        to: St::Space11 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::Choice5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 13,
         to: St::JsonStart3 as u16,
         limit: None,
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 9] = [
+static GUARDS: [Guard; 16] = [
     Guard::Lit(Lit::End as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseFunction as u16),
     Guard::Seq { first: 1, len: 2 },
     Guard::Peek(3),
+    Guard::Space,
+    Guard::Lit(Lit::Greater as u16),
+    Guard::Seq { first: 5, len: 2 },
+    Guard::Space,
+    Guard::Lit(Lit::OpenBrace as u16),
+    Guard::Seq { first: 8, len: 2 },
+    Guard::Peek(10),
     Guard::Lit(Lit::Function as u16),
     Guard::Empty,
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
@@ -682,8 +721,8 @@ static GUARDS: [Guard; 9] = [
 static STOPS_0: [&str; 1] = ["<|end|>"];
 /// Text ends at ["<function=", "<|end|>"].
 static STOPS_1: [&str; 2] = ["<function=", "<|end|>"];
-/// Text ends at [">"].
-static STOPS_2: [&str; 1] = [">"];
+/// Text ends at [">", "{"].
+static STOPS_2: [&str; 2] = [">", "{"];
 /// What ends each kind of text (`State::Text { stops, .. }`).
 static STOPS: [StopSet; 3] = [
     StopSet::new(&STOPS_0),

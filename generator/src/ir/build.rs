@@ -1097,7 +1097,13 @@ fn namespace(spec: &FormatSpec) -> Option<(String, Node)> {
 fn name_stops(spec: &FormatSpec) -> Vec<String> {
     let t = &spec.tools;
     if !t.function.name_suffix.trim().is_empty() {
-        return vec![t.function.name_suffix.trim().to_string()];
+        let mut stops = vec![t.function.name_suffix.trim().to_string()];
+        // (A name never holds `{`: where the model leaves the suffix out,
+        // the JSON arguments end the name; see `marker_before_json`.)
+        if t.format.mode == ToolFormatMode::TagWithJson {
+            stops.push("{".to_string());
+        }
+        return stops;
     }
     let mut stops: Vec<String> = Vec::new();
     for candidate in [&t.call_id.prefix, &t.call_id.suffix, &t.arguments.start, &t.arguments.name_prefix, &t.function.close, &t.format.per_call_end, &t.format.section_end] {
@@ -1133,6 +1139,19 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
     }
     let stops = name_stops(spec);
     let suffix = t.function.name_suffix.trim().to_string();
+    // The marker that opens JSON arguments after the name or the id
+    // (Mistral's `[ARGS]`), or nothing where the model leaves it out and
+    // the arguments' `{` follows (`[TOOL_CALLS]get_weather{"city": …}`):
+    // for parsers only, grammars write it.
+    let marker_before_args = |m: &str| -> Node {
+        if t.format.mode != ToolFormatMode::TagWithJson || m.trim().is_empty() {
+            return marker(m);
+        }
+        Node::Choice(vec![
+            Alt { guard: Node::seq(vec![Node::Space, lit(m)]), body: Node::Empty },
+            Alt::lenient(Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit("{")]))), Node::Empty),
+        ])
+    };
     // The call id, where the template writes it.
     let id_node = || {
         if t.call_id.prefix.trim().is_empty() || t.call_id.suffix.trim().is_empty() {
@@ -1145,7 +1164,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
                 Node::seq(vec![Node::Space, Node::lit(t.call_id.prefix.trim())]),
                 Node::Until { stops: vec![t.call_id.suffix.trim().to_string()], kind: TextKind::ToolId, trim_newlines: false },
             ),
-            marker(&t.call_id.suffix),
+            marker_before_args(&t.call_id.suffix),
         ])
     };
     let (pre_name_id, id, post_args_id) = match t.call_id.pos {
@@ -1166,7 +1185,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
             ]),
         };
         Node::seq(vec![
-            if suffix.is_empty() { Node::Empty } else { Node::seq(vec![Node::Space, Node::lit(suffix.clone())]) },
+            if suffix.is_empty() { Node::Empty } else { marker_before_args(&suffix) },
             id.clone(),
             args,
             post_args_id.clone(),
