@@ -208,7 +208,7 @@ fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
 }
 
 /// The deepest nesting of objects and arrays accepted.
-pub const MAX_DEPTH: u8 = 64;
+pub const MAX_DEPTH: u8 = 48;
 
 /// What may come next between tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -424,15 +424,14 @@ pub struct JsonScanner {
     depth: u8,
     expect: Expect,
     token: Token,
-    /// Where reading arguments written as a JSON string stands
-    /// ([`ENCODED_OFF`] when they are not): the fields above then read the
-    /// object the string holds, from its decoded text.
-    encoded: u8,
-    /// The code unit of a `\u` escape of that string, as far as read.
-    code: u16,
 }
 
-/// [`JsonScanner::encoded`]: the arguments are not a string.
+/// Where reading arguments written as a JSON string stands, in bits 2–4 of
+/// [`JsonScanner::syntax`] (see [`JsonScanner::encoded`]): the other fields
+/// then read the object the string holds, from its decoded text. (Bits of
+/// fields the scanner has, so that it stays 16 bytes.)
+const ENCODED_BITS: u8 = 0b111 << 2;
+/// The arguments are not a string.
 const ENCODED_OFF: u8 = 0;
 /// Inside the string that holds the arguments.
 const ENCODED_IN: u8 = 1;
@@ -440,6 +439,11 @@ const ENCODED_IN: u8 = 1;
 const ENCODED_ESCAPE: u8 = 2;
 /// In a `\u` escape, `ENCODED_HEX + n` with `n` hex digits read (0–3).
 const ENCODED_HEX: u8 = 3;
+/// Where in [`JsonScanner::objects`] the code unit of the arguments'
+/// string's `\u` escape is kept, as far as read: above the containers'
+/// bits, which [`MAX_DEPTH`] keeps below it.
+const CODE_SHIFT: u32 = 48;
+
 /// [`Str::hex`] of a string of the object that arguments written as a
 /// string hold, between calls: not a plain string to a fast path (which
 /// would read the `\"` that ends it as an escape in it), at no cost to the
@@ -496,9 +500,28 @@ impl JsonScanner {
             depth: 0,
             expect: Expect::Value,
             token: Token::None,
-            encoded: ENCODED_OFF,
-            code: 0,
         }
+    }
+
+    /// Where reading arguments written as a string stands ([`ENCODED_OFF`]
+    /// when they are not).
+    #[inline]
+    fn encoded(&self) -> u8 {
+        (self.syntax & ENCODED_BITS) >> 2
+    }
+
+    #[inline]
+    fn set_encoded(&mut self, phase: u8) {
+        self.syntax = (self.syntax & !ENCODED_BITS) | phase << 2;
+    }
+
+    /// The code unit of the arguments' string's `\u` escape, as far as read.
+    fn code(&self) -> u16 {
+        (self.objects >> CODE_SHIFT) as u16
+    }
+
+    fn set_code(&mut self, code: u16) {
+        self.objects = (self.objects & ((1 << CODE_SHIFT) - 1)) | u64::from(code) << CODE_SHIFT;
     }
 
     #[inline]
@@ -580,7 +603,7 @@ impl JsonScanner {
     /// Whether the value is complete.
     #[inline]
     pub fn is_done(&self) -> bool {
-        self.done() && self.encoded == ENCODED_OFF
+        self.done() && self.encoded() == ENCODED_OFF
     }
 
     /// Whether the value can be completed by closing what is open: the
@@ -590,7 +613,7 @@ impl JsonScanner {
     /// wrote in place of the closers (the call's end marker).
     #[inline]
     pub fn can_close(&self) -> bool {
-        self.token == Token::None && self.expect == Expect::CommaOrClose && self.depth > 0 && self.encoded == ENCODED_OFF
+        self.token == Token::None && self.expect == Expect::CommaOrClose && self.depth > 0 && self.encoded() == ENCODED_OFF
     }
 
     /// Completes the value where [`JsonScanner::can_close`] holds: writes
@@ -667,7 +690,7 @@ impl JsonScanner {
     /// assert_eq!(json, r#"{"say":"a \"b\"","n":[1]}"#);
     /// ```
     pub fn scan_marked(&mut self, text: &str, last: bool, marker: &str, out: &mut impl FnMut(&str)) -> (usize, Scan) {
-        if self.encoded != ENCODED_OFF {
+        if self.encoded() != ENCODED_OFF {
             return self.scan_encoded(text, last, out);
         }
         if self.done() {
@@ -680,7 +703,7 @@ impl JsonScanner {
         };
         let (consumed, scan) = self.run(&mut w, last, marker);
         w.flush(consumed);
-        if self.encoded != ENCODED_OFF {
+        if self.encoded() != ENCODED_OFF {
             // The arguments opened as a string (`run` stops after its quote).
             let (n, scan) = self.scan_encoded(text.get(consumed..).unwrap_or(""), last, w.out);
             return (consumed + n, scan);
@@ -696,7 +719,7 @@ impl JsonScanner {
         let bytes = text.as_bytes();
         let mut i = 0;
         while i < bytes.len() {
-            match self.encoded {
+            match self.encoded() {
                 ENCODED_IN => {
                     let end = memchr::memchr2(b'"', b'\\', &bytes[i..]).map_or(bytes.len(), |p| i + p);
                     if end > i {
@@ -712,10 +735,10 @@ impl JsonScanner {
                         if !self.done() {
                             return (end, Scan::Invalid);
                         }
-                        self.encoded = ENCODED_OFF;
+                        self.set_encoded(ENCODED_OFF);
                         return (end + 1, Scan::Done);
                     }
-                    self.encoded = ENCODED_ESCAPE;
+                    self.set_encoded(ENCODED_ESCAPE);
                     i = end + 1;
                 }
                 ENCODED_ESCAPE => {
@@ -729,14 +752,14 @@ impl JsonScanner {
                         b'r' => "\r",
                         b't' => "\t",
                         b'u' => {
-                            self.encoded = ENCODED_HEX;
-                            self.code = 0;
+                            self.set_encoded(ENCODED_HEX);
+                            self.set_code(0);
                             i += 1;
                             continue;
                         }
                         _ => return (i, Scan::Invalid),
                     };
-                    self.encoded = ENCODED_IN;
+                    self.set_encoded(ENCODED_IN);
                     if self.read_decoded(decoded, out).is_err() {
                         return (i, Scan::Invalid);
                     }
@@ -744,18 +767,18 @@ impl JsonScanner {
                 }
                 hex => {
                     let Some(digit) = (bytes[i] as char).to_digit(16) else { return (i, Scan::Invalid) };
-                    self.code = self.code << 4 | digit as u16;
+                    self.set_code(self.code() << 4 | digit as u16);
                     i += 1;
                     if hex < ENCODED_HEX + 3 {
-                        self.encoded = hex + 1;
+                        self.set_encoded(hex + 1);
                         continue;
                     }
                     // A character of the basic plane (a surrogate pair,
                     // which the object's text would rarely need escaped
                     // twice, is not read: the call breaks there).
-                    let Some(c) = char::from_u32(u32::from(self.code)) else { return (i - 1, Scan::Invalid) };
+                    let Some(c) = char::from_u32(u32::from(self.code())) else { return (i - 1, Scan::Invalid) };
                     let mut buf = [0u8; 4];
-                    self.encoded = ENCODED_IN;
+                    self.set_encoded(ENCODED_IN);
                     if self.read_decoded(c.encode_utf8(&mut buf), out).is_err() {
                         return (i - 1, Scan::Invalid);
                     }
@@ -1080,11 +1103,11 @@ impl JsonScanner {
                         // marker. Punctuation that ends or separates values
                         // is still broken markup.
                         let top_of_object_only = self.object_only() && self.depth == 0;
-                        if top_of_object_only && b == b'"' && mark.is_empty() && self.encoded == ENCODED_OFF {
+                        if top_of_object_only && b == b'"' && mark.is_empty() && self.encoded() == ENCODED_OFF {
                             // Arguments written as a JSON string: read by
                             // `scan_encoded` from the byte after the quote.
                             w.skip(i, 1);
-                            self.encoded = ENCODED_IN;
+                            self.set_encoded(ENCODED_IN);
                             return (i + 1, Scan::NeedMore);
                         }
                         if mark.is_empty() || top_of_object_only || matches!(b, b',' | b'}' | b']' | b':' | b'{' | b'[' | b'"' | b'\'') {
@@ -1677,5 +1700,16 @@ mod tests {
             (text.len(), Scan::Done)
         );
         assert_eq!(pieces, vec![text]);
+    }
+}
+
+#[cfg(test)]
+mod size {
+    /// Generated parsers hold a scanner in their state (≤ 256 bytes in
+    /// all): the decoding mode's state lives in bits of its fields.
+    #[test]
+    fn the_scanner_stays_16_bytes() {
+        assert_eq!(core::mem::size_of::<super::JsonScanner>(), 16);
+        assert!(u32::from(super::MAX_DEPTH) <= super::CODE_SHIFT);
     }
 }
