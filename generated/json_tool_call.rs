@@ -1249,18 +1249,17 @@ enum Lit {
     Quote,
     Name,
     OpenBrace,
-    QuoteOpenBrace,
+    Quote2,
     OpenBraceQuote,
     Arguments2,
     Parameters2,
-    Quote2,
     Name2,
     ToolCall,
     QuoteQuoteQuote,
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 20] = [
+static LITERALS: [&str; 19] = [
     "<|im_end|>",
     "</tool_call>",
     "}",
@@ -1272,11 +1271,10 @@ static LITERALS: [&str; 20] = [
     "'",
     "'name'",
     "{",
-    "\"{",
+    "\"",
     "{'",
     "\"arguments\"",
     "\"parameters\"",
-    "\"",
     "\"name\"",
     "<tool_call>",
     "```",
@@ -1326,7 +1324,7 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 14,
+        guard: 17,
         to: St::Commit2 as u16,
         limit: None,
     },
@@ -1351,12 +1349,12 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 17,
+        guard: 20,
         to: St::LitColon5 as u16,
         limit: None,
     },
     Arm {
-        guard: 18,
+        guard: 21,
         to: St::LitColon5 as u16,
         limit: None,
     },
@@ -1371,37 +1369,37 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 14,
+        guard: 17,
         to: St::Commit3 as u16,
         limit: None,
     },
     Arm {
-        guard: 19,
+        guard: 22,
         to: St::LitColon6 as u16,
         limit: None,
     },
     Arm {
-        guard: 17,
-        to: St::LitColon8 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 18,
-        to: St::LitColon8 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 16,
-        to: St::ToolOpen as u16,
-        limit: None,
-    },
-    Arm {
         guard: 20,
-        to: St::ToolOpen2 as u16,
+        to: St::LitColon8 as u16,
         limit: None,
     },
     Arm {
         guard: 21,
+        to: St::LitColon8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 19,
+        to: St::ToolOpen as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::ToolOpen2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 24,
         to: St::Space11 as u16,
         limit: Some(1u8),
     },
@@ -1446,7 +1444,7 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 14,
+        guard: 17,
         to: St::Commit5 as u16,
         limit: None,
     },
@@ -1471,12 +1469,12 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 17,
+        guard: 20,
         to: St::LitColon13 as u16,
         limit: None,
     },
     Arm {
-        guard: 18,
+        guard: 21,
         to: St::LitColon13 as u16,
         limit: None,
     },
@@ -1491,37 +1489,37 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 14,
+        guard: 17,
         to: St::Commit6 as u16,
         limit: None,
     },
     Arm {
-        guard: 19,
+        guard: 22,
         to: St::LitColon14 as u16,
         limit: None,
     },
     Arm {
-        guard: 17,
-        to: St::LitColon16 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 18,
-        to: St::LitColon16 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 16,
-        to: St::ToolOpen3 as u16,
-        limit: None,
-    },
-    Arm {
         guard: 20,
-        to: St::ToolOpen4 as u16,
+        to: St::LitColon16 as u16,
         limit: None,
     },
     Arm {
         guard: 21,
+        to: St::LitColon16 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 19,
+        to: St::ToolOpen3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::ToolOpen4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 24,
         to: St::Space21 as u16,
         limit: None,
     },
@@ -1536,18 +1534,23 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 20,
+        guard: 23,
         to: St::EndOfOutput as u16,
         limit: None,
     },
     Arm {
-        guard: 22,
+        guard: 25,
         to: St::Space23 as u16,
         limit: None,
     },
     Arm {
-        guard: 20,
+        guard: 23,
         to: St::Choice17 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 26,
+        to: St::Space25 as u16,
         limit: None,
     },
     Arm {
@@ -1556,23 +1559,18 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 20,
-        to: St::Space25 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 22,
+        guard: 25,
         to: St::Choice19 as u16,
         limit: None,
     },
     Arm {
-        guard: 20,
+        guard: 23,
         to: St::JsonStart9 as u16,
         limit: None,
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 24] = [
+static GUARDS: [Guard; 27] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseBrace as u16),
@@ -1586,10 +1584,13 @@ static GUARDS: [Guard; 24] = [
     Guard::Lit(Lit::Name as u16),
     Guard::Lit(Lit::OpenBrace as u16),
     Guard::Peek(11),
-    Guard::Lit(Lit::QuoteOpenBrace as u16),
-    Guard::Peek(13),
+    Guard::Lit(Lit::Quote2 as u16),
+    Guard::Space,
+    Guard::Lit(Lit::OpenBrace as u16),
+    Guard::Seq { first: 13, len: 3 },
+    Guard::Peek(16),
     Guard::Lit(Lit::OpenBraceQuote as u16),
-    Guard::Peek(15),
+    Guard::Peek(18),
     Guard::Lit(Lit::Arguments2 as u16),
     Guard::Lit(Lit::Parameters2 as u16),
     Guard::Lit(Lit::Name2 as u16),

@@ -1365,14 +1365,13 @@ enum Lit {
     Parameters,
     Name,
     OpenBrace,
-    QuoteOpenBrace,
     OpenBracket,
     ToolCalls,
     QuoteQuoteQuote,
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 16] = [
+static LITERALS: [&str; 15] = [
     "]",
     "}",
     "\"",
@@ -1384,7 +1383,6 @@ static LITERALS: [&str; 16] = [
     "\"parameters\"",
     "\"name\"",
     "{",
-    "\"{",
     "[",
     "[TOOL_CALLS]",
     "```",
@@ -1419,7 +1417,7 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 12,
+        guard: 15,
         to: St::Commit as u16,
         limit: None,
     },
@@ -1439,7 +1437,7 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 15,
+        guard: 18,
         to: St::Space6 as u16,
         limit: Some(0u8),
     },
@@ -1469,7 +1467,7 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 12,
+        guard: 15,
         to: St::Commit2 as u16,
         limit: None,
     },
@@ -1489,7 +1487,7 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 16,
+        guard: 19,
         to: St::LitOpenBracket as u16,
         limit: Some(1u8),
     },
@@ -1519,7 +1517,7 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 12,
+        guard: 15,
         to: St::Commit3 as u16,
         limit: None,
     },
@@ -1539,7 +1537,7 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 15,
+        guard: 18,
         to: St::Space17 as u16,
         limit: None,
     },
@@ -1569,7 +1567,7 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 12,
+        guard: 15,
         to: St::Commit4 as u16,
         limit: None,
     },
@@ -1589,12 +1587,12 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 16,
+        guard: 19,
         to: St::LitOpenBracket2 as u16,
         limit: None,
     },
     Arm {
-        guard: 17,
+        guard: 20,
         to: St::Space23 as u16,
         limit: None,
     },
@@ -1604,7 +1602,7 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 18,
+        guard: 21,
         to: St::Space25 as u16,
         limit: None,
     },
@@ -1614,7 +1612,7 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 17,
+        guard: 20,
         to: St::Choice18 as u16,
         limit: None,
     },
@@ -1625,7 +1623,7 @@ static ARMS: [Arm; 46] = [
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 19] = [
+static GUARDS: [Guard; 22] = [
     Guard::Space,
     Guard::Lit(Lit::Comma as u16),
     Guard::Space,
@@ -1637,11 +1635,14 @@ static GUARDS: [Guard; 19] = [
     Guard::Lit(Lit::Name as u16),
     Guard::Lit(Lit::OpenBrace as u16),
     Guard::Peek(9),
-    Guard::Lit(Lit::QuoteOpenBrace as u16),
-    Guard::Peek(11),
+    Guard::Lit(Lit::Quote as u16),
+    Guard::Space,
+    Guard::Lit(Lit::OpenBrace as u16),
+    Guard::Seq { first: 11, len: 3 },
+    Guard::Peek(14),
     Guard::Space,
     Guard::Lit(Lit::Comma as u16),
-    Guard::Seq { first: 13, len: 2 },
+    Guard::Seq { first: 16, len: 2 },
     Guard::Lit(Lit::ToolCalls as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
     Guard::Lit(Lit::Json as u16),

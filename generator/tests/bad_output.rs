@@ -688,7 +688,7 @@ fn make_fixture(template: &str, path: &Path, options: ParseOptions, samples: Vec
         base,
         literals,
         turn_ends: spec.content.end_of_turn.clone(),
-        args_first: spec.tools.format.mode == chat_parser_generator::spec::ToolFormatMode::JsonNative,
+        args_first: chat_parser_generator::ir::build::reads_arguments_first(&spec),
         samples,
     }
 }

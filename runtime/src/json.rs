@@ -600,6 +600,15 @@ impl JsonScanner {
         }
     }
 
+    /// Inside arguments written as a JSON string: bytes it consumes belong to
+    /// the value even where it reports nothing for them (the string's
+    /// quotes, whitespace after the object in it), so a parser counts them
+    /// as the value's text, whatever the chunking.
+    #[inline]
+    pub fn is_decoding(&self) -> bool {
+        self.encoded() != ENCODED_OFF
+    }
+
     /// Whether the value is complete.
     #[inline]
     pub fn is_done(&self) -> bool {

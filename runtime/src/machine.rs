@@ -1356,6 +1356,7 @@ pub fn json_step<const R: usize, const P: usize, const A: usize>(
 ) -> Scan {
     let rest = tail(text, core.pos);
     let mut any = false;
+    let decoding = core.json.is_decoding();
     let (n, scan) = core.json.scan_marked(rest, last, marker, &mut |piece: &str| {
         if !piece.is_empty() {
             any = true;
@@ -1363,7 +1364,9 @@ pub fn json_step<const R: usize, const P: usize, const A: usize>(
         }
     });
     core.pos += n;
-    if any {
+    // (Arguments written as a string consume bytes they report nothing
+    // for: [`JsonScanner::is_decoding`].)
+    if any || decoding || core.json.is_decoding() {
         core.emit_pos = core.pos;
     }
     scan

@@ -764,9 +764,15 @@ impl<'g> StreamParser<'g> {
                 let rest = &self.text[self.pos..];
                 let mut piece = std::mem::take(&mut self.scratch);
                 piece.clear();
+                let decoding = scanner.is_decoding();
                 let (consumed, result) = scanner.scan_marked(rest, last, marker, &mut |s: &str| piece.push_str(s));
                 self.pos += consumed;
                 self.emit_json(kind, &piece);
+                // (Arguments written as a string consume bytes they report
+                // nothing for: `JsonScanner::is_decoding`.)
+                if decoding || scanner.is_decoding() {
+                    self.emit_pos = self.pos;
+                }
                 self.scratch = piece;
                 match result {
                     Scan::Done => (Step::Done, None),

@@ -929,11 +929,7 @@ fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
     // Models also write the arguments first (`{"arguments": {...}, "name":
     // "f"}`): read where the object holds just the name and the arguments.
     let ids_after: Vec<String> = rest_fields.iter().filter(|p| is_id(p)).cloned().collect();
-    let args_first = !nested
-        && required_before == 0
-        && order[name_pos] == f.name_field
-        && rest_fields.first() == Some(&f.args_field)
-        && rest_fields.len() == 1 + ids_after.len();
+    let args_first = reads_arguments_first(spec);
     if !args_first {
         before_name.extend(field(required_before, &order[name_pos]));
         before_name.push(Node::lit(q));
@@ -971,9 +967,10 @@ fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
     // known (holding them back would need memory without bound), so a name
     // the tools do not declare breaks the call there. Markup that breaks
     // before they open is content.
-    let opens = |o: &str| Alt { guard: Node::Peek(Box::new(Node::lit(o))), body: Node::Mark(Mark::Commit) };
+    let opens = |o: Node| Alt { guard: Node::Peek(Box::new(o)), body: Node::Mark(Mark::Commit) };
+    let in_string = Node::seq(vec![Node::lit("\""), Node::Space, Node::lit("{")]);
     let mut args_then: Vec<Node> = colon().into();
-    args_then.extend([Node::Choice(vec![opens("{"), opens("\"{")]), args(), Node::Space, Node::lit(","), Node::Space, key_node(&f.name_field)]);
+    args_then.extend([Node::Choice(vec![opens(Node::lit("{")), opens(in_string)]), args(), Node::Space, Node::lit(","), Node::Space, key_node(&f.name_field)]);
     args_then.extend(colon());
     args_then.extend([Node::lit(q), Node::Until { stops: vec![q.to_string()], kind: TextKind::ToolName, trim_newlines: false }, Node::lit(q)]);
     args_then.extend(ids_after.iter().map(|p| later_id(p)));
@@ -981,6 +978,33 @@ fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
     alts.extend(key_alts(&f.args_field, Node::seq(args_then)).into_iter().map(|a| if a.is_lenient() { a } else { Alt::lenient(a.guard, a.body) }));
     before_name.extend([Node::Space, Node::Choice(alts)]);
     Node::seq(before_name)
+}
+
+/// Whether a format's JSON call objects are also read with their arguments
+/// first (`{"arguments": {...}, "name": "f"}`): JSON calls whose object
+/// holds just the name, the arguments and ids, in that order, at the top.
+/// Such a call reports its arguments before its name (see
+/// `chat_parser_runtime::Event::ToolName`).
+pub fn reads_arguments_first(spec: &FormatSpec) -> bool {
+    let f = &spec.tools.format;
+    // (JSON-native formats, and the JSON call objects of Python call lists.)
+    if !matches!(f.mode, ToolFormatMode::JsonNative | ToolFormatMode::PythonCalls) || f.fun_name_is_key {
+        return false;
+    }
+    let mut order: Vec<String> = f.parameter_order.clone();
+    if order.is_empty() {
+        order = vec![f.name_field.clone(), f.args_field.clone()];
+    }
+    let nested = order.iter().all(|p| p.contains('.'));
+    let is_id = |p: &String| *p == f.id_field || *p == f.gen_id_field;
+    let name_pos = order.iter().position(|p| *p == f.name_field).unwrap_or(0);
+    let required_before = order[..name_pos].iter().filter(|p| !is_id(p)).count();
+    let rest = &order[name_pos + 1..];
+    !nested
+        && required_before == 0
+        && order[name_pos] == f.name_field
+        && rest.first() == Some(&f.args_field)
+        && rest.len() == 1 + rest.iter().filter(|p| is_id(p)).count()
 }
 
 /// One element of a Python call list: a call `name(k=v, …)`, or a JSON call
@@ -1099,7 +1123,7 @@ fn name_stops(spec: &FormatSpec) -> Vec<String> {
     if !t.function.name_suffix.trim().is_empty() {
         let mut stops = vec![t.function.name_suffix.trim().to_string()];
         // (A name never holds `{`: where the model leaves the suffix out,
-        // the JSON arguments end the name; see `marker_before_json`.)
+        // the JSON arguments end the name; see `marker_before_args` in `tagged_call_after_prefix`.)
         if t.format.mode == ToolFormatMode::TagWithJson {
             stops.push("{".to_string());
         }

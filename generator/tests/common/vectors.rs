@@ -83,7 +83,8 @@ pub fn load_file(shared: &Path, file: &Path) -> Vec<Case> {
                             name: t["name"].as_str().unwrap_or_default().to_string(),
                             id: t["id"].as_str().unwrap_or_default().to_string(),
                             arguments: t["arguments"].as_str().unwrap_or_default().to_string(),
-                            complete: true,
+                            // (Real-output cases mark a call that ends broken.)
+                            complete: t["complete"].as_bool().unwrap_or(true),
                         })
                         .collect()
                 })
