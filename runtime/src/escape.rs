@@ -538,14 +538,10 @@ pub fn json_unescape(text: &str, out: &mut impl FnMut(&str)) {
             out(&text[start..i]);
         }
         let mut buf = [0u8; 4];
-        let (piece, used): (&str, usize) = match bytes.get(i + 1) {
+        let (piece, used): (&str, usize) = match bytes.get(i + 1).map(|&b| (b, unescaped(b))) {
             None => ("\\", 1),
-            Some(b'n') => ("\n", 2),
-            Some(b't') => ("\t", 2),
-            Some(b'r') => ("\r", 2),
-            Some(b'b') => ("\u{8}", 2),
-            Some(b'f') => ("\u{c}", 2),
-            Some(b'u') => {
+            Some((_, Some(piece))) => (piece, 2),
+            Some((b'u', None)) => {
                 let hex = text.get(i + 2..i + 6).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
                 match hex.and_then(|h| u32::from_str_radix(h, 16).ok()).and_then(char::from_u32) {
                     Some(c) => (&*c.encode_utf8(&mut buf), 6),
@@ -565,6 +561,23 @@ pub fn json_unescape(text: &str, out: &mut impl FnMut(&str)) {
     if start < bytes.len() {
         out(&text[start..]);
     }
+}
+
+/// What a JSON escape with one character after its backslash stands for
+/// (`\n` → a newline, `\"` → `"`); `None` for `u` (four hex digits follow)
+/// and for characters JSON does not escape.
+pub(crate) fn unescaped(b: u8) -> Option<&'static str> {
+    Some(match b {
+        b'"' => "\"",
+        b'\\' => "\\",
+        b'/' => "/",
+        b'b' => "\u{8}",
+        b'f' => "\u{c}",
+        b'n' => "\n",
+        b'r' => "\r",
+        b't' => "\t",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -751,22 +751,15 @@ impl JsonScanner {
                     i = end + 1;
                 }
                 ENCODED_ESCAPE => {
-                    let decoded = match bytes[i] {
-                        b'"' => "\"",
-                        b'\\' => "\\",
-                        b'/' => "/",
-                        b'b' => "\u{8}",
-                        b'f' => "\u{c}",
-                        b'n' => "\n",
-                        b'r' => "\r",
-                        b't' => "\t",
-                        b'u' => {
+                    let decoded = match escape::unescaped(bytes[i]) {
+                        Some(decoded) => decoded,
+                        None if bytes[i] == b'u' => {
                             self.set_encoded(ENCODED_HEX);
                             self.set_code(0);
                             i += 1;
                             continue;
                         }
-                        _ => return (i, Scan::Invalid),
+                        None => return (i, Scan::Invalid),
                     };
                     self.set_encoded(ENCODED_IN);
                     if self.read_decoded(decoded, out).is_err() {
@@ -1415,6 +1408,14 @@ mod tests {
         });
     }
 
+    /// Generated parsers hold a scanner in their state (≤ 256 bytes in
+    /// all): the decoding mode's state lives in bits of its fields.
+    #[test]
+    fn the_scanner_stays_16_bytes() {
+        assert_eq!(core::mem::size_of::<JsonScanner>(), 16);
+        assert!(u32::from(MAX_DEPTH) <= CODE_SHIFT);
+    }
+
     /// Arguments as a JSON string holding the object, in every chunking:
     /// `(input, reported, result, consumed)`.
     #[test]
@@ -1709,16 +1710,5 @@ mod tests {
             (text.len(), Scan::Done)
         );
         assert_eq!(pieces, vec![text]);
-    }
-}
-
-#[cfg(test)]
-mod size {
-    /// Generated parsers hold a scanner in their state (≤ 256 bytes in
-    /// all): the decoding mode's state lives in bits of its fields.
-    #[test]
-    fn the_scanner_stays_16_bytes() {
-        assert_eq!(core::mem::size_of::<super::JsonScanner>(), 16);
-        assert!(u32::from(super::MAX_DEPTH) <= super::CODE_SHIFT);
     }
 }

@@ -155,10 +155,18 @@ fn marker(s: &str) -> Node {
 /// 4.7 drops `<arg_value>` under load, vLLM #49248: `k</arg_key>v</arg_value>`);
 /// for parsers only, grammars write the marker.
 fn marker_or_missing(s: &str) -> Node {
+    marker_or_missing_before(s, Node::Empty)
+}
+
+/// [`marker_or_missing`], left out only where `next` follows (a lookahead;
+/// `Node::Empty`: anywhere): Mistral's `[ARGS]` where the arguments' `{`
+/// comes right after the name.
+fn marker_or_missing_before(s: &str, next: Node) -> Node {
     if s.trim().is_empty() {
         return Node::Empty;
     }
-    Node::Choice(vec![Alt { guard: Node::seq(vec![Node::Space, lit(s)]), body: Node::Empty }, Alt::lenient(Node::Empty, Node::Empty)])
+    let guard = if next == Node::Empty { Node::Empty } else { Node::Peek(Box::new(next)) };
+    Node::Choice(vec![Alt { guard: Node::seq(vec![Node::Space, lit(s)]), body: Node::Empty }, Alt::lenient(guard, Node::Empty)])
 }
 
 /// `space MARKER` where the output writes the marker; where it leaves it
@@ -728,24 +736,19 @@ fn closed(spec: &FormatSpec, body: Node) -> Node {
     let end = f.per_call_end.trim();
     let function_close = spec.tools.function.close.trim();
     if !end.is_empty() && is_tag(function_close) && function_close != end {
-        return Node::seq(vec![body, wrapper_closer(end), Node::Mark(Mark::ToolClose)]);
+        // The wrapper's closer after a function closer written as a tag
+        // (`</tool_call>` after `</function>`): the function's closer
+        // already ended the call, so the wrapper's is read where written
+        // and not needed where not. Models leave it out before the next
+        // `<function=…>` (Qwen3-Coder writes several functions in one
+        // `<tool_call>`, which vLLM reads as calls each) and before the
+        // text after the call; at the end of the output a partial closer
+        // (`</tool_ca`) is then text. DeepSeek R1's function closer is a
+        // code fence, which text may hold, so its calls still need their
+        // own end marker.
+        return Node::seq(vec![body, marker_or_missing(end), Node::Mark(Mark::ToolClose)]);
     }
     Node::seq(vec![body, closer(&f.per_call_end, &section_end), Node::Mark(Mark::ToolClose)])
-}
-
-/// The per-call wrapper's closer after a call whose function has a closer
-/// of its own (`</tool_call>` after `</function>`): read where the model
-/// writes it, and not needed where it does not. The function's closer
-/// already ended the call, so the call is complete; models leave the
-/// wrapper's closer out before the next `<function=…>` (Qwen3-Coder writes
-/// several functions in one `<tool_call>`, which vLLM reads as calls each)
-/// and before the text after the call. For parsers only: grammars write it.
-/// At the end of the output a partial closer (`</tool_ca`) is text. Only
-/// after a closer written as a tag (`</function>`, `</invoke>`): DeepSeek
-/// R1's function closer is a code fence, which text may hold, so its calls
-/// still need their own end marker.
-fn wrapper_closer(end: &str) -> Node {
-    Node::Choice(vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(end)]), body: Node::Empty }, Alt::lenient(Node::Empty, Node::Empty)])
 }
 
 /// The calls of a section whose every call has its own opener, from after
@@ -1168,13 +1171,10 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
     // the arguments' `{` follows (`[TOOL_CALLS]get_weather{"city": …}`):
     // for parsers only, grammars write it.
     let marker_before_args = |m: &str| -> Node {
-        if t.format.mode != ToolFormatMode::TagWithJson || m.trim().is_empty() {
+        if t.format.mode != ToolFormatMode::TagWithJson {
             return marker(m);
         }
-        Node::Choice(vec![
-            Alt { guard: Node::seq(vec![Node::Space, lit(m)]), body: Node::Empty },
-            Alt::lenient(Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit("{")]))), Node::Empty),
-        ])
+        marker_or_missing_before(m, Node::seq(vec![Node::Space, Node::lit("{")]))
     };
     // The call id, where the template writes it.
     let id_node = || {
