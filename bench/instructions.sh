@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Instruction counts (callgrind) of the comparison binary on every
 # benchmarked template and shape: one one-shot parse and one parse in
-# 4-byte chunks (parser and sink only: `parse_one_shot`, `parse_streamed`).
+# 4-byte chunks (parser and sink only: `parse_one_shot`, `parse_streamed`),
+# and the floor of that streamed parse: the same chunks, loop and sink with
+# no parser, only a UTF-8 check (`parse_floor`, `chat_parser_bench::floor`).
 #
 #   cargo build --release -p chat-parser-bench --bins
 #   bench/instructions.sh [target/release/chat-parser-bench]
 #
-# Prints `template shape one-shot streamed` (instructions), a line each.
+# Prints `template shape one-shot streamed floor` (instructions), a line each.
 # Counts do not depend on the machine's load.
 set -euo pipefail
 bin="${1:-target/release/chat-parser-bench}"
@@ -20,6 +22,6 @@ count() { # FILE FUNCTION: inclusive instructions of FUNCTION
 for t in $templates; do
   for s in $shapes; do
     valgrind --tool=callgrind --callgrind-out-file="$out/cg" "$bin" "$t" --shape "$s" --chunk-bytes 4 --once >/dev/null 2>&1
-    printf '%-48s %-22s %9s %9s\n' "$t" "$s" "$(count "$out/cg" parse_one_shot)" "$(count "$out/cg" parse_streamed)"
+    printf '%-48s %-22s %9s %9s %9s\n' "$t" "$s" "$(count "$out/cg" parse_one_shot)" "$(count "$out/cg" parse_streamed)" "$(count "$out/cg" parse_floor)"
   done
 done

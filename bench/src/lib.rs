@@ -6,13 +6,16 @@
 //! - [`request`]: a `chat-parser parse` request and its runtime options;
 //! - [`shapes`]: the benchmark outputs (four corpus templates, three 16 KB
 //!   shapes each), shared by the binary, the benchmark and the tests;
-//! - [`Tally`]: a sink that only counts, so timing measures the parser.
+//! - [`Tally`]: a sink that only counts, so timing measures the parser;
+//! - [`floor`]: what streaming costs before any parsing, the baseline the
+//!   instruction counts are read against.
 
 use std::path::PathBuf;
 
 use chat_parser_generator::{template_file::TemplateFile, FormatSpec};
 use chat_parser_runtime::{Event, Parse, Sink, VisitParser};
 
+pub mod floor;
 pub mod request;
 pub mod shapes;
 

@@ -9,7 +9,9 @@
 //! K-byte chunks run once each, in the functions `parse_one_shot` and
 //! `parse_streamed`, for an instruction count of each
 //! (`valgrind --tool=callgrind --toggle-collect='*parse_one_shot*'`, or
-//! both and `callgrind_annotate --inclusive=yes`).
+//! both and `callgrind_annotate --inclusive=yes`); then `parse_floor`
+//! hands the same chunks to the same sink with no parser
+//! (`chat_parser_bench::floor`), the count no parser can go below.
 //!
 //! With `--shape`, the text is the benchmark output of that shape for the
 //! template (`shapes`: `a-text`, `b-long-call`, `c-3-calls`,
@@ -46,6 +48,7 @@ use std::time::{Duration, Instant};
 
 use chat_parser_bench::parsers::{AnyParser, TEMPLATES};
 use chat_parser_bench::request::{Request, RuntimeTools};
+use chat_parser_bench::floor::Passthrough;
 use chat_parser_bench::{run_parser, shapes, Tally};
 use chat_parser_runtime::Options;
 use serde_json::json;
@@ -180,6 +183,7 @@ fn measure(file: &'static str, text: &[u8], partial: bool, chunk: usize, once: b
     if once {
         parse_one_shot(&mut new(), text, partial);
         parse_streamed(&mut new(), text, chunk, partial);
+        parse_floor(text, chunk);
         return json!({"template": file, "bytes": text.len(), "once": true}).to_string();
     }
 
@@ -238,4 +242,18 @@ fn median_time(mut f: impl FnMut()) -> Duration {
     }
     times.sort_unstable();
     times[times.len() / 2]
+}
+
+/// The floor of a streamed parse: the same text, chunks, loop and sink,
+/// but only `floor::Passthrough` (check UTF-8, report whole characters)
+/// in place of a parser (a function of its own for callgrind).
+#[inline(never)]
+fn parse_floor(text: &[u8], chunk: usize) {
+    let mut tally = Tally::default();
+    let mut floor = Passthrough::default();
+    for piece in black_box(text).chunks(chunk.max(1)) {
+        floor.feed(piece, &mut tally);
+    }
+    floor.finish(&mut tally);
+    black_box(tally);
 }

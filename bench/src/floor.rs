@@ -1,0 +1,188 @@
+//! The floor of streaming: what handing a text to a sink in small chunks
+//! costs before any parsing is done.
+//!
+//! A streamed parse of a 16 KB output in 4-byte chunks is 4,096 calls to
+//! `feed`, each of which loads its chunk, checks that it is UTF-8, carries
+//! a character the chunk cut off to the next call, and reports the whole
+//! characters to the sink. No parser can do less. [`Passthrough`] does only
+//! that, as cheaply as this crate knows how (the chunk in one register,
+//! UTF-8 checked by [`Utf8State`] from where the last chunk left it), so
+//! that instruction counts of the generated parsers can be read against
+//! it: `bench/instructions.sh` prints it beside them.
+//!
+//! # Example
+//! ```
+//! use chat_parser_bench::{floor::Passthrough, Tally};
+//! let mut tally = Tally::default();
+//! let mut floor = Passthrough::default();
+//! for chunk in "中文 text".as_bytes().chunks(4) {
+//!     floor.feed(chunk, &mut tally);
+//! }
+//! floor.finish(&mut tally);
+//! assert_eq!(tally.text_bytes, "中文 text".len());
+//! ```
+
+use chat_parser_runtime::__private::Word;
+use chat_parser_runtime::utf8::{Utf8State, REPLACEMENT};
+use chat_parser_runtime::{Event, Sink};
+
+/// Reports a stream's text as [`Event::Content`], whole characters only,
+/// decoded as `String::from_utf8_lossy` decodes the whole stream.
+#[derive(Debug, Clone, Copy)]
+pub struct Passthrough {
+    /// The bytes of a character the last chunk cut off, little-endian
+    /// (zero past `len`).
+    carry: u64,
+    len: usize,
+    /// The UTF-8 check after the carried bytes.
+    state: Utf8State,
+}
+
+impl Default for Passthrough {
+    fn default() -> Self {
+        Passthrough { carry: 0, len: 0, state: Utf8State::START }
+    }
+}
+
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+impl Passthrough {
+    /// Reports the whole characters of `bytes` (after the carried ones).
+    #[inline(always)]
+    pub fn feed(&mut self, bytes: &[u8], sink: &mut impl Sink) {
+        let Some(w) = Word::new(bytes) else { return self.feed_long(bytes, sink) };
+        if self.len == 0 && w.bits & HIGH == 0 {
+            // SAFETY: ASCII is UTF-8.
+            sink.event(Event::Content(unsafe { core::str::from_utf8_unchecked(bytes) }));
+            return;
+        }
+        // The carried bytes and the chunk's, in one register (at most 3 + 4
+        // bytes fit; a longer chunk after a cut character goes the long way).
+        let total = self.len + w.len;
+        if total > 8 {
+            return self.feed_long(bytes, sink);
+        }
+        let mut state = self.state;
+        let mut rest = w.bits;
+        for _ in 0..w.len {
+            state = state.step(rest as u8);
+            rest >>= 8;
+        }
+        if state.failed() {
+            return self.feed_long(bytes, sink);
+        }
+        let joined = self.carry | w.bits << (8 * self.len);
+        // Whole up to the last character's first byte (the last byte that
+        // is not a continuation byte, 10xxxxxx), unless that one is whole.
+        let whole = if state.at_boundary() {
+            total
+        } else {
+            let starts = !(joined & !(joined << 1)) & HIGH >> (64 - 8 * total);
+            (63 - starts.leading_zeros() as usize) / 8
+        };
+        if whole > 0 {
+            let text = joined.to_le_bytes();
+            // SAFETY: the check found `text[..whole]` whole characters of
+            // valid UTF-8 (the carried bytes were checked with the chunk).
+            sink.event(Event::Content(unsafe { core::str::from_utf8_unchecked(&text[..whole]) }));
+        }
+        self.carry = joined.checked_shr(8 * whole as u32).unwrap_or(0);
+        self.len = total - whole;
+        self.state = state;
+    }
+
+    /// A chunk of more than 8 bytes, or one with invalid UTF-8 in it.
+    #[inline(never)]
+    fn feed_long(&mut self, mut bytes: &[u8], sink: &mut impl Sink) {
+        // Complete (or give up) the carried character a byte at a time.
+        while self.len > 0 {
+            let Some((&b, rest)) = bytes.split_first() else { return };
+            let state = self.state.step(b);
+            if state.failed() {
+                // The carried bytes are a maximal invalid part; `b` is read
+                // again from a character boundary.
+                sink.event(Event::Content(REPLACEMENT));
+                *self = Passthrough::default();
+                break;
+            }
+            self.carry |= u64::from(b) << (8 * self.len);
+            self.len += 1;
+            self.state = state;
+            bytes = rest;
+            if state.at_boundary() {
+                let text = self.carry.to_le_bytes();
+                let text = core::str::from_utf8(&text[..self.len]).unwrap_or(REPLACEMENT);
+                sink.event(Event::Content(text));
+                *self = Passthrough::default();
+            }
+        }
+        let end = bytes.as_ptr_range().end;
+        for piece in bytes.utf8_chunks() {
+            if !piece.valid().is_empty() {
+                sink.event(Event::Content(piece.valid()));
+            }
+            let bad = piece.invalid();
+            if bad.is_empty() {
+                continue;
+            }
+            let state = Utf8State::START.read(bad);
+            if bad.as_ptr_range().end == end && !state.failed() {
+                // A character the next chunk may complete.
+                for (i, &b) in bad.iter().enumerate() {
+                    self.carry |= u64::from(b) << (8 * i);
+                }
+                self.len = bad.len();
+                self.state = state;
+            } else {
+                sink.event(Event::Content(REPLACEMENT));
+            }
+        }
+    }
+
+    /// Ends the stream: a character still cut off becomes U+FFFD.
+    pub fn finish(&mut self, sink: &mut impl Sink) {
+        if self.len > 0 {
+            sink.event(Event::Content(REPLACEMENT));
+        }
+        *self = Passthrough::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Text(String);
+
+    impl Sink for Text {
+        fn event(&mut self, event: Event<'_>) {
+            let Event::Content(t) = event else { panic!("only content: {event:?}") };
+            self.0.push_str(t);
+        }
+    }
+
+    #[test]
+    fn decodes_as_from_utf8_lossy_in_every_chunking() {
+        let inputs: [&[u8]; 7] = [
+            "plain ASCII text".as_bytes(),
+            "中文，还有 ASCII 和 emoji 😀 以及 é".as_bytes(),
+            b"cut \xe4\xb8 then ASCII",
+            b"\xff\xfe lone bytes \x80 and \xed\xa0\x80 a surrogate",
+            b"ends cut \xf0\x9f\x98",
+            b"\xe4\xb8\xad\xe4\xb8",
+            b"overlong \xc0\xaf and \xe0\x80\xaf",
+        ];
+        for input in inputs {
+            let expected = String::from_utf8_lossy(input);
+            for size in 1..=input.len() {
+                let mut out = Text(String::new());
+                let mut floor = Passthrough::default();
+                for chunk in input.chunks(size) {
+                    floor.feed(chunk, &mut out);
+                }
+                floor.finish(&mut out);
+                assert_eq!(out.0, expected, "{input:?} in {size}-byte chunks");
+            }
+        }
+    }
+}
