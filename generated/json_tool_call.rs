@@ -56,6 +56,63 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
             ],
             calls: [
                 &[
+                    Op::Seq(7),
+                    Op::Lit(0),
+                    Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(4),
+                    Op::Seq(0),
+                    Op::Lit(1),
+                    Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Lit(2),
+                    Op::Seq(5),
+                    Op::Space,
+                    Op::Lit(3),
+                    Op::Space,
+                    Op::Lit(4),
+                    Op::Call,
+                    Op::Seq(11),
+                    Op::Name { stops: 4, count: 1 },
+                    Op::Lit(4),
+                    Op::Space,
+                    Op::Lit(5),
+                    Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Lit(6),
+                    Op::Seq(0),
+                    Op::Space,
+                    Op::Lit(3),
+                    Op::Space,
+                    Op::Args {
+                        python: false,
+                        marker: None,
+                    },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
+                    Op::Lit(7),
+                    Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
+                    Op::Space,
+                    Op::Lit(8),
+                    Op::Seq(0),
+                    Op::Seq(0),
+                    Op::Space,
+                    Op::Text {
+                        role: TextRole::Content,
+                        stops: 0,
+                        count: 1,
+                    },
+                ],
+                &[
                     Op::Seq(8),
                     Op::Lit(0),
                     Op::Space,
@@ -98,61 +155,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(7),
                     Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(8),
                     Op::Seq(0),
-                    Op::Space,
-                    Op::Text {
-                        role: TextRole::Content,
-                        stops: 0,
-                        count: 1,
-                    },
-                ],
-                &[
-                    Op::Seq(9),
-                    Op::Lit(0),
-                    Op::Space,
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Seq(0),
-                    Op::Seq(4),
-                    Op::Seq(0),
-                    Op::Lit(1),
-                    Op::Space,
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Lit(2),
-                    Op::Seq(5),
-                    Op::Space,
-                    Op::Lit(3),
-                    Op::Space,
-                    Op::Lit(4),
-                    Op::Call,
-                    Op::Seq(11),
-                    Op::Name { stops: 4, count: 1 },
-                    Op::Lit(4),
-                    Op::Space,
-                    Op::Lit(5),
-                    Op::Space,
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Lit(6),
-                    Op::Seq(0),
-                    Op::Space,
-                    Op::Lit(3),
-                    Op::Space,
-                    Op::Args {
-                        python: false,
-                        marker: None,
-                    },
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Seq(2),
-                    Op::Space,
-                    Op::Lit(7),
-                    Op::Seq(0),
-                    Op::Space,
-                    Op::Lit(8),
                     Op::Seq(0),
                     Op::Space,
                     Op::Text {
@@ -164,7 +172,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Lit(0),
-                    Op::Seq(7),
+                    Op::Seq(6),
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
@@ -205,8 +213,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(7),
                     Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(8),
+                    Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
                     Op::Text {
@@ -329,15 +341,15 @@ enum St {
     Content5,
     Space2,
     ToolClose,
-    LitCloseToolCall,
     Choice,
+    Choice2,
     JsonClose,
     JsonEndMarker,
     Json,
     JsonStart,
     Space3,
     LitColon,
-    Choice2,
+    Choice3,
     Space4,
     LitComma,
     LitQuote,
@@ -357,10 +369,10 @@ enum St {
     Json2,
     JsonStart2,
     Commit2,
-    Choice3,
+    Choice4,
     Space5,
     LitColon4,
-    Choice4,
+    Choice5,
     Space6,
     LitOpenBrace,
     ToolOpen,
@@ -370,7 +382,7 @@ enum St {
     JsonStart3,
     Space7,
     LitColon5,
-    Choice5,
+    Choice6,
     Space8,
     LitComma3,
     LitQuote5,
@@ -390,14 +402,14 @@ enum St {
     Json4,
     JsonStart4,
     Commit3,
-    Choice6,
+    Choice7,
     Space9,
     LitColon8,
-    Choice7,
+    Choice8,
     Space10,
     LitOpenBrace2,
     ToolOpen2,
-    Choice8,
+    Choice9,
     Space11,
     Commit4,
     Loop2,
@@ -411,15 +423,15 @@ enum St {
     Content8,
     Space12,
     ToolClose2,
-    LitCloseToolCall2,
-    Choice9,
+    Choice10,
+    Choice11,
     JsonClose5,
     JsonEndMarker5,
     Json5,
     JsonStart5,
     Space13,
     LitColon9,
-    Choice10,
+    Choice12,
     Space14,
     LitComma5,
     LitQuote9,
@@ -439,10 +451,10 @@ enum St {
     Json6,
     JsonStart6,
     Commit5,
-    Choice11,
+    Choice13,
     Space15,
     LitColon12,
-    Choice12,
+    Choice14,
     Space16,
     LitOpenBrace3,
     ToolOpen3,
@@ -452,7 +464,7 @@ enum St {
     JsonStart7,
     Space17,
     LitColon13,
-    Choice13,
+    Choice15,
     Space18,
     LitComma7,
     LitQuote13,
@@ -472,29 +484,29 @@ enum St {
     Json8,
     JsonStart8,
     Commit6,
-    Choice14,
+    Choice16,
     Space19,
     LitColon16,
-    Choice15,
+    Choice17,
     Space20,
     LitOpenBrace4,
     ToolOpen4,
-    Choice16,
+    Choice18,
     Space21,
     Commit7,
     Loop3,
     ContentText9,
     Content9,
     Space22,
-    Choice17,
+    Choice19,
     Space23,
-    Choice18,
+    Choice20,
     Space24,
     Json9,
     JsonStart9,
     Space25,
-    Choice19,
-    Choice20,
+    Choice21,
+    Choice22,
     Space26,
 }
 /// Each state's row: what it reads and where it goes next.
@@ -554,7 +566,7 @@ static STATES: [State; 188] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 23, len: 2 },
+        arms: Arms { first: 25, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -585,25 +597,24 @@ static STATES: [State; 188] = {
     s[St::ToolClose as usize] = State::ToolClose {
         next: St::Space2 as u16,
     };
-    s[St::LitCloseToolCall as usize] = State::SpacedLiteral {
-        text: Lit::CloseToolCall as u16,
-        next: St::ToolClose as u16,
-    };
     s[St::Choice as usize] = State::Choice {
         arms: Arms { first: 1, len: 2 },
     };
+    s[St::Choice2 as usize] = State::Choice {
+        arms: Arms { first: 3, len: 2 },
+    };
     s[St::JsonClose as usize] = State::JsonClose {
         content: false,
-        next: St::Choice as u16,
+        next: St::Choice2 as u16,
     };
     s[St::JsonEndMarker as usize] = State::Choice {
-        arms: Arms { first: 3, len: 1 },
+        arms: Arms { first: 5, len: 1 },
     };
     s[St::Json as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker as u16,
-        next: St::Choice as u16,
+        next: St::Choice2 as u16,
     };
     s[St::JsonStart as usize] = State::JsonStart {
         python: true,
@@ -617,11 +628,11 @@ static STATES: [State; 188] = {
         text: Lit::Colon as u16,
         next: St::Space3 as u16,
     };
-    s[St::Choice2 as usize] = State::Choice {
-        arms: Arms { first: 4, len: 2 },
+    s[St::Choice3 as usize] = State::Choice {
+        arms: Arms { first: 6, len: 2 },
     };
     s[St::Space4 as usize] = State::Space {
-        next: St::Choice2 as u16,
+        next: St::Choice3 as u16,
     };
     s[St::LitComma as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
@@ -650,7 +661,7 @@ static STATES: [State; 188] = {
     };
     s[St::LitQuote3 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice as u16,
+        next: St::Choice2 as u16,
     };
     s[St::ToolName3 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -682,7 +693,7 @@ static STATES: [State; 188] = {
         next: St::LitComma2 as u16,
     };
     s[St::JsonEndMarker2 as usize] = State::Choice {
-        arms: Arms { first: 6, len: 1 },
+        arms: Arms { first: 8, len: 1 },
     };
     s[St::Json2 as usize] = State::Json {
         content: false,
@@ -698,21 +709,21 @@ static STATES: [State; 188] = {
     s[St::Commit2 as usize] = State::Commit {
         next: St::JsonStart2 as u16,
     };
-    s[St::Choice3 as usize] = State::Choice {
-        arms: Arms { first: 7, len: 2 },
+    s[St::Choice4 as usize] = State::Choice {
+        arms: Arms { first: 9, len: 2 },
     };
     s[St::Space5 as usize] = State::Space {
-        next: St::Choice3 as u16,
+        next: St::Choice4 as u16,
     };
     s[St::LitColon4 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space5 as u16,
     };
-    s[St::Choice4 as usize] = State::Choice {
-        arms: Arms { first: 9, len: 3 },
+    s[St::Choice5 as usize] = State::Choice {
+        arms: Arms { first: 11, len: 3 },
     };
     s[St::Space6 as usize] = State::Space {
-        next: St::Choice4 as u16,
+        next: St::Choice5 as u16,
     };
     s[St::LitOpenBrace as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -723,16 +734,16 @@ static STATES: [State; 188] = {
     };
     s[St::JsonClose3 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice as u16,
+        next: St::Choice2 as u16,
     };
     s[St::JsonEndMarker3 as usize] = State::Choice {
-        arms: Arms { first: 12, len: 1 },
+        arms: Arms { first: 14, len: 1 },
     };
     s[St::Json3 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker3 as u16,
-        next: St::Choice as u16,
+        next: St::Choice2 as u16,
     };
     s[St::JsonStart3 as usize] = State::JsonStart {
         python: false,
@@ -746,11 +757,11 @@ static STATES: [State; 188] = {
         text: Lit::Colon as u16,
         next: St::Space7 as u16,
     };
-    s[St::Choice5 as usize] = State::Choice {
-        arms: Arms { first: 13, len: 2 },
+    s[St::Choice6 as usize] = State::Choice {
+        arms: Arms { first: 15, len: 2 },
     };
     s[St::Space8 as usize] = State::Space {
-        next: St::Choice5 as u16,
+        next: St::Choice6 as u16,
     };
     s[St::LitComma3 as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
@@ -779,7 +790,7 @@ static STATES: [State; 188] = {
     };
     s[St::LitQuote7 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::Choice as u16,
+        next: St::Choice2 as u16,
     };
     s[St::ToolName7 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -811,7 +822,7 @@ static STATES: [State; 188] = {
         next: St::LitComma4 as u16,
     };
     s[St::JsonEndMarker4 as usize] = State::Choice {
-        arms: Arms { first: 15, len: 1 },
+        arms: Arms { first: 17, len: 1 },
     };
     s[St::Json4 as usize] = State::Json {
         content: false,
@@ -827,21 +838,21 @@ static STATES: [State; 188] = {
     s[St::Commit3 as usize] = State::Commit {
         next: St::JsonStart4 as u16,
     };
-    s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 16, len: 2 },
+    s[St::Choice7 as usize] = State::Choice {
+        arms: Arms { first: 18, len: 2 },
     };
     s[St::Space9 as usize] = State::Space {
-        next: St::Choice6 as u16,
+        next: St::Choice7 as u16,
     };
     s[St::LitColon8 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space9 as u16,
     };
-    s[St::Choice7 as usize] = State::Choice {
-        arms: Arms { first: 18, len: 3 },
+    s[St::Choice8 as usize] = State::Choice {
+        arms: Arms { first: 20, len: 3 },
     };
     s[St::Space10 as usize] = State::Space {
-        next: St::Choice7 as u16,
+        next: St::Choice8 as u16,
     };
     s[St::LitOpenBrace2 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -850,11 +861,11 @@ static STATES: [State; 188] = {
     s[St::ToolOpen2 as usize] = State::ToolOpen {
         next: St::LitOpenBrace2 as u16,
     };
-    s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 21, len: 2 },
+    s[St::Choice9 as usize] = State::Choice {
+        arms: Arms { first: 23, len: 2 },
     };
     s[St::Space11 as usize] = State::Space {
-        next: St::Choice8 as u16,
+        next: St::Choice9 as u16,
     };
     s[St::Commit4 as usize] = State::Commit {
         next: St::Space2 as u16,
@@ -875,7 +886,7 @@ static STATES: [State; 188] = {
     s[St::LoopHead3 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 47, len: 2 },
+        arms: Arms { first: 51, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -906,25 +917,24 @@ static STATES: [State; 188] = {
     s[St::ToolClose2 as usize] = State::ToolClose {
         next: St::Space12 as u16,
     };
-    s[St::LitCloseToolCall2 as usize] = State::SpacedLiteral {
-        text: Lit::CloseToolCall as u16,
-        next: St::ToolClose2 as u16,
+    s[St::Choice10 as usize] = State::Choice {
+        arms: Arms { first: 27, len: 2 },
     };
-    s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 25, len: 2 },
+    s[St::Choice11 as usize] = State::Choice {
+        arms: Arms { first: 29, len: 2 },
     };
     s[St::JsonClose5 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice9 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::JsonEndMarker5 as usize] = State::Choice {
-        arms: Arms { first: 27, len: 1 },
+        arms: Arms { first: 31, len: 1 },
     };
     s[St::Json5 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker5 as u16,
-        next: St::Choice9 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::JsonStart5 as usize] = State::JsonStart {
         python: true,
@@ -938,11 +948,11 @@ static STATES: [State; 188] = {
         text: Lit::Colon as u16,
         next: St::Space13 as u16,
     };
-    s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 28, len: 2 },
+    s[St::Choice12 as usize] = State::Choice {
+        arms: Arms { first: 32, len: 2 },
     };
     s[St::Space14 as usize] = State::Space {
-        next: St::Choice10 as u16,
+        next: St::Choice12 as u16,
     };
     s[St::LitComma5 as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
@@ -971,7 +981,7 @@ static STATES: [State; 188] = {
     };
     s[St::LitQuote11 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice9 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::ToolName11 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1003,7 +1013,7 @@ static STATES: [State; 188] = {
         next: St::LitComma6 as u16,
     };
     s[St::JsonEndMarker6 as usize] = State::Choice {
-        arms: Arms { first: 30, len: 1 },
+        arms: Arms { first: 34, len: 1 },
     };
     s[St::Json6 as usize] = State::Json {
         content: false,
@@ -1019,21 +1029,21 @@ static STATES: [State; 188] = {
     s[St::Commit5 as usize] = State::Commit {
         next: St::JsonStart6 as u16,
     };
-    s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 31, len: 2 },
+    s[St::Choice13 as usize] = State::Choice {
+        arms: Arms { first: 35, len: 2 },
     };
     s[St::Space15 as usize] = State::Space {
-        next: St::Choice11 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::LitColon12 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space15 as u16,
     };
-    s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 33, len: 3 },
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 37, len: 3 },
     };
     s[St::Space16 as usize] = State::Space {
-        next: St::Choice12 as u16,
+        next: St::Choice14 as u16,
     };
     s[St::LitOpenBrace3 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -1044,16 +1054,16 @@ static STATES: [State; 188] = {
     };
     s[St::JsonClose7 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice9 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::JsonEndMarker7 as usize] = State::Choice {
-        arms: Arms { first: 36, len: 1 },
+        arms: Arms { first: 40, len: 1 },
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker7 as u16,
-        next: St::Choice9 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::JsonStart7 as usize] = State::JsonStart {
         python: false,
@@ -1067,11 +1077,11 @@ static STATES: [State; 188] = {
         text: Lit::Colon as u16,
         next: St::Space17 as u16,
     };
-    s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 37, len: 2 },
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 41, len: 2 },
     };
     s[St::Space18 as usize] = State::Space {
-        next: St::Choice13 as u16,
+        next: St::Choice15 as u16,
     };
     s[St::LitComma7 as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
@@ -1100,7 +1110,7 @@ static STATES: [State; 188] = {
     };
     s[St::LitQuote15 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::Choice9 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::ToolName15 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1132,7 +1142,7 @@ static STATES: [State; 188] = {
         next: St::LitComma8 as u16,
     };
     s[St::JsonEndMarker8 as usize] = State::Choice {
-        arms: Arms { first: 39, len: 1 },
+        arms: Arms { first: 43, len: 1 },
     };
     s[St::Json8 as usize] = State::Json {
         content: false,
@@ -1148,21 +1158,21 @@ static STATES: [State; 188] = {
     s[St::Commit6 as usize] = State::Commit {
         next: St::JsonStart8 as u16,
     };
-    s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 40, len: 2 },
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 44, len: 2 },
     };
     s[St::Space19 as usize] = State::Space {
-        next: St::Choice14 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::LitColon16 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space19 as u16,
     };
-    s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 42, len: 3 },
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 46, len: 3 },
     };
     s[St::Space20 as usize] = State::Space {
-        next: St::Choice15 as u16,
+        next: St::Choice17 as u16,
     };
     s[St::LitOpenBrace4 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -1171,11 +1181,11 @@ static STATES: [State; 188] = {
     s[St::ToolOpen4 as usize] = State::ToolOpen {
         next: St::LitOpenBrace4 as u16,
     };
-    s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 45, len: 2 },
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 49, len: 2 },
     };
     s[St::Space21 as usize] = State::Space {
-        next: St::Choice16 as u16,
+        next: St::Choice18 as u16,
     };
     s[St::Commit7 as usize] = State::Commit {
         next: St::Space12 as u16,
@@ -1196,17 +1206,17 @@ static STATES: [State; 188] = {
     s[St::Space22 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 49, len: 2 },
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 53, len: 2 },
     };
     s[St::Space23 as usize] = State::Space {
-        next: St::Choice17 as u16,
+        next: St::Choice19 as u16,
     };
-    s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 51, len: 2 },
+    s[St::Choice20 as usize] = State::Choice {
+        arms: Arms { first: 55, len: 2 },
     };
     s[St::Space24 as usize] = State::Space {
-        next: St::Choice18 as u16,
+        next: St::Choice20 as u16,
     };
     s[St::Json9 as usize] = State::Json {
         content: true,
@@ -1222,14 +1232,14 @@ static STATES: [State; 188] = {
     s[St::Space25 as usize] = State::Space {
         next: St::JsonStart9 as u16,
     };
-    s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 53, len: 2 },
+    s[St::Choice21 as usize] = State::Choice {
+        arms: Arms { first: 57, len: 2 },
     };
-    s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 55, len: 2 },
+    s[St::Choice22 as usize] = State::Choice {
+        arms: Arms { first: 59, len: 2 },
     };
     s[St::Space26 as usize] = State::Space {
-        next: St::Choice20 as u16,
+        next: St::Choice22 as u16,
     };
     s
 };
@@ -1282,7 +1292,7 @@ static LITERALS: [&str; 19] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 57] = [
+static ARMS: [Arm; 61] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1290,52 +1300,57 @@ static ARMS: [Arm; 57] = [
     },
     Arm {
         guard: 3,
-        to: St::LitCloseToolCall as u16,
+        to: St::ToolClose as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ToolClose as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::LitCloseToolCall as u16,
+        to: St::Choice as u16,
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 8,
+        to: St::Choice as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
         to: St::JsonClose as u16,
         limit: None,
     },
     Arm {
-        guard: 8,
-        to: St::LitColon as u16,
-        limit: None,
-    },
-    Arm {
         guard: 9,
         to: St::LitColon as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 7,
-        to: St::JsonClose2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 12,
-        to: St::Commit2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 17,
-        to: St::Commit2 as u16,
         limit: None,
     },
     Arm {
         guard: 10,
-        to: St::LitColon2 as u16,
+        to: St::LitColon as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::LitColon4 as u16,
+        to: St::JsonClose2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 13,
+        to: St::Commit2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
+        to: St::Commit2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 11,
+        to: St::LitColon2 as u16,
         limit: None,
     },
     Arm {
@@ -1344,43 +1359,43 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 10,
+        to: St::LitColon4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
         to: St::JsonClose3 as u16,
         limit: None,
     },
     Arm {
-        guard: 20,
-        to: St::LitColon5 as u16,
-        limit: None,
-    },
-    Arm {
         guard: 21,
         to: St::LitColon5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 7,
-        to: St::JsonClose4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 12,
-        to: St::Commit3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 17,
-        to: St::Commit3 as u16,
         limit: None,
     },
     Arm {
         guard: 22,
-        to: St::LitColon6 as u16,
+        to: St::LitColon5 as u16,
         limit: None,
     },
     Arm {
-        guard: 20,
-        to: St::LitColon8 as u16,
+        guard: 8,
+        to: St::JsonClose4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 13,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::LitColon6 as u16,
         limit: None,
     },
     Arm {
@@ -1389,12 +1404,17 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 19,
+        guard: 22,
+        to: St::LitColon8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 20,
         to: St::ToolOpen as u16,
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 4,
         to: St::ToolOpen2 as u16,
         limit: None,
     },
@@ -1410,52 +1430,57 @@ static ARMS: [Arm; 57] = [
     },
     Arm {
         guard: 3,
-        to: St::LitCloseToolCall2 as u16,
+        to: St::ToolClose2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ToolClose2 as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::LitCloseToolCall2 as u16,
+        to: St::Choice10 as u16,
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 8,
+        to: St::Choice10 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
         to: St::JsonClose5 as u16,
         limit: None,
     },
     Arm {
-        guard: 8,
-        to: St::LitColon9 as u16,
-        limit: None,
-    },
-    Arm {
         guard: 9,
         to: St::LitColon9 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 7,
-        to: St::JsonClose6 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 12,
-        to: St::Commit5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 17,
-        to: St::Commit5 as u16,
         limit: None,
     },
     Arm {
         guard: 10,
-        to: St::LitColon10 as u16,
+        to: St::LitColon9 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::LitColon12 as u16,
+        to: St::JsonClose6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 13,
+        to: St::Commit5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
+        to: St::Commit5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 11,
+        to: St::LitColon10 as u16,
         limit: None,
     },
     Arm {
@@ -1464,43 +1489,43 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 10,
+        to: St::LitColon12 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
         to: St::JsonClose7 as u16,
         limit: None,
     },
     Arm {
-        guard: 20,
-        to: St::LitColon13 as u16,
-        limit: None,
-    },
-    Arm {
         guard: 21,
         to: St::LitColon13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 7,
-        to: St::JsonClose8 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 12,
-        to: St::Commit6 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 17,
-        to: St::Commit6 as u16,
         limit: None,
     },
     Arm {
         guard: 22,
-        to: St::LitColon14 as u16,
+        to: St::LitColon13 as u16,
         limit: None,
     },
     Arm {
-        guard: 20,
-        to: St::LitColon16 as u16,
+        guard: 8,
+        to: St::JsonClose8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 13,
+        to: St::Commit6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
+        to: St::Commit6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::LitColon14 as u16,
         limit: None,
     },
     Arm {
@@ -1509,12 +1534,17 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 19,
+        guard: 22,
+        to: St::LitColon16 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 20,
         to: St::ToolOpen3 as u16,
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 4,
         to: St::ToolOpen4 as u16,
         limit: None,
     },
@@ -1534,7 +1564,7 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 4,
         to: St::EndOfOutput as u16,
         limit: None,
     },
@@ -1544,8 +1574,8 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 23,
-        to: St::Choice17 as u16,
+        guard: 4,
+        to: St::Choice19 as u16,
         limit: None,
     },
     Arm {
@@ -1554,17 +1584,17 @@ static ARMS: [Arm; 57] = [
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 4,
         to: St::Space25 as u16,
         limit: None,
     },
     Arm {
         guard: 25,
-        to: St::Choice19 as u16,
+        to: St::Choice21 as u16,
         limit: None,
     },
     Arm {
-        guard: 23,
+        guard: 4,
         to: St::JsonStart9 as u16,
         limit: None,
     },
@@ -1573,28 +1603,28 @@ static ARMS: [Arm; 57] = [
 static GUARDS: [Guard; 27] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
-    Guard::Lit(Lit::CloseBrace as u16),
-    Guard::Seq { first: 1, len: 2 },
-    Guard::Space,
     Guard::Lit(Lit::CloseToolCall as u16),
-    Guard::Seq { first: 4, len: 2 },
-    Guard::Peek(6),
+    Guard::Seq { first: 1, len: 2 },
+    Guard::Empty,
+    Guard::Space,
+    Guard::Lit(Lit::CloseBrace as u16),
+    Guard::Seq { first: 5, len: 2 },
+    Guard::Peek(3),
     Guard::Lit(Lit::Arguments as u16),
     Guard::Lit(Lit::Parameters as u16),
     Guard::Lit(Lit::Name as u16),
     Guard::Lit(Lit::OpenBrace as u16),
-    Guard::Peek(11),
+    Guard::Peek(12),
     Guard::Lit(Lit::Quote2 as u16),
     Guard::Space,
     Guard::Lit(Lit::OpenBrace as u16),
-    Guard::Seq { first: 13, len: 3 },
-    Guard::Peek(16),
+    Guard::Seq { first: 14, len: 3 },
+    Guard::Peek(17),
     Guard::Lit(Lit::OpenBraceQuote as u16),
-    Guard::Peek(18),
+    Guard::Peek(19),
     Guard::Lit(Lit::Arguments2 as u16),
     Guard::Lit(Lit::Parameters2 as u16),
     Guard::Lit(Lit::Name2 as u16),
-    Guard::Empty,
     Guard::Lit(Lit::ToolCall as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
     Guard::Lit(Lit::Json as u16),

@@ -18,6 +18,8 @@
 //!   (printed in the report below).
 //! - `generated::stream_4b`, `reference::stream_4b`: the same in 4-byte
 //!   chunks (total time).
+//! - `floor::stream_4b`: the same chunks and sink with no parser
+//!   (`chat_parser_bench::floor`): what no streaming parser can go below.
 //!
 //! The generated parser is driven through `AnyParser::visit` (one `match`
 //! per output, then the parser's own type, with its fast path inlined into
@@ -190,6 +192,29 @@ mod generated {
         bencher.bench_local(|| {
             let mut tally = Tally::default();
             case.generated(black_box(4), &mut tally);
+            tally
+        });
+    }
+}
+
+/// The floor of `generated::stream_4b`: the same chunks and sink with no
+/// parser, only the UTF-8 check and the carried character every parser
+/// needs (`chat_parser_bench::floor`).
+mod floor {
+    use super::*;
+    use chat_parser_bench::floor::Passthrough;
+
+    /// 4-byte chunks; total time for the whole output.
+    #[divan::bench(args = case_names())]
+    fn stream_4b(bencher: Bencher, name: &str) {
+        let case = case(name);
+        bencher.bench_local(|| {
+            let mut tally = Tally::default();
+            let mut floor = Passthrough::default();
+            for chunk in case.case.text.as_bytes().chunks(black_box(4)) {
+                floor.feed(chunk, &mut tally);
+            }
+            floor.finish(&mut tally);
             tally
         });
     }

@@ -315,6 +315,18 @@ pub fn describe(family: &str, source: &str, spec: &mut FormatSpec, r: &mut Rende
     }
 }
 
+/// The namespace of the call ids a family's model writes, `NAMESPACE
+/// NAME:index`, where it has that convention: Kimi K2 writes
+/// `functions.get_weather:0` (its model card; vLLM's and llama.cpp's Kimi
+/// parsers read the name out of the id). Probes give their calls such ids
+/// (`probe::name_index_ids`), so a template that prints the request's ids
+/// as given (Moonshot's own Kimi K2 Thinking template) renders the name
+/// where the model writes it, as the templates that build the id
+/// themselves do.
+pub fn call_id_namespace(family: &str) -> Option<&'static str> {
+    (family == "Kimi K2 Thinking").then_some("functions.")
+}
+
 /// Kimi K2 also writes its section tokens in the singular
 /// (`<|tool_call_section_begin|>` … `<|tool_call_section_end|>`), as vLLM
 /// and llama.cpp users report; the calls inside are the same. The

@@ -101,6 +101,8 @@ fn generation_request(enable_thinking: bool, add_generation_prompt: bool, with_t
 pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
     let mut r = Renderer::new(template);
     let mut spec = FormatSpec { template: template.name().to_string(), ..FormatSpec::default() };
+    let family = family::dedicated_family(template.source());
+    r.ids_with_names = family.and_then(family::call_id_namespace);
 
     spec.generation_prompt = generation_prompt(&mut r).map_err(|cause| AnalysisError {
         template: template.name().to_string(),
@@ -127,7 +129,7 @@ pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
     } else {
         preserved_tokens(&spec)
     };
-    if let Some(name) = family::dedicated_family(source) {
+    if let Some(name) = family {
         spec.family = Family::Dedicated(name.to_string());
         family::describe(name, source, &mut spec, &mut r);
     }

@@ -66,6 +66,11 @@ pub struct Renderer<'t> {
     /// Pass tool-call arguments as JSON text instead of objects (for
     /// templates that only handle string arguments, like the OpenAI wire format).
     pub string_arguments: bool,
+    /// Give the probes' calls ids in this family's own convention
+    /// (`namespace.NAME:index`, see [`name_index_ids`]) instead of
+    /// `call00001`: a template that prints the request's ids as given shows
+    /// the model's call syntax only through them.
+    pub ids_with_names: Option<&'static str>,
     /// Renders by context: phases share scenarios (the one-call render is
     /// used by six of them), and big templates take a millisecond per render.
     cache: std::collections::HashMap<String, Result<String, TemplateError>>,
@@ -74,7 +79,7 @@ pub struct Renderer<'t> {
 impl<'t> Renderer<'t> {
     pub fn new(template: &'t ChatTemplate) -> Self {
         let wants_functions_text = template.source().contains("+ functions");
-        Renderer { template, failures: Vec::new(), wants_functions_text, string_arguments: false, cache: Default::default() }
+        Renderer { template, failures: Vec::new(), wants_functions_text, string_arguments: false, ids_with_names: None, cache: Default::default() }
     }
 
     /// The variables for a scenario, with the extras serving stacks pass:
@@ -90,9 +95,12 @@ impl<'t> Renderer<'t> {
             map.insert("eos_token".into(), json!(special.eos_token));
             map.insert("datetime".into(), json!("Jan 01 2026"));
             map.insert("date_string".into(), json!("01 Jan 2026"));
-            if self.string_arguments {
-                if let Some(messages) = map.get_mut("messages").and_then(Value::as_array_mut) {
+            if let Some(messages) = map.get_mut("messages").and_then(Value::as_array_mut) {
+                if self.string_arguments {
                     messages.iter_mut().for_each(stringify_arguments);
+                }
+                if let Some(namespace) = self.ids_with_names {
+                    name_index_ids(messages, namespace);
                 }
             }
             if self.wants_functions_text {
@@ -143,6 +151,40 @@ pub struct Comparison {
     pub diff: crate::diff::DiffSplit,
     pub output_a: String,
     pub output_b: String,
+}
+
+/// Gives the calls of `messages` ids made of the name and the call's index
+/// in the conversation, `namespace.NAME:index` (Kimi K2:
+/// `functions.get_weather:0`), and the tool replies the same ids.
+///
+/// ```
+/// use chat_parser_generator::analysis::probe::name_index_ids;
+/// use serde_json::json;
+/// let mut messages = vec![
+///     json!({"role": "assistant", "tool_calls": [{"id": "call00001", "function": {"name": "foo", "arguments": {}}}]}),
+///     json!({"role": "tool", "tool_call_id": "call00001", "content": "ok"}),
+/// ];
+/// name_index_ids(&mut messages, "functions.");
+/// assert_eq!(messages[0]["tool_calls"][0]["id"], "functions.foo:0");
+/// assert_eq!(messages[1]["tool_call_id"], "functions.foo:0");
+/// ```
+pub fn name_index_ids(messages: &mut [Value], namespace: &str) {
+    let mut renamed: Vec<(String, String)> = Vec::new();
+    for message in messages.iter_mut() {
+        if let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) {
+            for call in calls {
+                let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or_default();
+                let id = format!("{namespace}{name}:{}", renamed.len());
+                let old = call.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+                call["id"] = json!(id);
+                renamed.push((old, id));
+            }
+        }
+        let reply = message.get("tool_call_id").and_then(Value::as_str).map(str::to_string);
+        if let Some(new) = reply.and_then(|old| renamed.iter().find(|(o, _)| *o == old).map(|(_, n)| n.clone())) {
+            message["tool_call_id"] = json!(new);
+        }
+    }
 }
 
 /// Turns object arguments of a message's tool calls into JSON text.

@@ -748,7 +748,21 @@ fn closed(spec: &FormatSpec, body: Node) -> Node {
         // own end marker.
         return Node::seq(vec![body, marker_or_missing(end), Node::Mark(Mark::ToolClose)]);
     }
+    if !end.is_empty() && json_object_calls(spec) {
+        // Likewise after a JSON call object, which its own `}` ends:
+        // models leave out `</tool_call>` before the text after the call
+        // and at the end of the output (vLLM's and sglang's Hermes parsers
+        // read `<tool_call>(.*)` there too).
+        return Node::seq(vec![body, marker_or_missing(end), Node::Mark(Mark::ToolClose)]);
+    }
     Node::seq(vec![body, closer(&f.per_call_end, &section_end), Node::Mark(Mark::ToolClose)])
+}
+
+/// Whether each call is one JSON object after its own opener
+/// (`<tool_call>{"name": …}</tool_call>`), not an item of a list.
+fn json_object_calls(spec: &FormatSpec) -> bool {
+    let f = &spec.tools.format;
+    f.mode == ToolFormatMode::JsonNative && !f.tools_array_wrapped && !f.per_call_start.trim().is_empty()
 }
 
 /// The calls of a section whose every call has its own opener, from after

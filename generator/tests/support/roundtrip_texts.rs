@@ -73,6 +73,15 @@ pub struct Generated {
     pub expected: Message,
 }
 
+/// The namespace of the call ids the template's model family writes, if it
+/// has that convention (`analysis::family::call_id_namespace`).
+fn family_namespace(spec: &FormatSpec) -> Option<&'static str> {
+    match &spec.family {
+        chat_parser_generator::spec::Family::Dedicated(name) => chat_parser_generator::analysis::family::call_id_namespace(name),
+        _ => None,
+    }
+}
+
 pub fn generate(rng: &mut Rng, spec: &FormatSpec, case: usize) -> Generated {
     let caps = &spec.capabilities;
     let calls = 1 + if caps.supports_parallel_tool_calls { rng.below(3) } else { 0 };
@@ -91,7 +100,12 @@ pub fn generate(rng: &mut Rng, spec: &FormatSpec, case: usize) -> Generated {
             args.insert(key, v);
         }
         tools.push(json!({"type": "function", "function": {"name": name, "description": "test tool", "parameters": {"type": "object", "properties": props, "required": []}}}));
-        let id = format!("call{:05}", case * 10 + i);
+        // Ids as the model writes them where its family has a convention
+        // (Kimi K2's `functions.NAME:index`, which its servers also give).
+        let id = match family_namespace(spec) {
+            Some(namespace) => format!("{namespace}{name}:{i}"),
+            None => format!("call{:05}", case * 10 + i),
+        };
         tool_calls.push(json!({"id": id, "type": "function", "function": {"name": name, "arguments": Value::Object(args.clone())}}));
         expected_calls.push(chat_parser_runtime::ToolCall { name, id, arguments: Value::Object(args).to_string(), complete: true });
     }
