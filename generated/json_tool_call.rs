@@ -75,11 +75,15 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(4),
                     Op::Call,
-                    Op::Seq(11),
+                    Op::Seq(4),
                     Op::Name { stops: 4, count: 1 },
                     Op::Lit(4),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(5),
+                    Op::Seq(6),
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
@@ -132,11 +136,15 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(4),
                     Op::Call,
-                    Op::Seq(11),
+                    Op::Seq(4),
                     Op::Name { stops: 4, count: 1 },
                     Op::Lit(4),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(5),
+                    Op::Seq(6),
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
@@ -190,11 +198,15 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(4),
                     Op::Call,
-                    Op::Seq(11),
+                    Op::Seq(4),
                     Op::Name { stops: 4, count: 1 },
                     Op::Lit(4),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(5),
+                    Op::Seq(6),
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
@@ -343,6 +355,8 @@ enum St {
     ToolClose,
     Choice,
     Choice2,
+    ArgsClose,
+    ArgsOpen,
     JsonClose,
     JsonEndMarker,
     Json,
@@ -351,7 +365,7 @@ enum St {
     LitColon,
     Choice3,
     Space4,
-    LitComma,
+    Choice4,
     LitQuote,
     ToolName,
     ToolName2,
@@ -363,16 +377,16 @@ enum St {
     LitQuote4,
     LitColon3,
     LitName,
-    LitComma2,
+    LitComma,
     JsonClose2,
     JsonEndMarker2,
     Json2,
     JsonStart2,
     Commit2,
-    Choice4,
+    Choice5,
     Space5,
     LitColon4,
-    Choice5,
+    Choice6,
     Space6,
     LitOpenBrace,
     ToolOpen,
@@ -382,9 +396,9 @@ enum St {
     JsonStart3,
     Space7,
     LitColon5,
-    Choice6,
+    Choice7,
     Space8,
-    LitComma3,
+    Choice8,
     LitQuote5,
     ToolName5,
     ToolName6,
@@ -396,20 +410,20 @@ enum St {
     LitQuote8,
     LitColon7,
     LitName2,
-    LitComma4,
+    LitComma2,
     JsonClose4,
     JsonEndMarker4,
     Json4,
     JsonStart4,
     Commit3,
-    Choice7,
+    Choice9,
     Space9,
     LitColon8,
-    Choice8,
+    Choice10,
     Space10,
     LitOpenBrace2,
     ToolOpen2,
-    Choice9,
+    Choice11,
     Space11,
     Commit4,
     Loop2,
@@ -423,17 +437,19 @@ enum St {
     Content8,
     Space12,
     ToolClose2,
-    Choice10,
-    Choice11,
+    Choice12,
+    Choice13,
+    ArgsClose2,
+    ArgsOpen2,
     JsonClose5,
     JsonEndMarker5,
     Json5,
     JsonStart5,
     Space13,
     LitColon9,
-    Choice12,
+    Choice14,
     Space14,
-    LitComma5,
+    Choice15,
     LitQuote9,
     ToolName9,
     ToolName10,
@@ -445,16 +461,16 @@ enum St {
     LitQuote12,
     LitColon11,
     LitName3,
-    LitComma6,
+    LitComma3,
     JsonClose6,
     JsonEndMarker6,
     Json6,
     JsonStart6,
     Commit5,
-    Choice13,
+    Choice16,
     Space15,
     LitColon12,
-    Choice14,
+    Choice17,
     Space16,
     LitOpenBrace3,
     ToolOpen3,
@@ -464,9 +480,9 @@ enum St {
     JsonStart7,
     Space17,
     LitColon13,
-    Choice15,
+    Choice18,
     Space18,
-    LitComma7,
+    Choice19,
     LitQuote13,
     ToolName13,
     ToolName14,
@@ -478,40 +494,40 @@ enum St {
     LitQuote16,
     LitColon15,
     LitName4,
-    LitComma8,
+    LitComma4,
     JsonClose8,
     JsonEndMarker8,
     Json8,
     JsonStart8,
     Commit6,
-    Choice16,
+    Choice20,
     Space19,
     LitColon16,
-    Choice17,
+    Choice21,
     Space20,
     LitOpenBrace4,
     ToolOpen4,
-    Choice18,
+    Choice22,
     Space21,
     Commit7,
     Loop3,
     ContentText9,
     Content9,
     Space22,
-    Choice19,
+    Choice23,
     Space23,
-    Choice20,
+    Choice24,
     Space24,
     Json9,
     JsonStart9,
     Space25,
-    Choice21,
-    Choice22,
+    Choice25,
+    Choice26,
     Space26,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 188] = {
-    let mut s = [State::Done; 188];
+static STATES: [State; 192] = {
+    let mut s = [State::Done; 192];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -566,7 +582,7 @@ static STATES: [State; 188] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 25, len: 2 },
+        arms: Arms { first: 29, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -603,6 +619,12 @@ static STATES: [State; 188] = {
     s[St::Choice2 as usize] = State::Choice {
         arms: Arms { first: 3, len: 2 },
     };
+    s[St::ArgsClose as usize] = State::ArgsClose {
+        next: St::Choice2 as u16,
+    };
+    s[St::ArgsOpen as usize] = State::ArgsOpen {
+        next: St::ArgsClose as u16,
+    };
     s[St::JsonClose as usize] = State::JsonClose {
         content: false,
         next: St::Choice2 as u16,
@@ -634,13 +656,12 @@ static STATES: [State; 188] = {
     s[St::Space4 as usize] = State::Space {
         next: St::Choice3 as u16,
     };
-    s[St::LitComma as usize] = State::SpacedLiteral {
-        text: Lit::Comma as u16,
-        next: St::Space4 as u16,
+    s[St::Choice4 as usize] = State::Choice {
+        arms: Arms { first: 8, len: 2 },
     };
     s[St::LitQuote as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::LitComma as u16,
+        next: St::Choice4 as u16,
     };
     s[St::ToolName as usize] = State::Name {
         kind: Kind::ToolName,
@@ -684,22 +705,22 @@ static STATES: [State; 188] = {
         text: Lit::Name as u16,
         next: St::LitColon3 as u16,
     };
-    s[St::LitComma2 as usize] = State::SpacedLiteral {
+    s[St::LitComma as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
         next: St::LitName as u16,
     };
     s[St::JsonClose2 as usize] = State::JsonClose {
         content: false,
-        next: St::LitComma2 as u16,
+        next: St::LitComma as u16,
     };
     s[St::JsonEndMarker2 as usize] = State::Choice {
-        arms: Arms { first: 8, len: 1 },
+        arms: Arms { first: 10, len: 1 },
     };
     s[St::Json2 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker2 as u16,
-        next: St::LitComma2 as u16,
+        next: St::LitComma as u16,
     };
     s[St::JsonStart2 as usize] = State::JsonStart {
         python: true,
@@ -709,21 +730,21 @@ static STATES: [State; 188] = {
     s[St::Commit2 as usize] = State::Commit {
         next: St::JsonStart2 as u16,
     };
-    s[St::Choice4 as usize] = State::Choice {
-        arms: Arms { first: 9, len: 2 },
+    s[St::Choice5 as usize] = State::Choice {
+        arms: Arms { first: 11, len: 2 },
     };
     s[St::Space5 as usize] = State::Space {
-        next: St::Choice4 as u16,
+        next: St::Choice5 as u16,
     };
     s[St::LitColon4 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space5 as u16,
     };
-    s[St::Choice5 as usize] = State::Choice {
-        arms: Arms { first: 11, len: 3 },
+    s[St::Choice6 as usize] = State::Choice {
+        arms: Arms { first: 13, len: 3 },
     };
     s[St::Space6 as usize] = State::Space {
-        next: St::Choice5 as u16,
+        next: St::Choice6 as u16,
     };
     s[St::LitOpenBrace as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -737,7 +758,7 @@ static STATES: [State; 188] = {
         next: St::Choice2 as u16,
     };
     s[St::JsonEndMarker3 as usize] = State::Choice {
-        arms: Arms { first: 14, len: 1 },
+        arms: Arms { first: 16, len: 1 },
     };
     s[St::Json3 as usize] = State::Json {
         content: false,
@@ -757,19 +778,18 @@ static STATES: [State; 188] = {
         text: Lit::Colon as u16,
         next: St::Space7 as u16,
     };
-    s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 15, len: 2 },
+    s[St::Choice7 as usize] = State::Choice {
+        arms: Arms { first: 17, len: 2 },
     };
     s[St::Space8 as usize] = State::Space {
-        next: St::Choice6 as u16,
+        next: St::Choice7 as u16,
     };
-    s[St::LitComma3 as usize] = State::SpacedLiteral {
-        text: Lit::Comma as u16,
-        next: St::Space8 as u16,
+    s[St::Choice8 as usize] = State::Choice {
+        arms: Arms { first: 19, len: 2 },
     };
     s[St::LitQuote5 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::LitComma3 as u16,
+        next: St::Choice8 as u16,
     };
     s[St::ToolName5 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -813,22 +833,22 @@ static STATES: [State; 188] = {
         text: Lit::Name2 as u16,
         next: St::LitColon7 as u16,
     };
-    s[St::LitComma4 as usize] = State::SpacedLiteral {
+    s[St::LitComma2 as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
         next: St::LitName2 as u16,
     };
     s[St::JsonClose4 as usize] = State::JsonClose {
         content: false,
-        next: St::LitComma4 as u16,
+        next: St::LitComma2 as u16,
     };
     s[St::JsonEndMarker4 as usize] = State::Choice {
-        arms: Arms { first: 17, len: 1 },
+        arms: Arms { first: 21, len: 1 },
     };
     s[St::Json4 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker4 as u16,
-        next: St::LitComma4 as u16,
+        next: St::LitComma2 as u16,
     };
     s[St::JsonStart4 as usize] = State::JsonStart {
         python: false,
@@ -838,21 +858,21 @@ static STATES: [State; 188] = {
     s[St::Commit3 as usize] = State::Commit {
         next: St::JsonStart4 as u16,
     };
-    s[St::Choice7 as usize] = State::Choice {
-        arms: Arms { first: 18, len: 2 },
+    s[St::Choice9 as usize] = State::Choice {
+        arms: Arms { first: 22, len: 2 },
     };
     s[St::Space9 as usize] = State::Space {
-        next: St::Choice7 as u16,
+        next: St::Choice9 as u16,
     };
     s[St::LitColon8 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space9 as u16,
     };
-    s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 20, len: 3 },
+    s[St::Choice10 as usize] = State::Choice {
+        arms: Arms { first: 24, len: 3 },
     };
     s[St::Space10 as usize] = State::Space {
-        next: St::Choice8 as u16,
+        next: St::Choice10 as u16,
     };
     s[St::LitOpenBrace2 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -861,11 +881,11 @@ static STATES: [State; 188] = {
     s[St::ToolOpen2 as usize] = State::ToolOpen {
         next: St::LitOpenBrace2 as u16,
     };
-    s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 23, len: 2 },
+    s[St::Choice11 as usize] = State::Choice {
+        arms: Arms { first: 27, len: 2 },
     };
     s[St::Space11 as usize] = State::Space {
-        next: St::Choice9 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::Commit4 as usize] = State::Commit {
         next: St::Space2 as u16,
@@ -886,7 +906,7 @@ static STATES: [State; 188] = {
     s[St::LoopHead3 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 51, len: 2 },
+        arms: Arms { first: 59, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -917,24 +937,30 @@ static STATES: [State; 188] = {
     s[St::ToolClose2 as usize] = State::ToolClose {
         next: St::Space12 as u16,
     };
-    s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 27, len: 2 },
+    s[St::Choice12 as usize] = State::Choice {
+        arms: Arms { first: 31, len: 2 },
     };
-    s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 29, len: 2 },
+    s[St::Choice13 as usize] = State::Choice {
+        arms: Arms { first: 33, len: 2 },
+    };
+    s[St::ArgsClose2 as usize] = State::ArgsClose {
+        next: St::Choice13 as u16,
+    };
+    s[St::ArgsOpen2 as usize] = State::ArgsOpen {
+        next: St::ArgsClose2 as u16,
     };
     s[St::JsonClose5 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice11 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::JsonEndMarker5 as usize] = State::Choice {
-        arms: Arms { first: 31, len: 1 },
+        arms: Arms { first: 35, len: 1 },
     };
     s[St::Json5 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker5 as u16,
-        next: St::Choice11 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::JsonStart5 as usize] = State::JsonStart {
         python: true,
@@ -948,19 +974,18 @@ static STATES: [State; 188] = {
         text: Lit::Colon as u16,
         next: St::Space13 as u16,
     };
-    s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 32, len: 2 },
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 36, len: 2 },
     };
     s[St::Space14 as usize] = State::Space {
-        next: St::Choice12 as u16,
+        next: St::Choice14 as u16,
     };
-    s[St::LitComma5 as usize] = State::SpacedLiteral {
-        text: Lit::Comma as u16,
-        next: St::Space14 as u16,
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 38, len: 2 },
     };
     s[St::LitQuote9 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::LitComma5 as u16,
+        next: St::Choice15 as u16,
     };
     s[St::ToolName9 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -981,7 +1006,7 @@ static STATES: [State; 188] = {
     };
     s[St::LitQuote11 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice11 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::ToolName11 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1004,22 +1029,22 @@ static STATES: [State; 188] = {
         text: Lit::Name as u16,
         next: St::LitColon11 as u16,
     };
-    s[St::LitComma6 as usize] = State::SpacedLiteral {
+    s[St::LitComma3 as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
         next: St::LitName3 as u16,
     };
     s[St::JsonClose6 as usize] = State::JsonClose {
         content: false,
-        next: St::LitComma6 as u16,
+        next: St::LitComma3 as u16,
     };
     s[St::JsonEndMarker6 as usize] = State::Choice {
-        arms: Arms { first: 34, len: 1 },
+        arms: Arms { first: 40, len: 1 },
     };
     s[St::Json6 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker6 as u16,
-        next: St::LitComma6 as u16,
+        next: St::LitComma3 as u16,
     };
     s[St::JsonStart6 as usize] = State::JsonStart {
         python: true,
@@ -1029,21 +1054,21 @@ static STATES: [State; 188] = {
     s[St::Commit5 as usize] = State::Commit {
         next: St::JsonStart6 as u16,
     };
-    s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 35, len: 2 },
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 41, len: 2 },
     };
     s[St::Space15 as usize] = State::Space {
-        next: St::Choice13 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::LitColon12 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space15 as u16,
     };
-    s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 37, len: 3 },
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 43, len: 3 },
     };
     s[St::Space16 as usize] = State::Space {
-        next: St::Choice14 as u16,
+        next: St::Choice17 as u16,
     };
     s[St::LitOpenBrace3 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -1054,16 +1079,16 @@ static STATES: [State; 188] = {
     };
     s[St::JsonClose7 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice11 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::JsonEndMarker7 as usize] = State::Choice {
-        arms: Arms { first: 40, len: 1 },
+        arms: Arms { first: 46, len: 1 },
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker7 as u16,
-        next: St::Choice11 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::JsonStart7 as usize] = State::JsonStart {
         python: false,
@@ -1077,19 +1102,18 @@ static STATES: [State; 188] = {
         text: Lit::Colon as u16,
         next: St::Space17 as u16,
     };
-    s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 41, len: 2 },
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 47, len: 2 },
     };
     s[St::Space18 as usize] = State::Space {
-        next: St::Choice15 as u16,
+        next: St::Choice18 as u16,
     };
-    s[St::LitComma7 as usize] = State::SpacedLiteral {
-        text: Lit::Comma as u16,
-        next: St::Space18 as u16,
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 49, len: 2 },
     };
     s[St::LitQuote13 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::LitComma7 as u16,
+        next: St::Choice19 as u16,
     };
     s[St::ToolName13 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1110,7 +1134,7 @@ static STATES: [State; 188] = {
     };
     s[St::LitQuote15 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::Choice11 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::ToolName15 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1133,22 +1157,22 @@ static STATES: [State; 188] = {
         text: Lit::Name2 as u16,
         next: St::LitColon15 as u16,
     };
-    s[St::LitComma8 as usize] = State::SpacedLiteral {
+    s[St::LitComma4 as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
         next: St::LitName4 as u16,
     };
     s[St::JsonClose8 as usize] = State::JsonClose {
         content: false,
-        next: St::LitComma8 as u16,
+        next: St::LitComma4 as u16,
     };
     s[St::JsonEndMarker8 as usize] = State::Choice {
-        arms: Arms { first: 43, len: 1 },
+        arms: Arms { first: 51, len: 1 },
     };
     s[St::Json8 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker8 as u16,
-        next: St::LitComma8 as u16,
+        next: St::LitComma4 as u16,
     };
     s[St::JsonStart8 as usize] = State::JsonStart {
         python: false,
@@ -1158,21 +1182,21 @@ static STATES: [State; 188] = {
     s[St::Commit6 as usize] = State::Commit {
         next: St::JsonStart8 as u16,
     };
-    s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 44, len: 2 },
+    s[St::Choice20 as usize] = State::Choice {
+        arms: Arms { first: 52, len: 2 },
     };
     s[St::Space19 as usize] = State::Space {
-        next: St::Choice16 as u16,
+        next: St::Choice20 as u16,
     };
     s[St::LitColon16 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space19 as u16,
     };
-    s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 46, len: 3 },
+    s[St::Choice21 as usize] = State::Choice {
+        arms: Arms { first: 54, len: 3 },
     };
     s[St::Space20 as usize] = State::Space {
-        next: St::Choice17 as u16,
+        next: St::Choice21 as u16,
     };
     s[St::LitOpenBrace4 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -1181,11 +1205,11 @@ static STATES: [State; 188] = {
     s[St::ToolOpen4 as usize] = State::ToolOpen {
         next: St::LitOpenBrace4 as u16,
     };
-    s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 49, len: 2 },
+    s[St::Choice22 as usize] = State::Choice {
+        arms: Arms { first: 57, len: 2 },
     };
     s[St::Space21 as usize] = State::Space {
-        next: St::Choice18 as u16,
+        next: St::Choice22 as u16,
     };
     s[St::Commit7 as usize] = State::Commit {
         next: St::Space12 as u16,
@@ -1206,17 +1230,17 @@ static STATES: [State; 188] = {
     s[St::Space22 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 53, len: 2 },
+    s[St::Choice23 as usize] = State::Choice {
+        arms: Arms { first: 61, len: 2 },
     };
     s[St::Space23 as usize] = State::Space {
-        next: St::Choice19 as u16,
+        next: St::Choice23 as u16,
     };
-    s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 55, len: 2 },
+    s[St::Choice24 as usize] = State::Choice {
+        arms: Arms { first: 63, len: 2 },
     };
     s[St::Space24 as usize] = State::Space {
-        next: St::Choice20 as u16,
+        next: St::Choice24 as u16,
     };
     s[St::Json9 as usize] = State::Json {
         content: true,
@@ -1232,14 +1256,14 @@ static STATES: [State; 188] = {
     s[St::Space25 as usize] = State::Space {
         next: St::JsonStart9 as u16,
     };
-    s[St::Choice21 as usize] = State::Choice {
-        arms: Arms { first: 57, len: 2 },
+    s[St::Choice25 as usize] = State::Choice {
+        arms: Arms { first: 65, len: 2 },
     };
-    s[St::Choice22 as usize] = State::Choice {
-        arms: Arms { first: 59, len: 2 },
+    s[St::Choice26 as usize] = State::Choice {
+        arms: Arms { first: 67, len: 2 },
     };
     s[St::Space26 as usize] = State::Space {
-        next: St::Choice22 as u16,
+        next: St::Choice26 as u16,
     };
     s
 };
@@ -1292,7 +1316,7 @@ static LITERALS: [&str; 19] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 61] = [
+static ARMS: [Arm; 69] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1324,13 +1348,23 @@ static ARMS: [Arm; 61] = [
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 10,
         to: St::LitColon as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
+        guard: 11,
         to: St::LitColon as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::ArgsOpen as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::Space4 as u16,
         limit: None,
     },
     Arm {
@@ -1339,27 +1373,27 @@ static ARMS: [Arm; 61] = [
         limit: None,
     },
     Arm {
-        guard: 13,
+        guard: 17,
         to: St::Commit2 as u16,
         limit: None,
     },
     Arm {
-        guard: 18,
+        guard: 22,
         to: St::Commit2 as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
+        guard: 15,
         to: St::LitColon2 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 10,
         to: St::LitColon4 as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
+        guard: 11,
         to: St::LitColon4 as u16,
         limit: None,
     },
@@ -1369,13 +1403,23 @@ static ARMS: [Arm; 61] = [
         limit: None,
     },
     Arm {
-        guard: 21,
+        guard: 25,
         to: St::LitColon5 as u16,
         limit: None,
     },
     Arm {
-        guard: 22,
+        guard: 26,
         to: St::LitColon5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::ArgsOpen as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::Space8 as u16,
         limit: None,
     },
     Arm {
@@ -1384,32 +1428,32 @@ static ARMS: [Arm; 61] = [
         limit: None,
     },
     Arm {
-        guard: 13,
+        guard: 17,
         to: St::Commit3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 18,
-        to: St::Commit3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 23,
-        to: St::LitColon6 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 21,
-        to: St::LitColon8 as u16,
         limit: None,
     },
     Arm {
         guard: 22,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 27,
+        to: St::LitColon6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 25,
         to: St::LitColon8 as u16,
         limit: None,
     },
     Arm {
-        guard: 20,
+        guard: 26,
+        to: St::LitColon8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 24,
         to: St::ToolOpen as u16,
         limit: None,
     },
@@ -1419,7 +1463,7 @@ static ARMS: [Arm; 61] = [
         limit: None,
     },
     Arm {
-        guard: 24,
+        guard: 28,
         to: St::Space11 as u16,
         limit: Some(1u8),
     },
@@ -1440,12 +1484,12 @@ static ARMS: [Arm; 61] = [
     },
     Arm {
         guard: 7,
-        to: St::Choice10 as u16,
+        to: St::Choice12 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice10 as u16,
+        to: St::Choice12 as u16,
         limit: None,
     },
     Arm {
@@ -1454,13 +1498,23 @@ static ARMS: [Arm; 61] = [
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 10,
         to: St::LitColon9 as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
+        guard: 11,
         to: St::LitColon9 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::ArgsOpen2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::Space14 as u16,
         limit: None,
     },
     Arm {
@@ -1469,27 +1523,27 @@ static ARMS: [Arm; 61] = [
         limit: None,
     },
     Arm {
-        guard: 13,
+        guard: 17,
         to: St::Commit5 as u16,
         limit: None,
     },
     Arm {
-        guard: 18,
+        guard: 22,
         to: St::Commit5 as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
+        guard: 15,
         to: St::LitColon10 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 10,
         to: St::LitColon12 as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
+        guard: 11,
         to: St::LitColon12 as u16,
         limit: None,
     },
@@ -1499,13 +1553,23 @@ static ARMS: [Arm; 61] = [
         limit: None,
     },
     Arm {
-        guard: 21,
+        guard: 25,
         to: St::LitColon13 as u16,
         limit: None,
     },
     Arm {
-        guard: 22,
+        guard: 26,
         to: St::LitColon13 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::ArgsOpen2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::Space18 as u16,
         limit: None,
     },
     Arm {
@@ -1514,32 +1578,32 @@ static ARMS: [Arm; 61] = [
         limit: None,
     },
     Arm {
-        guard: 13,
+        guard: 17,
         to: St::Commit6 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 18,
-        to: St::Commit6 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 23,
-        to: St::LitColon14 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 21,
-        to: St::LitColon16 as u16,
         limit: None,
     },
     Arm {
         guard: 22,
+        to: St::Commit6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 27,
+        to: St::LitColon14 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 25,
         to: St::LitColon16 as u16,
         limit: None,
     },
     Arm {
-        guard: 20,
+        guard: 26,
+        to: St::LitColon16 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 24,
         to: St::ToolOpen3 as u16,
         limit: None,
     },
@@ -1549,7 +1613,7 @@ static ARMS: [Arm; 61] = [
         limit: None,
     },
     Arm {
-        guard: 24,
+        guard: 28,
         to: St::Space21 as u16,
         limit: None,
     },
@@ -1569,17 +1633,17 @@ static ARMS: [Arm; 61] = [
         limit: None,
     },
     Arm {
-        guard: 25,
+        guard: 29,
         to: St::Space23 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::Choice19 as u16,
+        to: St::Choice23 as u16,
         limit: None,
     },
     Arm {
-        guard: 26,
+        guard: 30,
         to: St::Space25 as u16,
         limit: None,
     },
@@ -1589,8 +1653,8 @@ static ARMS: [Arm; 61] = [
         limit: None,
     },
     Arm {
-        guard: 25,
-        to: St::Choice21 as u16,
+        guard: 29,
+        to: St::Choice25 as u16,
         limit: None,
     },
     Arm {
@@ -1600,7 +1664,7 @@ static ARMS: [Arm; 61] = [
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 27] = [
+static GUARDS: [Guard; 31] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseToolCall as u16),
@@ -1610,18 +1674,22 @@ static GUARDS: [Guard; 27] = [
     Guard::Lit(Lit::CloseBrace as u16),
     Guard::Seq { first: 5, len: 2 },
     Guard::Peek(3),
+    Guard::Peek(7),
     Guard::Lit(Lit::Arguments as u16),
     Guard::Lit(Lit::Parameters as u16),
+    Guard::Space,
+    Guard::Lit(Lit::Comma as u16),
+    Guard::Seq { first: 12, len: 2 },
     Guard::Lit(Lit::Name as u16),
     Guard::Lit(Lit::OpenBrace as u16),
-    Guard::Peek(12),
+    Guard::Peek(16),
     Guard::Lit(Lit::Quote2 as u16),
     Guard::Space,
     Guard::Lit(Lit::OpenBrace as u16),
-    Guard::Seq { first: 14, len: 3 },
-    Guard::Peek(17),
+    Guard::Seq { first: 18, len: 3 },
+    Guard::Peek(21),
     Guard::Lit(Lit::OpenBraceQuote as u16),
-    Guard::Peek(19),
+    Guard::Peek(23),
     Guard::Lit(Lit::Arguments2 as u16),
     Guard::Lit(Lit::Parameters2 as u16),
     Guard::Lit(Lit::Name2 as u16),

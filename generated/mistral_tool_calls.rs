@@ -75,11 +75,15 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(5),
                     Op::Call,
-                    Op::Seq(13),
+                    Op::Seq(6),
                     Op::Name { stops: 5, count: 1 },
                     Op::Lit(5),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(6),
+                    Op::Seq(6),
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
@@ -134,11 +138,15 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(5),
                     Op::Call,
-                    Op::Seq(13),
+                    Op::Seq(6),
                     Op::Name { stops: 5, count: 1 },
                     Op::Lit(5),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(6),
+                    Op::Seq(6),
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
@@ -200,11 +208,15 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(5),
                     Op::Call,
-                    Op::Seq(13),
+                    Op::Seq(6),
                     Op::Name { stops: 5, count: 1 },
                     Op::Lit(5),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(6),
+                    Op::Seq(6),
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
@@ -259,11 +271,15 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Lit(5),
                     Op::Call,
-                    Op::Seq(13),
+                    Op::Seq(6),
                     Op::Name { stops: 5, count: 1 },
                     Op::Lit(5),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(6),
+                    Op::Seq(6),
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
@@ -420,13 +436,15 @@ enum St {
     LitQuote2,
     LitColon,
     Choice,
+    ArgsClose,
+    ArgsOpen,
     Json,
     JsonStart,
     Space2,
     LitColon2,
     Choice2,
     Space3,
-    LitComma,
+    Choice3,
     LitQuote3,
     ToolName,
     ToolName2,
@@ -438,14 +456,14 @@ enum St {
     LitQuote6,
     LitColon4,
     LitName,
-    LitComma2,
+    LitComma,
     Json2,
     JsonStart2,
     Commit,
-    Choice3,
+    Choice4,
     Space4,
     LitColon5,
-    Choice4,
+    Choice5,
     Space5,
     LitOpenBrace,
     ToolOpen,
@@ -457,14 +475,16 @@ enum St {
     JsonString2,
     LitQuote8,
     LitColon6,
-    Choice5,
+    Choice6,
+    ArgsClose2,
+    ArgsOpen2,
     Json3,
     JsonStart3,
     Space7,
     LitColon7,
-    Choice6,
+    Choice7,
     Space8,
-    LitComma3,
+    Choice8,
     LitQuote9,
     ToolName5,
     ToolName6,
@@ -476,14 +496,14 @@ enum St {
     LitQuote12,
     LitColon9,
     LitName2,
-    LitComma4,
+    LitComma2,
     Json4,
     JsonStart4,
     Commit2,
-    Choice7,
+    Choice9,
     Space9,
     LitColon10,
-    Choice8,
+    Choice10,
     Space10,
     LitOpenBrace2,
     ToolOpen2,
@@ -508,14 +528,16 @@ enum St {
     JsonString3,
     LitQuote14,
     LitColon11,
-    Choice9,
+    Choice11,
+    ArgsClose3,
+    ArgsOpen3,
     Json5,
     JsonStart5,
     Space13,
     LitColon12,
-    Choice10,
+    Choice12,
     Space14,
-    LitComma5,
+    Choice13,
     LitQuote15,
     ToolName9,
     ToolName10,
@@ -527,14 +549,14 @@ enum St {
     LitQuote18,
     LitColon14,
     LitName3,
-    LitComma6,
+    LitComma3,
     Json6,
     JsonStart6,
     Commit3,
-    Choice11,
+    Choice14,
     Space15,
     LitColon15,
-    Choice12,
+    Choice15,
     Space16,
     LitOpenBrace3,
     ToolOpen3,
@@ -546,14 +568,16 @@ enum St {
     JsonString4,
     LitQuote20,
     LitColon16,
-    Choice13,
+    Choice16,
+    ArgsClose4,
+    ArgsOpen4,
     Json7,
     JsonStart7,
     Space18,
     LitColon17,
-    Choice14,
+    Choice17,
     Space19,
-    LitComma7,
+    Choice18,
     LitQuote21,
     ToolName13,
     ToolName14,
@@ -565,14 +589,14 @@ enum St {
     LitQuote24,
     LitColon19,
     LitName4,
-    LitComma8,
+    LitComma4,
     Json8,
     JsonStart8,
     Commit4,
-    Choice15,
+    Choice19,
     Space20,
     LitColon20,
-    Choice16,
+    Choice20,
     Space21,
     LitOpenBrace4,
     ToolOpen4,
@@ -582,18 +606,18 @@ enum St {
     ContentText7,
     Content7,
     Space23,
-    Choice17,
+    Choice21,
     Space24,
     Json9,
     JsonStart9,
     Space25,
-    Choice18,
-    Choice19,
+    Choice22,
+    Choice23,
     Space26,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 191] = {
-    let mut s = [State::Done; 191];
+static STATES: [State; 199] = {
+    let mut s = [State::Done; 199];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -610,7 +634,7 @@ static STATES: [State; 191] = {
     s[St::LoopHead as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 19, len: 1 },
+        arms: Arms { first: 25, len: 1 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone as usize] = State::RoundDone {
@@ -645,7 +669,7 @@ static STATES: [State; 191] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 1,
         recover: true,
-        arms: Arms { first: 9, len: 1 },
+        arms: Arms { first: 12, len: 1 },
         next: St::LitCloseBracket as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -678,6 +702,12 @@ static STATES: [State; 191] = {
     s[St::Choice as usize] = State::Choice {
         arms: Arms { first: 0, len: 2 },
     };
+    s[St::ArgsClose as usize] = State::ArgsClose {
+        next: St::Choice as u16,
+    };
+    s[St::ArgsOpen as usize] = State::ArgsOpen {
+        next: St::ArgsClose as u16,
+    };
     s[St::Json as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
@@ -702,13 +732,12 @@ static STATES: [State; 191] = {
     s[St::Space3 as usize] = State::Space {
         next: St::Choice2 as u16,
     };
-    s[St::LitComma as usize] = State::SpacedLiteral {
-        text: Lit::Comma as u16,
-        next: St::Space3 as u16,
+    s[St::Choice3 as usize] = State::Choice {
+        arms: Arms { first: 4, len: 3 },
     };
     s[St::LitQuote3 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::LitComma as u16,
+        next: St::Choice3 as u16,
     };
     s[St::ToolName as usize] = State::Name {
         kind: Kind::ToolName,
@@ -752,7 +781,7 @@ static STATES: [State; 191] = {
         text: Lit::Name as u16,
         next: St::LitColon4 as u16,
     };
-    s[St::LitComma2 as usize] = State::SpacedLiteral {
+    s[St::LitComma as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
         next: St::LitName as u16,
     };
@@ -760,7 +789,7 @@ static STATES: [State; 191] = {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::LitComma2 as u16,
+        next: St::LitComma as u16,
     };
     s[St::JsonStart2 as usize] = State::JsonStart {
         python: false,
@@ -770,21 +799,21 @@ static STATES: [State; 191] = {
     s[St::Commit as usize] = State::Commit {
         next: St::JsonStart2 as u16,
     };
-    s[St::Choice3 as usize] = State::Choice {
-        arms: Arms { first: 4, len: 2 },
+    s[St::Choice4 as usize] = State::Choice {
+        arms: Arms { first: 7, len: 2 },
     };
     s[St::Space4 as usize] = State::Space {
-        next: St::Choice3 as u16,
+        next: St::Choice4 as u16,
     };
     s[St::LitColon5 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space4 as u16,
     };
-    s[St::Choice4 as usize] = State::Choice {
-        arms: Arms { first: 6, len: 3 },
+    s[St::Choice5 as usize] = State::Choice {
+        arms: Arms { first: 9, len: 3 },
     };
     s[St::Space5 as usize] = State::Space {
-        next: St::Choice4 as u16,
+        next: St::Choice5 as u16,
     };
     s[St::LitOpenBrace as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -823,14 +852,20 @@ static STATES: [State; 191] = {
         text: Lit::Colon as u16,
         next: St::LitQuote8 as u16,
     };
-    s[St::Choice5 as usize] = State::Choice {
-        arms: Arms { first: 10, len: 2 },
+    s[St::Choice6 as usize] = State::Choice {
+        arms: Arms { first: 13, len: 2 },
+    };
+    s[St::ArgsClose2 as usize] = State::ArgsClose {
+        next: St::Choice6 as u16,
+    };
+    s[St::ArgsOpen2 as usize] = State::ArgsOpen {
+        next: St::ArgsClose2 as u16,
     };
     s[St::Json3 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Choice5 as u16,
+        next: St::Choice6 as u16,
     };
     s[St::JsonStart3 as usize] = State::JsonStart {
         python: false,
@@ -844,19 +879,18 @@ static STATES: [State; 191] = {
         text: Lit::Colon as u16,
         next: St::Space7 as u16,
     };
-    s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 12, len: 2 },
+    s[St::Choice7 as usize] = State::Choice {
+        arms: Arms { first: 15, len: 2 },
     };
     s[St::Space8 as usize] = State::Space {
-        next: St::Choice6 as u16,
+        next: St::Choice7 as u16,
     };
-    s[St::LitComma3 as usize] = State::SpacedLiteral {
-        text: Lit::Comma as u16,
-        next: St::Space8 as u16,
+    s[St::Choice8 as usize] = State::Choice {
+        arms: Arms { first: 17, len: 3 },
     };
     s[St::LitQuote9 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::LitComma3 as u16,
+        next: St::Choice8 as u16,
     };
     s[St::ToolName5 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -877,7 +911,7 @@ static STATES: [State; 191] = {
     };
     s[St::LitQuote11 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice5 as u16,
+        next: St::Choice6 as u16,
     };
     s[St::ToolName7 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -900,7 +934,7 @@ static STATES: [State; 191] = {
         text: Lit::Name as u16,
         next: St::LitColon9 as u16,
     };
-    s[St::LitComma4 as usize] = State::SpacedLiteral {
+    s[St::LitComma2 as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
         next: St::LitName2 as u16,
     };
@@ -908,7 +942,7 @@ static STATES: [State; 191] = {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::LitComma4 as u16,
+        next: St::LitComma2 as u16,
     };
     s[St::JsonStart4 as usize] = State::JsonStart {
         python: false,
@@ -918,21 +952,21 @@ static STATES: [State; 191] = {
     s[St::Commit2 as usize] = State::Commit {
         next: St::JsonStart4 as u16,
     };
-    s[St::Choice7 as usize] = State::Choice {
-        arms: Arms { first: 14, len: 2 },
+    s[St::Choice9 as usize] = State::Choice {
+        arms: Arms { first: 20, len: 2 },
     };
     s[St::Space9 as usize] = State::Space {
-        next: St::Choice7 as u16,
+        next: St::Choice9 as u16,
     };
     s[St::LitColon10 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space9 as u16,
     };
-    s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 16, len: 3 },
+    s[St::Choice10 as usize] = State::Choice {
+        arms: Arms { first: 22, len: 3 },
     };
     s[St::Space10 as usize] = State::Space {
-        next: St::Choice8 as u16,
+        next: St::Choice10 as u16,
     };
     s[St::LitOpenBrace2 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -964,7 +998,7 @@ static STATES: [State; 191] = {
     s[St::LoopHead3 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 39, len: 1 },
+        arms: Arms { first: 51, len: 1 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -999,7 +1033,7 @@ static STATES: [State; 191] = {
     s[St::LoopHead4 as usize] = State::LoopHead {
         repeat: 1,
         recover: true,
-        arms: Arms { first: 29, len: 1 },
+        arms: Arms { first: 38, len: 1 },
         next: St::LitCloseBracket2 as u16,
     };
     s[St::LoopRoundDone4 as usize] = State::RoundDone {
@@ -1029,14 +1063,20 @@ static STATES: [State; 191] = {
         text: Lit::Colon as u16,
         next: St::LitQuote14 as u16,
     };
-    s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 20, len: 2 },
+    s[St::Choice11 as usize] = State::Choice {
+        arms: Arms { first: 26, len: 2 },
+    };
+    s[St::ArgsClose3 as usize] = State::ArgsClose {
+        next: St::Choice11 as u16,
+    };
+    s[St::ArgsOpen3 as usize] = State::ArgsOpen {
+        next: St::ArgsClose3 as u16,
     };
     s[St::Json5 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Choice9 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::JsonStart5 as usize] = State::JsonStart {
         python: false,
@@ -1050,19 +1090,18 @@ static STATES: [State; 191] = {
         text: Lit::Colon as u16,
         next: St::Space13 as u16,
     };
-    s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 22, len: 2 },
+    s[St::Choice12 as usize] = State::Choice {
+        arms: Arms { first: 28, len: 2 },
     };
     s[St::Space14 as usize] = State::Space {
-        next: St::Choice10 as u16,
+        next: St::Choice12 as u16,
     };
-    s[St::LitComma5 as usize] = State::SpacedLiteral {
-        text: Lit::Comma as u16,
-        next: St::Space14 as u16,
+    s[St::Choice13 as usize] = State::Choice {
+        arms: Arms { first: 30, len: 3 },
     };
     s[St::LitQuote15 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::LitComma5 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::ToolName9 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1083,7 +1122,7 @@ static STATES: [State; 191] = {
     };
     s[St::LitQuote17 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice9 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::ToolName11 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1106,7 +1145,7 @@ static STATES: [State; 191] = {
         text: Lit::Name as u16,
         next: St::LitColon14 as u16,
     };
-    s[St::LitComma6 as usize] = State::SpacedLiteral {
+    s[St::LitComma3 as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
         next: St::LitName3 as u16,
     };
@@ -1114,7 +1153,7 @@ static STATES: [State; 191] = {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::LitComma6 as u16,
+        next: St::LitComma3 as u16,
     };
     s[St::JsonStart6 as usize] = State::JsonStart {
         python: false,
@@ -1124,21 +1163,21 @@ static STATES: [State; 191] = {
     s[St::Commit3 as usize] = State::Commit {
         next: St::JsonStart6 as u16,
     };
-    s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 24, len: 2 },
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 33, len: 2 },
     };
     s[St::Space15 as usize] = State::Space {
-        next: St::Choice11 as u16,
+        next: St::Choice14 as u16,
     };
     s[St::LitColon15 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space15 as u16,
     };
-    s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 26, len: 3 },
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 35, len: 3 },
     };
     s[St::Space16 as usize] = State::Space {
-        next: St::Choice12 as u16,
+        next: St::Choice15 as u16,
     };
     s[St::LitOpenBrace3 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -1177,14 +1216,20 @@ static STATES: [State; 191] = {
         text: Lit::Colon as u16,
         next: St::LitQuote20 as u16,
     };
-    s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 30, len: 2 },
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 39, len: 2 },
+    };
+    s[St::ArgsClose4 as usize] = State::ArgsClose {
+        next: St::Choice16 as u16,
+    };
+    s[St::ArgsOpen4 as usize] = State::ArgsOpen {
+        next: St::ArgsClose4 as u16,
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Choice13 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::JsonStart7 as usize] = State::JsonStart {
         python: false,
@@ -1198,19 +1243,18 @@ static STATES: [State; 191] = {
         text: Lit::Colon as u16,
         next: St::Space18 as u16,
     };
-    s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 32, len: 2 },
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 41, len: 2 },
     };
     s[St::Space19 as usize] = State::Space {
-        next: St::Choice14 as u16,
+        next: St::Choice17 as u16,
     };
-    s[St::LitComma7 as usize] = State::SpacedLiteral {
-        text: Lit::Comma as u16,
-        next: St::Space19 as u16,
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 43, len: 3 },
     };
     s[St::LitQuote21 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::LitComma7 as u16,
+        next: St::Choice18 as u16,
     };
     s[St::ToolName13 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1231,7 +1275,7 @@ static STATES: [State; 191] = {
     };
     s[St::LitQuote23 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice13 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::ToolName15 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1254,7 +1298,7 @@ static STATES: [State; 191] = {
         text: Lit::Name as u16,
         next: St::LitColon19 as u16,
     };
-    s[St::LitComma8 as usize] = State::SpacedLiteral {
+    s[St::LitComma4 as usize] = State::SpacedLiteral {
         text: Lit::Comma as u16,
         next: St::LitName4 as u16,
     };
@@ -1262,7 +1306,7 @@ static STATES: [State; 191] = {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::LitComma8 as u16,
+        next: St::LitComma4 as u16,
     };
     s[St::JsonStart8 as usize] = State::JsonStart {
         python: false,
@@ -1272,21 +1316,21 @@ static STATES: [State; 191] = {
     s[St::Commit4 as usize] = State::Commit {
         next: St::JsonStart8 as u16,
     };
-    s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 34, len: 2 },
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 46, len: 2 },
     };
     s[St::Space20 as usize] = State::Space {
-        next: St::Choice15 as u16,
+        next: St::Choice19 as u16,
     };
     s[St::LitColon20 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space20 as u16,
     };
-    s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 36, len: 3 },
+    s[St::Choice20 as usize] = State::Choice {
+        arms: Arms { first: 48, len: 3 },
     };
     s[St::Space21 as usize] = State::Space {
-        next: St::Choice16 as u16,
+        next: St::Choice20 as u16,
     };
     s[St::LitOpenBrace4 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -1318,11 +1362,11 @@ static STATES: [State; 191] = {
     s[St::Space23 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 40, len: 2 },
+    s[St::Choice21 as usize] = State::Choice {
+        arms: Arms { first: 52, len: 2 },
     };
     s[St::Space24 as usize] = State::Space {
-        next: St::Choice17 as u16,
+        next: St::Choice21 as u16,
     };
     s[St::Json9 as usize] = State::Json {
         content: true,
@@ -1338,14 +1382,14 @@ static STATES: [State; 191] = {
     s[St::Space25 as usize] = State::Space {
         next: St::JsonStart9 as u16,
     };
-    s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 42, len: 2 },
+    s[St::Choice22 as usize] = State::Choice {
+        arms: Arms { first: 54, len: 2 },
     };
-    s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 44, len: 2 },
+    s[St::Choice23 as usize] = State::Choice {
+        arms: Arms { first: 56, len: 2 },
     };
     s[St::Space26 as usize] = State::Space {
-        next: St::Choice19 as u16,
+        next: St::Choice23 as u16,
     };
     s
 };
@@ -1390,7 +1434,7 @@ static LITERALS: [&str; 15] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 46] = [
+static ARMS: [Arm; 58] = [
     Arm {
         guard: 4,
         to: St::LitColon as u16,
@@ -1402,42 +1446,57 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 6,
+        guard: 11,
         to: St::LitColon2 as u16,
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 12,
         to: St::LitColon2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::ArgsOpen as u16,
         limit: None,
     },
     Arm {
         guard: 10,
-        to: St::Commit as u16,
+        to: St::ArgsOpen as u16,
         limit: None,
     },
     Arm {
         guard: 15,
-        to: St::Commit as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::LitColon3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 6,
-        to: St::LitColon5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 7,
-        to: St::LitColon5 as u16,
+        to: St::Space3 as u16,
         limit: None,
     },
     Arm {
         guard: 18,
+        to: St::Commit as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::Commit as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 16,
+        to: St::LitColon3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 11,
+        to: St::LitColon5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 12,
+        to: St::LitColon5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 15,
         to: St::Space6 as u16,
         limit: Some(0u8),
     },
@@ -1452,42 +1511,57 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 6,
+        guard: 11,
         to: St::LitColon7 as u16,
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 12,
         to: St::LitColon7 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::ArgsOpen2 as u16,
         limit: None,
     },
     Arm {
         guard: 10,
-        to: St::Commit2 as u16,
+        to: St::ArgsOpen2 as u16,
         limit: None,
     },
     Arm {
         guard: 15,
+        to: St::Space8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
         to: St::Commit2 as u16,
         limit: None,
     },
     Arm {
-        guard: 8,
+        guard: 23,
+        to: St::Commit2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 16,
         to: St::LitColon8 as u16,
         limit: None,
     },
     Arm {
-        guard: 6,
+        guard: 11,
         to: St::LitColon10 as u16,
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 12,
         to: St::LitColon10 as u16,
         limit: None,
     },
     Arm {
-        guard: 19,
+        guard: 24,
         to: St::LitOpenBracket as u16,
         limit: Some(1u8),
     },
@@ -1502,42 +1576,57 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 6,
+        guard: 11,
         to: St::LitColon12 as u16,
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 12,
         to: St::LitColon12 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::ArgsOpen3 as u16,
         limit: None,
     },
     Arm {
         guard: 10,
-        to: St::Commit3 as u16,
+        to: St::ArgsOpen3 as u16,
         limit: None,
     },
     Arm {
         guard: 15,
-        to: St::Commit3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::LitColon13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 6,
-        to: St::LitColon15 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 7,
-        to: St::LitColon15 as u16,
+        to: St::Space14 as u16,
         limit: None,
     },
     Arm {
         guard: 18,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 16,
+        to: St::LitColon13 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 11,
+        to: St::LitColon15 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 12,
+        to: St::LitColon15 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 15,
         to: St::Space17 as u16,
         limit: None,
     },
@@ -1552,47 +1641,62 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 6,
+        guard: 11,
         to: St::LitColon17 as u16,
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 12,
         to: St::LitColon17 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::ArgsOpen4 as u16,
         limit: None,
     },
     Arm {
         guard: 10,
-        to: St::Commit4 as u16,
+        to: St::ArgsOpen4 as u16,
         limit: None,
     },
     Arm {
         guard: 15,
+        to: St::Space19 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
         to: St::Commit4 as u16,
         limit: None,
     },
     Arm {
-        guard: 8,
+        guard: 23,
+        to: St::Commit4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 16,
         to: St::LitColon18 as u16,
         limit: None,
     },
     Arm {
-        guard: 6,
+        guard: 11,
         to: St::LitColon20 as u16,
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 12,
         to: St::LitColon20 as u16,
         limit: None,
     },
     Arm {
-        guard: 19,
+        guard: 24,
         to: St::LitOpenBracket2 as u16,
         limit: None,
     },
     Arm {
-        guard: 20,
+        guard: 25,
         to: St::Space23 as u16,
         limit: None,
     },
@@ -1602,7 +1706,7 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 21,
+        guard: 26,
         to: St::Space25 as u16,
         limit: None,
     },
@@ -1612,8 +1716,8 @@ static ARMS: [Arm; 46] = [
         limit: None,
     },
     Arm {
-        guard: 20,
-        to: St::Choice18 as u16,
+        guard: 25,
+        to: St::Choice22 as u16,
         limit: None,
     },
     Arm {
@@ -1623,26 +1727,31 @@ static ARMS: [Arm; 46] = [
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 22] = [
+static GUARDS: [Guard; 27] = [
     Guard::Space,
     Guard::Lit(Lit::Comma as u16),
     Guard::Space,
     Guard::Lit(Lit::Id as u16),
     Guard::Seq { first: 0, len: 4 },
     Guard::Empty,
+    Guard::Space,
+    Guard::Lit(Lit::CloseBrace as u16),
+    Guard::Seq { first: 6, len: 2 },
+    Guard::Peek(8),
+    Guard::Peek(4),
     Guard::Lit(Lit::Arguments as u16),
     Guard::Lit(Lit::Parameters as u16),
+    Guard::Space,
+    Guard::Lit(Lit::Comma as u16),
+    Guard::Seq { first: 13, len: 2 },
     Guard::Lit(Lit::Name as u16),
     Guard::Lit(Lit::OpenBrace as u16),
-    Guard::Peek(9),
+    Guard::Peek(17),
     Guard::Lit(Lit::Quote as u16),
     Guard::Space,
     Guard::Lit(Lit::OpenBrace as u16),
-    Guard::Seq { first: 11, len: 3 },
-    Guard::Peek(14),
-    Guard::Space,
-    Guard::Lit(Lit::Comma as u16),
-    Guard::Seq { first: 16, len: 2 },
+    Guard::Seq { first: 19, len: 3 },
+    Guard::Peek(22),
     Guard::Lit(Lit::ToolCalls as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
     Guard::Lit(Lit::Json as u16),

@@ -40,9 +40,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<>]))))) | never-matches\nvalue-part-5 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-6 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-7 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<=]))))) | never-matches\nvalue-part-8 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-9 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-10 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-11 ::= ([^/<p] | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-7))) | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-8)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-12 ::= (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-6))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-6))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-11)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-12) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r >] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<>]))))) | never-matches\nvalue-part-5 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-6 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-7 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<=]))))) | never-matches\nvalue-part-8 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-9 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-10 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-11 ::= ([^/<p] | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-7))) | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-8)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-12 ::= (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-6))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-6))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-11)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-12) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r >] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<>]/))))) | never_matches\nvalue_part_5: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_6: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_7: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<=]/))))) | never_matches\nvalue_part_8: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_9: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_10: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_11: (/[^\\/<p]/ | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_7))) | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_8)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_12: (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_6))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_6))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_11)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_12) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r >]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content\ncall_2: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<>]/))))) | never_matches\nvalue_part_5: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_6: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_7: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<=]/))))) | never_matches\nvalue_part_8: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_9: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_10: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_11: (/[^\\/<p]/ | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_7))) | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_8)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_12: (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_6))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_6))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_11)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_12) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r >]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -62,14 +62,18 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
             ],
             calls: [
                 &[
-                    Op::Seq(6),
+                    Op::Seq(7),
                     Op::Lit(0),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(4),
                     Op::Lit(1),
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(11),
+                    Op::Seq(7),
                     Op::Name { stops: 2, count: 1 },
                     Op::Space,
                     Op::Lit(2),
@@ -143,14 +147,18 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                 ],
                 &[
-                    Op::Seq(6),
+                    Op::Seq(8),
                     Op::Lit(0),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(4),
                     Op::Lit(1),
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(12),
+                    Op::Seq(7),
                     Op::Name { stops: 2, count: 1 },
                     Op::Space,
                     Op::Lit(2),
@@ -226,13 +234,17 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Lit(0),
-                    Op::Seq(5),
+                    Op::Seq(6),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(4),
                     Op::Lit(1),
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(11),
+                    Op::Seq(7),
                     Op::Name { stops: 2, count: 1 },
                     Op::Space,
                     Op::Lit(2),
@@ -322,11 +334,11 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.
-pub const HOLD_LIMIT: usize = 94;
+pub const HOLD_LIMIT: usize = 99;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 110;
+pub const WINDOW_BYTES: usize = 115;
 const W: usize = WINDOW_BYTES;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
@@ -358,18 +370,20 @@ impl Machine for Grammar {
                 || st == St::ContentText8 as u16 || st == St::ContentText9 as u16 => {
                 const { Fast::of(&STATES[St::ContentText4 as usize], &STOPS, &LITERALS) }
             }
+            st if st == St::Json as u16 || st == St::Json2 as u16
+                || st == St::Json3 as u16 || st == St::Json4 as u16
+                || st == St::Json5 as u16 || st == St::Json6 as u16
+                || st == St::Json7 as u16 || st == St::Json8 as u16 => {
+                const { Fast::of(&STATES[St::Json as usize], &STOPS, &LITERALS) }
+            }
             st if st == St::ArgStringText as u16 || st == St::ArgStringText2 as u16
                 || st == St::ArgStringText3 as u16 || st == St::ArgStringText4 as u16 => {
                 const {
                     Fast::of(&STATES[St::ArgStringText as usize], &STOPS, &LITERALS)
                 }
             }
-            st if st == St::Json as u16 || st == St::Json2 as u16
-                || st == St::Json3 as u16 || st == St::Json4 as u16 => {
-                const { Fast::of(&STATES[St::Json as usize], &STOPS, &LITERALS) }
-            }
-            st if st == St::Json5 as u16 => {
-                const { Fast::of(&STATES[St::Json5 as usize], &STOPS, &LITERALS) }
+            st if st == St::Json9 as u16 => {
+                const { Fast::of(&STATES[St::Json9 as usize], &STOPS, &LITERALS) }
             }
             _ => Fast::No,
         }
@@ -386,24 +400,24 @@ static TABLE: Table = Table {
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space24 as u16,
+        St::Space34 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space24 as u16,
+        St::Space34 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space24 as u16,
+        St::Space34 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space24 as u16,
+        St::Space34 as u16,
     ],
     switches: THINKING_SWITCHES,
     pack: PACK,
     hold_limit: HOLD_LIMIT,
-    full: 110,
+    full: 115,
 };
 /// The machine's states, named for what they read.
 #[derive(Clone, Copy)]
@@ -433,55 +447,93 @@ enum St {
     Choice,
     Choice2,
     ArgsClose,
-    LoopHead3,
-    Space3,
-    Choice3,
-    ArgStringText,
-    ArgString,
-    Space4,
+    ArgsOpen,
+    JsonClose,
+    JsonEndMarker,
     Json,
     JsonStart,
+    Space3,
+    LitColon,
+    Choice3,
+    Space4,
+    Choice4,
+    LitQuote,
+    ToolName,
+    ToolName2,
+    LitQuote2,
+    LitColon2,
+    LitQuote3,
+    ToolName3,
+    ToolName4,
+    LitQuote4,
+    LitColon3,
+    LitName,
+    LitComma,
+    JsonClose2,
+    JsonEndMarker2,
+    Json2,
+    JsonStart2,
+    Commit2,
+    Choice5,
     Space5,
+    LitColon4,
+    Choice6,
+    Space6,
+    LitOpenBrace,
+    ToolOpen,
+    Choice7,
+    ArgsClose2,
+    LoopHead3,
+    Space7,
+    Choice8,
+    ArgStringText,
+    ArgString,
+    Space8,
+    Json3,
+    JsonStart3,
+    Space9,
     ArgAutoText,
     ArgAuto,
-    Choice4,
+    Choice9,
     ValueByArgumentType,
     LitGreater,
     ArgName,
     ArgName2,
-    ArgsOpen,
+    ArgsOpen2,
     LitGreater2,
-    ToolName,
-    ToolName2,
-    Space6,
-    ToolOpen,
+    ToolName5,
+    ToolName6,
+    Space10,
+    ToolOpen2,
     LitFunction,
-    Choice5,
-    Choice6,
-    ArgsClose2,
+    Choice10,
+    Space11,
+    Choice11,
+    Choice12,
+    ArgsClose3,
     LoopHead4,
-    Space7,
-    Choice7,
+    Space12,
+    Choice13,
     ArgStringText2,
     ArgString2,
-    Space8,
-    Json2,
-    JsonStart2,
-    Space9,
+    Space13,
+    Json4,
+    JsonStart4,
+    Space14,
     ArgAutoText2,
     ArgAuto2,
-    Choice8,
+    Choice14,
     ValueByArgumentType2,
     LitGreater3,
     ArgName3,
     ArgName4,
-    ArgsOpen2,
+    ArgsOpen3,
     LitGreater4,
-    ToolName3,
-    ToolName4,
-    Space10,
-    ToolOpen2,
-    Commit2,
+    ToolName7,
+    ToolName8,
+    Space15,
+    ToolOpen3,
+    Commit3,
     Loop2,
     ContentText6,
     Content6,
@@ -491,78 +543,116 @@ enum St {
     Content7,
     ContentText8,
     Content8,
-    Space11,
+    Space16,
     ToolClose2,
-    Choice9,
-    Choice10,
-    ArgsClose3,
+    Choice15,
+    Choice16,
+    ArgsClose4,
+    ArgsOpen4,
+    JsonClose3,
+    JsonEndMarker3,
+    Json5,
+    JsonStart5,
+    Space17,
+    LitColon5,
+    Choice17,
+    Space18,
+    Choice18,
+    LitQuote5,
+    ToolName9,
+    ToolName10,
+    LitQuote6,
+    LitColon6,
+    LitQuote7,
+    ToolName11,
+    ToolName12,
+    LitQuote8,
+    LitColon7,
+    LitName2,
+    LitComma2,
+    JsonClose4,
+    JsonEndMarker4,
+    Json6,
+    JsonStart6,
+    Commit4,
+    Choice19,
+    Space19,
+    LitColon8,
+    Choice20,
+    Space20,
+    LitOpenBrace2,
+    ToolOpen4,
+    Choice21,
+    ArgsClose5,
     LoopHead6,
-    Space12,
-    Choice11,
+    Space21,
+    Choice22,
     ArgStringText3,
     ArgString3,
-    Space13,
-    Json3,
-    JsonStart3,
-    Space14,
+    Space22,
+    Json7,
+    JsonStart7,
+    Space23,
     ArgAutoText3,
     ArgAuto3,
-    Choice12,
+    Choice23,
     ValueByArgumentType3,
     LitGreater5,
     ArgName5,
     ArgName6,
-    ArgsOpen3,
+    ArgsOpen5,
     LitGreater6,
-    ToolName5,
-    ToolName6,
-    Space15,
-    ToolOpen3,
+    ToolName13,
+    ToolName14,
+    Space24,
+    ToolOpen5,
     LitFunction2,
-    Choice13,
-    Choice14,
-    ArgsClose4,
+    Choice24,
+    Space25,
+    Choice25,
+    Choice26,
+    ArgsClose6,
     LoopHead7,
-    Space16,
-    Choice15,
+    Space26,
+    Choice27,
     ArgStringText4,
     ArgString4,
-    Space17,
-    Json4,
-    JsonStart4,
-    Space18,
+    Space27,
+    Json8,
+    JsonStart8,
+    Space28,
     ArgAutoText4,
     ArgAuto4,
-    Choice16,
+    Choice28,
     ValueByArgumentType4,
     LitGreater7,
     ArgName7,
     ArgName8,
-    ArgsOpen4,
+    ArgsOpen6,
     LitGreater8,
-    ToolName7,
-    ToolName8,
-    Space19,
-    ToolOpen4,
-    Commit3,
+    ToolName15,
+    ToolName16,
+    Space29,
+    ToolOpen6,
+    Commit5,
     Loop3,
     ContentText9,
     Content9,
-    Space20,
-    Choice17,
-    Space21,
-    Choice18,
-    Space22,
-    Json5,
-    JsonStart5,
-    Space23,
-    Choice19,
-    Choice20,
-    Space24,
+    Space30,
+    Choice29,
+    Space31,
+    Choice30,
+    Space32,
+    Json9,
+    JsonStart9,
+    Space33,
+    Choice31,
+    Choice32,
+    Space34,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 150] = {
-    let mut s = [State::Done; 150];
+static STATES: [State; 226] = {
+    let mut s = [State::Done; 226];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -617,7 +707,7 @@ static STATES: [State; 150] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 23, len: 3 },
+        arms: Arms { first: 38, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -657,57 +747,194 @@ static STATES: [State; 150] = {
     s[St::ArgsClose as usize] = State::ArgsClose {
         next: St::Choice2 as u16,
     };
-    s[St::LoopHead3 as usize] = State::Loop {
-        arms: Arms { first: 11, len: 1 },
+    s[St::ArgsOpen as usize] = State::ArgsOpen {
         next: St::ArgsClose as u16,
     };
-    s[St::Space3 as usize] = State::Space {
-        next: St::LoopHead3 as u16,
+    s[St::JsonClose as usize] = State::JsonClose {
+        content: false,
+        next: St::Choice2 as u16,
     };
-    s[St::Choice3 as usize] = State::Choice {
-        arms: Arms { first: 5, len: 4 },
-    };
-    s[St::ArgStringText as usize] = State::Text {
-        kind: Kind::ArgString,
-        trim: true,
-        stops: 2,
-        next: St::Choice3 as u16,
-    };
-    s[St::ArgString as usize] = State::TextStart {
-        next: St::ArgStringText as u16,
-    };
-    s[St::Space4 as usize] = State::Space {
-        next: St::Choice3 as u16,
+    s[St::JsonEndMarker as usize] = State::Choice {
+        arms: Arms { first: 5, len: 1 },
     };
     s[St::Json as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
-        open_end: NONE,
-        next: St::Space4 as u16,
+        open_end: St::JsonEndMarker as u16,
+        next: St::Choice2 as u16,
     };
     s[St::JsonStart as usize] = State::JsonStart {
         python: false,
-        object_only: false,
+        object_only: true,
         next: St::Json as u16,
     };
-    s[St::Space5 as usize] = State::Space {
+    s[St::Space3 as usize] = State::Space {
         next: St::JsonStart as u16,
+    };
+    s[St::LitColon as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space3 as u16,
+    };
+    s[St::Choice3 as usize] = State::Choice {
+        arms: Arms { first: 6, len: 2 },
+    };
+    s[St::Space4 as usize] = State::Space {
+        next: St::Choice3 as u16,
+    };
+    s[St::Choice4 as usize] = State::Choice {
+        arms: Arms { first: 8, len: 2 },
+    };
+    s[St::LitQuote as usize] = State::Literal {
+        text: Lit::Quote as u16,
+        next: St::Choice4 as u16,
+    };
+    s[St::ToolName as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 2,
+        next: St::LitQuote as u16,
+    };
+    s[St::ToolName2 as usize] = State::TextStart {
+        next: St::ToolName as u16,
+    };
+    s[St::LitQuote2 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
+        next: St::ToolName2 as u16,
+    };
+    s[St::LitColon2 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote2 as u16,
+    };
+    s[St::LitQuote3 as usize] = State::Literal {
+        text: Lit::Quote as u16,
+        next: St::Choice2 as u16,
+    };
+    s[St::ToolName3 as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 2,
+        next: St::LitQuote3 as u16,
+    };
+    s[St::ToolName4 as usize] = State::TextStart {
+        next: St::ToolName3 as u16,
+    };
+    s[St::LitQuote4 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
+        next: St::ToolName4 as u16,
+    };
+    s[St::LitColon3 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote4 as u16,
+    };
+    s[St::LitName as usize] = State::SpacedLiteral {
+        text: Lit::Name as u16,
+        next: St::LitColon3 as u16,
+    };
+    s[St::LitComma as usize] = State::SpacedLiteral {
+        text: Lit::Comma as u16,
+        next: St::LitName as u16,
+    };
+    s[St::JsonClose2 as usize] = State::JsonClose {
+        content: false,
+        next: St::LitComma as u16,
+    };
+    s[St::JsonEndMarker2 as usize] = State::Choice {
+        arms: Arms { first: 10, len: 1 },
+    };
+    s[St::Json2 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker2 as u16,
+        next: St::LitComma as u16,
+    };
+    s[St::JsonStart2 as usize] = State::JsonStart {
+        python: false,
+        object_only: true,
+        next: St::Json2 as u16,
+    };
+    s[St::Commit2 as usize] = State::Commit {
+        next: St::JsonStart2 as u16,
+    };
+    s[St::Choice5 as usize] = State::Choice {
+        arms: Arms { first: 11, len: 2 },
+    };
+    s[St::Space5 as usize] = State::Space {
+        next: St::Choice5 as u16,
+    };
+    s[St::LitColon4 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space5 as u16,
+    };
+    s[St::Choice6 as usize] = State::Choice {
+        arms: Arms { first: 13, len: 3 },
+    };
+    s[St::Space6 as usize] = State::Space {
+        next: St::Choice6 as u16,
+    };
+    s[St::LitOpenBrace as usize] = State::Literal {
+        text: Lit::OpenBrace as u16,
+        next: St::Space6 as u16,
+    };
+    s[St::ToolOpen as usize] = State::ToolOpen {
+        next: St::LitOpenBrace as u16,
+    };
+    s[St::Choice7 as usize] = State::Choice {
+        arms: Arms { first: 16, len: 2 },
+    };
+    s[St::ArgsClose2 as usize] = State::ArgsClose {
+        next: St::Choice7 as u16,
+    };
+    s[St::LoopHead3 as usize] = State::Loop {
+        arms: Arms { first: 24, len: 1 },
+        next: St::ArgsClose2 as u16,
+    };
+    s[St::Space7 as usize] = State::Space {
+        next: St::LoopHead3 as u16,
+    };
+    s[St::Choice8 as usize] = State::Choice {
+        arms: Arms { first: 18, len: 4 },
+    };
+    s[St::ArgStringText as usize] = State::Text {
+        kind: Kind::ArgString,
+        trim: true,
+        stops: 3,
+        next: St::Choice8 as u16,
+    };
+    s[St::ArgString as usize] = State::TextStart {
+        next: St::ArgStringText as u16,
+    };
+    s[St::Space8 as usize] = State::Space {
+        next: St::Choice8 as u16,
+    };
+    s[St::Json3 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: NONE,
+        next: St::Space8 as u16,
+    };
+    s[St::JsonStart3 as usize] = State::JsonStart {
+        python: false,
+        object_only: false,
+        next: St::Json3 as u16,
+    };
+    s[St::Space9 as usize] = State::Space {
+        next: St::JsonStart3 as u16,
     };
     s[St::ArgAutoText as usize] = State::Text {
         kind: Kind::ArgAuto,
         trim: true,
-        stops: 2,
-        next: St::Choice3 as u16,
+        stops: 3,
+        next: St::Choice8 as u16,
     };
     s[St::ArgAuto as usize] = State::TextStart {
         next: St::ArgAutoText as u16,
     };
-    s[St::Choice4 as usize] = State::Choice {
-        arms: Arms { first: 9, len: 2 },
+    s[St::Choice9 as usize] = State::Choice {
+        arms: Arms { first: 22, len: 2 },
     };
     s[St::ValueByArgumentType as usize] = State::ByArgType {
         string: St::ArgString as u16,
-        json: St::Choice4 as u16,
+        json: St::Choice9 as u16,
         auto: St::ArgAuto as u16,
     };
     s[St::LitGreater as usize] = State::Literal {
@@ -717,98 +944,104 @@ static STATES: [State; 150] = {
     s[St::ArgName as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
-        stops: 3,
+        stops: 4,
         next: St::LitGreater as u16,
     };
     s[St::ArgName2 as usize] = State::TextStart {
         next: St::ArgName as u16,
     };
-    s[St::ArgsOpen as usize] = State::ArgsOpen {
+    s[St::ArgsOpen2 as usize] = State::ArgsOpen {
         next: St::LoopHead3 as u16,
     };
     s[St::LitGreater2 as usize] = State::SpacedLiteral {
         text: Lit::Greater as u16,
-        next: St::ArgsOpen as u16,
+        next: St::ArgsOpen2 as u16,
     };
-    s[St::ToolName as usize] = State::Name {
+    s[St::ToolName5 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
-        stops: 3,
+        stops: 4,
         next: St::LitGreater2 as u16,
     };
-    s[St::ToolName2 as usize] = State::TextStart {
-        next: St::ToolName as u16,
+    s[St::ToolName6 as usize] = State::TextStart {
+        next: St::ToolName5 as u16,
     };
-    s[St::Space6 as usize] = State::Space {
-        next: St::ToolName2 as u16,
+    s[St::Space10 as usize] = State::Space {
+        next: St::ToolName6 as u16,
     };
-    s[St::ToolOpen as usize] = State::ToolOpen {
-        next: St::Space6 as u16,
+    s[St::ToolOpen2 as usize] = State::ToolOpen {
+        next: St::Space10 as u16,
     };
-    s[St::LitFunction as usize] = State::SpacedLiteral {
+    s[St::LitFunction as usize] = State::Literal {
         text: Lit::Function as u16,
-        next: St::ToolOpen as u16,
+        next: St::ToolOpen2 as u16,
     };
-    s[St::Choice5 as usize] = State::Choice {
-        arms: Arms { first: 12, len: 2 },
+    s[St::Choice10 as usize] = State::Choice {
+        arms: Arms { first: 25, len: 2 },
     };
-    s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 14, len: 2 },
+    s[St::Space11 as usize] = State::Space {
+        next: St::Choice10 as u16,
     };
-    s[St::ArgsClose2 as usize] = State::ArgsClose {
-        next: St::Choice6 as u16,
+    s[St::Choice11 as usize] = State::Choice {
+        arms: Arms { first: 27, len: 2 },
+    };
+    s[St::Choice12 as usize] = State::Choice {
+        arms: Arms { first: 29, len: 2 },
+    };
+    s[St::ArgsClose3 as usize] = State::ArgsClose {
+        next: St::Choice12 as u16,
     };
     s[St::LoopHead4 as usize] = State::Loop {
-        arms: Arms { first: 22, len: 1 },
-        next: St::ArgsClose2 as u16,
+        arms: Arms { first: 37, len: 1 },
+        next: St::ArgsClose3 as u16,
     };
-    s[St::Space7 as usize] = State::Space {
+    s[St::Space12 as usize] = State::Space {
         next: St::LoopHead4 as u16,
     };
-    s[St::Choice7 as usize] = State::Choice {
-        arms: Arms { first: 16, len: 4 },
+    s[St::Choice13 as usize] = State::Choice {
+        arms: Arms { first: 31, len: 4 },
     };
     s[St::ArgStringText2 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
-        stops: 2,
-        next: St::Choice7 as u16,
+        stops: 3,
+        next: St::Choice13 as u16,
     };
     s[St::ArgString2 as usize] = State::TextStart {
         next: St::ArgStringText2 as u16,
     };
-    s[St::Space8 as usize] = State::Space {
-        next: St::Choice7 as u16,
+    s[St::Space13 as usize] = State::Space {
+        next: St::Choice13 as u16,
     };
-    s[St::Json2 as usize] = State::Json {
+    s[St::Json4 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space8 as u16,
+        next: St::Space13 as u16,
     };
-    s[St::JsonStart2 as usize] = State::JsonStart {
+    s[St::JsonStart4 as usize] = State::JsonStart {
         python: false,
         object_only: false,
-        next: St::Json2 as u16,
+        next: St::Json4 as u16,
     };
-    s[St::Space9 as usize] = State::Space {
-        next: St::JsonStart2 as u16,
+    s[St::Space14 as usize] = State::Space {
+        next: St::JsonStart4 as u16,
     };
     s[St::ArgAutoText2 as usize] = State::Text {
         kind: Kind::ArgAuto,
         trim: true,
-        stops: 2,
-        next: St::Choice7 as u16,
+        stops: 3,
+        next: St::Choice13 as u16,
     };
     s[St::ArgAuto2 as usize] = State::TextStart {
         next: St::ArgAutoText2 as u16,
     };
-    s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 20, len: 2 },
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 35, len: 2 },
     };
     s[St::ValueByArgumentType2 as usize] = State::ByArgType {
         string: St::ArgString2 as u16,
-        json: St::Choice8 as u16,
+        json: St::Choice14 as u16,
         auto: St::ArgAuto2 as u16,
     };
     s[St::LitGreater3 as usize] = State::Literal {
@@ -818,35 +1051,35 @@ static STATES: [State; 150] = {
     s[St::ArgName3 as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
-        stops: 3,
+        stops: 4,
         next: St::LitGreater3 as u16,
     };
     s[St::ArgName4 as usize] = State::TextStart {
         next: St::ArgName3 as u16,
     };
-    s[St::ArgsOpen2 as usize] = State::ArgsOpen {
+    s[St::ArgsOpen3 as usize] = State::ArgsOpen {
         next: St::LoopHead4 as u16,
     };
     s[St::LitGreater4 as usize] = State::SpacedLiteral {
         text: Lit::Greater as u16,
-        next: St::ArgsOpen2 as u16,
+        next: St::ArgsOpen3 as u16,
     };
-    s[St::ToolName3 as usize] = State::Name {
+    s[St::ToolName7 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
-        stops: 3,
+        stops: 4,
         next: St::LitGreater4 as u16,
     };
-    s[St::ToolName4 as usize] = State::TextStart {
-        next: St::ToolName3 as u16,
+    s[St::ToolName8 as usize] = State::TextStart {
+        next: St::ToolName7 as u16,
     };
-    s[St::Space10 as usize] = State::Space {
-        next: St::ToolName4 as u16,
+    s[St::Space15 as usize] = State::Space {
+        next: St::ToolName8 as u16,
     };
-    s[St::ToolOpen2 as usize] = State::ToolOpen {
-        next: St::Space10 as u16,
+    s[St::ToolOpen3 as usize] = State::ToolOpen {
+        next: St::Space15 as u16,
     };
-    s[St::Commit2 as usize] = State::Commit {
+    s[St::Commit3 as usize] = State::Commit {
         next: St::Space2 as u16,
     };
     s[St::Loop2 as usize] = State::EnterLoop {
@@ -865,7 +1098,7 @@ static STATES: [State; 150] = {
     s[St::LoopHead5 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 48, len: 3 },
+        arms: Arms { first: 78, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -890,72 +1123,209 @@ static STATES: [State; 150] = {
     s[St::Content8 as usize] = State::TextStart {
         next: St::ContentText8 as u16,
     };
-    s[St::Space11 as usize] = State::Space {
+    s[St::Space16 as usize] = State::Space {
         next: St::Content8 as u16,
     };
     s[St::ToolClose2 as usize] = State::ToolClose {
-        next: St::Space11 as u16,
+        next: St::Space16 as u16,
     };
-    s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 26, len: 2 },
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 41, len: 2 },
     };
-    s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 28, len: 2 },
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 43, len: 2 },
     };
-    s[St::ArgsClose3 as usize] = State::ArgsClose {
-        next: St::Choice10 as u16,
+    s[St::ArgsClose4 as usize] = State::ArgsClose {
+        next: St::Choice16 as u16,
+    };
+    s[St::ArgsOpen4 as usize] = State::ArgsOpen {
+        next: St::ArgsClose4 as u16,
+    };
+    s[St::JsonClose3 as usize] = State::JsonClose {
+        content: false,
+        next: St::Choice16 as u16,
+    };
+    s[St::JsonEndMarker3 as usize] = State::Choice {
+        arms: Arms { first: 45, len: 1 },
+    };
+    s[St::Json5 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker3 as u16,
+        next: St::Choice16 as u16,
+    };
+    s[St::JsonStart5 as usize] = State::JsonStart {
+        python: false,
+        object_only: true,
+        next: St::Json5 as u16,
+    };
+    s[St::Space17 as usize] = State::Space {
+        next: St::JsonStart5 as u16,
+    };
+    s[St::LitColon5 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space17 as u16,
+    };
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 46, len: 2 },
+    };
+    s[St::Space18 as usize] = State::Space {
+        next: St::Choice17 as u16,
+    };
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 48, len: 2 },
+    };
+    s[St::LitQuote5 as usize] = State::Literal {
+        text: Lit::Quote as u16,
+        next: St::Choice18 as u16,
+    };
+    s[St::ToolName9 as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 2,
+        next: St::LitQuote5 as u16,
+    };
+    s[St::ToolName10 as usize] = State::TextStart {
+        next: St::ToolName9 as u16,
+    };
+    s[St::LitQuote6 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
+        next: St::ToolName10 as u16,
+    };
+    s[St::LitColon6 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote6 as u16,
+    };
+    s[St::LitQuote7 as usize] = State::Literal {
+        text: Lit::Quote as u16,
+        next: St::Choice16 as u16,
+    };
+    s[St::ToolName11 as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 2,
+        next: St::LitQuote7 as u16,
+    };
+    s[St::ToolName12 as usize] = State::TextStart {
+        next: St::ToolName11 as u16,
+    };
+    s[St::LitQuote8 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
+        next: St::ToolName12 as u16,
+    };
+    s[St::LitColon7 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote8 as u16,
+    };
+    s[St::LitName2 as usize] = State::SpacedLiteral {
+        text: Lit::Name as u16,
+        next: St::LitColon7 as u16,
+    };
+    s[St::LitComma2 as usize] = State::SpacedLiteral {
+        text: Lit::Comma as u16,
+        next: St::LitName2 as u16,
+    };
+    s[St::JsonClose4 as usize] = State::JsonClose {
+        content: false,
+        next: St::LitComma2 as u16,
+    };
+    s[St::JsonEndMarker4 as usize] = State::Choice {
+        arms: Arms { first: 50, len: 1 },
+    };
+    s[St::Json6 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker4 as u16,
+        next: St::LitComma2 as u16,
+    };
+    s[St::JsonStart6 as usize] = State::JsonStart {
+        python: false,
+        object_only: true,
+        next: St::Json6 as u16,
+    };
+    s[St::Commit4 as usize] = State::Commit {
+        next: St::JsonStart6 as u16,
+    };
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 51, len: 2 },
+    };
+    s[St::Space19 as usize] = State::Space {
+        next: St::Choice19 as u16,
+    };
+    s[St::LitColon8 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space19 as u16,
+    };
+    s[St::Choice20 as usize] = State::Choice {
+        arms: Arms { first: 53, len: 3 },
+    };
+    s[St::Space20 as usize] = State::Space {
+        next: St::Choice20 as u16,
+    };
+    s[St::LitOpenBrace2 as usize] = State::Literal {
+        text: Lit::OpenBrace as u16,
+        next: St::Space20 as u16,
+    };
+    s[St::ToolOpen4 as usize] = State::ToolOpen {
+        next: St::LitOpenBrace2 as u16,
+    };
+    s[St::Choice21 as usize] = State::Choice {
+        arms: Arms { first: 56, len: 2 },
+    };
+    s[St::ArgsClose5 as usize] = State::ArgsClose {
+        next: St::Choice21 as u16,
     };
     s[St::LoopHead6 as usize] = State::Loop {
-        arms: Arms { first: 36, len: 1 },
-        next: St::ArgsClose3 as u16,
+        arms: Arms { first: 64, len: 1 },
+        next: St::ArgsClose5 as u16,
     };
-    s[St::Space12 as usize] = State::Space {
+    s[St::Space21 as usize] = State::Space {
         next: St::LoopHead6 as u16,
     };
-    s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 30, len: 4 },
+    s[St::Choice22 as usize] = State::Choice {
+        arms: Arms { first: 58, len: 4 },
     };
     s[St::ArgStringText3 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
-        stops: 2,
-        next: St::Choice11 as u16,
+        stops: 3,
+        next: St::Choice22 as u16,
     };
     s[St::ArgString3 as usize] = State::TextStart {
         next: St::ArgStringText3 as u16,
     };
-    s[St::Space13 as usize] = State::Space {
-        next: St::Choice11 as u16,
+    s[St::Space22 as usize] = State::Space {
+        next: St::Choice22 as u16,
     };
-    s[St::Json3 as usize] = State::Json {
+    s[St::Json7 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space13 as u16,
+        next: St::Space22 as u16,
     };
-    s[St::JsonStart3 as usize] = State::JsonStart {
+    s[St::JsonStart7 as usize] = State::JsonStart {
         python: false,
         object_only: false,
-        next: St::Json3 as u16,
+        next: St::Json7 as u16,
     };
-    s[St::Space14 as usize] = State::Space {
-        next: St::JsonStart3 as u16,
+    s[St::Space23 as usize] = State::Space {
+        next: St::JsonStart7 as u16,
     };
     s[St::ArgAutoText3 as usize] = State::Text {
         kind: Kind::ArgAuto,
         trim: true,
-        stops: 2,
-        next: St::Choice11 as u16,
+        stops: 3,
+        next: St::Choice22 as u16,
     };
     s[St::ArgAuto3 as usize] = State::TextStart {
         next: St::ArgAutoText3 as u16,
     };
-    s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 34, len: 2 },
+    s[St::Choice23 as usize] = State::Choice {
+        arms: Arms { first: 62, len: 2 },
     };
     s[St::ValueByArgumentType3 as usize] = State::ByArgType {
         string: St::ArgString3 as u16,
-        json: St::Choice12 as u16,
+        json: St::Choice23 as u16,
         auto: St::ArgAuto3 as u16,
     };
     s[St::LitGreater5 as usize] = State::Literal {
@@ -965,98 +1335,104 @@ static STATES: [State; 150] = {
     s[St::ArgName5 as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
-        stops: 3,
+        stops: 4,
         next: St::LitGreater5 as u16,
     };
     s[St::ArgName6 as usize] = State::TextStart {
         next: St::ArgName5 as u16,
     };
-    s[St::ArgsOpen3 as usize] = State::ArgsOpen {
+    s[St::ArgsOpen5 as usize] = State::ArgsOpen {
         next: St::LoopHead6 as u16,
     };
     s[St::LitGreater6 as usize] = State::SpacedLiteral {
         text: Lit::Greater as u16,
-        next: St::ArgsOpen3 as u16,
+        next: St::ArgsOpen5 as u16,
     };
-    s[St::ToolName5 as usize] = State::Name {
+    s[St::ToolName13 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
-        stops: 3,
+        stops: 4,
         next: St::LitGreater6 as u16,
     };
-    s[St::ToolName6 as usize] = State::TextStart {
-        next: St::ToolName5 as u16,
+    s[St::ToolName14 as usize] = State::TextStart {
+        next: St::ToolName13 as u16,
     };
-    s[St::Space15 as usize] = State::Space {
-        next: St::ToolName6 as u16,
+    s[St::Space24 as usize] = State::Space {
+        next: St::ToolName14 as u16,
     };
-    s[St::ToolOpen3 as usize] = State::ToolOpen {
-        next: St::Space15 as u16,
+    s[St::ToolOpen5 as usize] = State::ToolOpen {
+        next: St::Space24 as u16,
     };
-    s[St::LitFunction2 as usize] = State::SpacedLiteral {
+    s[St::LitFunction2 as usize] = State::Literal {
         text: Lit::Function as u16,
-        next: St::ToolOpen3 as u16,
+        next: St::ToolOpen5 as u16,
     };
-    s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 37, len: 2 },
+    s[St::Choice24 as usize] = State::Choice {
+        arms: Arms { first: 65, len: 2 },
     };
-    s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 39, len: 2 },
+    s[St::Space25 as usize] = State::Space {
+        next: St::Choice24 as u16,
     };
-    s[St::ArgsClose4 as usize] = State::ArgsClose {
-        next: St::Choice14 as u16,
+    s[St::Choice25 as usize] = State::Choice {
+        arms: Arms { first: 67, len: 2 },
+    };
+    s[St::Choice26 as usize] = State::Choice {
+        arms: Arms { first: 69, len: 2 },
+    };
+    s[St::ArgsClose6 as usize] = State::ArgsClose {
+        next: St::Choice26 as u16,
     };
     s[St::LoopHead7 as usize] = State::Loop {
-        arms: Arms { first: 47, len: 1 },
-        next: St::ArgsClose4 as u16,
+        arms: Arms { first: 77, len: 1 },
+        next: St::ArgsClose6 as u16,
     };
-    s[St::Space16 as usize] = State::Space {
+    s[St::Space26 as usize] = State::Space {
         next: St::LoopHead7 as u16,
     };
-    s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 41, len: 4 },
+    s[St::Choice27 as usize] = State::Choice {
+        arms: Arms { first: 71, len: 4 },
     };
     s[St::ArgStringText4 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
-        stops: 2,
-        next: St::Choice15 as u16,
+        stops: 3,
+        next: St::Choice27 as u16,
     };
     s[St::ArgString4 as usize] = State::TextStart {
         next: St::ArgStringText4 as u16,
     };
-    s[St::Space17 as usize] = State::Space {
-        next: St::Choice15 as u16,
+    s[St::Space27 as usize] = State::Space {
+        next: St::Choice27 as u16,
     };
-    s[St::Json4 as usize] = State::Json {
+    s[St::Json8 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space17 as u16,
+        next: St::Space27 as u16,
     };
-    s[St::JsonStart4 as usize] = State::JsonStart {
+    s[St::JsonStart8 as usize] = State::JsonStart {
         python: false,
         object_only: false,
-        next: St::Json4 as u16,
+        next: St::Json8 as u16,
     };
-    s[St::Space18 as usize] = State::Space {
-        next: St::JsonStart4 as u16,
+    s[St::Space28 as usize] = State::Space {
+        next: St::JsonStart8 as u16,
     };
     s[St::ArgAutoText4 as usize] = State::Text {
         kind: Kind::ArgAuto,
         trim: true,
-        stops: 2,
-        next: St::Choice15 as u16,
+        stops: 3,
+        next: St::Choice27 as u16,
     };
     s[St::ArgAuto4 as usize] = State::TextStart {
         next: St::ArgAutoText4 as u16,
     };
-    s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 45, len: 2 },
+    s[St::Choice28 as usize] = State::Choice {
+        arms: Arms { first: 75, len: 2 },
     };
     s[St::ValueByArgumentType4 as usize] = State::ByArgType {
         string: St::ArgString4 as u16,
-        json: St::Choice16 as u16,
+        json: St::Choice28 as u16,
         auto: St::ArgAuto4 as u16,
     };
     s[St::LitGreater7 as usize] = State::Literal {
@@ -1066,36 +1442,36 @@ static STATES: [State; 150] = {
     s[St::ArgName7 as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
-        stops: 3,
+        stops: 4,
         next: St::LitGreater7 as u16,
     };
     s[St::ArgName8 as usize] = State::TextStart {
         next: St::ArgName7 as u16,
     };
-    s[St::ArgsOpen4 as usize] = State::ArgsOpen {
+    s[St::ArgsOpen6 as usize] = State::ArgsOpen {
         next: St::LoopHead7 as u16,
     };
     s[St::LitGreater8 as usize] = State::SpacedLiteral {
         text: Lit::Greater as u16,
-        next: St::ArgsOpen4 as u16,
+        next: St::ArgsOpen6 as u16,
     };
-    s[St::ToolName7 as usize] = State::Name {
+    s[St::ToolName15 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
-        stops: 3,
+        stops: 4,
         next: St::LitGreater8 as u16,
     };
-    s[St::ToolName8 as usize] = State::TextStart {
-        next: St::ToolName7 as u16,
+    s[St::ToolName16 as usize] = State::TextStart {
+        next: St::ToolName15 as u16,
     };
-    s[St::Space19 as usize] = State::Space {
-        next: St::ToolName8 as u16,
+    s[St::Space29 as usize] = State::Space {
+        next: St::ToolName16 as u16,
     };
-    s[St::ToolOpen4 as usize] = State::ToolOpen {
-        next: St::Space19 as u16,
+    s[St::ToolOpen6 as usize] = State::ToolOpen {
+        next: St::Space29 as u16,
     };
-    s[St::Commit3 as usize] = State::Commit {
-        next: St::Space11 as u16,
+    s[St::Commit5 as usize] = State::Commit {
+        next: St::Space16 as u16,
     };
     s[St::Loop3 as usize] = State::EnterLoop {
         repeat: 0,
@@ -1110,43 +1486,43 @@ static STATES: [State; 150] = {
     s[St::Content9 as usize] = State::TextStart {
         next: St::ContentText9 as u16,
     };
-    s[St::Space20 as usize] = State::Space {
+    s[St::Space30 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 51, len: 2 },
+    s[St::Choice29 as usize] = State::Choice {
+        arms: Arms { first: 81, len: 2 },
     };
-    s[St::Space21 as usize] = State::Space {
-        next: St::Choice17 as u16,
+    s[St::Space31 as usize] = State::Space {
+        next: St::Choice29 as u16,
     };
-    s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 53, len: 2 },
+    s[St::Choice30 as usize] = State::Choice {
+        arms: Arms { first: 83, len: 2 },
     };
-    s[St::Space22 as usize] = State::Space {
-        next: St::Choice18 as u16,
+    s[St::Space32 as usize] = State::Space {
+        next: St::Choice30 as u16,
     };
-    s[St::Json5 as usize] = State::Json {
+    s[St::Json9 as usize] = State::Json {
         content: true,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space22 as u16,
+        next: St::Space32 as u16,
     };
-    s[St::JsonStart5 as usize] = State::JsonStart {
+    s[St::JsonStart9 as usize] = State::JsonStart {
         python: false,
         object_only: false,
-        next: St::Json5 as u16,
+        next: St::Json9 as u16,
     };
-    s[St::Space23 as usize] = State::Space {
-        next: St::JsonStart5 as u16,
+    s[St::Space33 as usize] = State::Space {
+        next: St::JsonStart9 as u16,
     };
-    s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 55, len: 2 },
+    s[St::Choice31 as usize] = State::Choice {
+        arms: Arms { first: 85, len: 2 },
     };
-    s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 57, len: 2 },
+    s[St::Choice32 as usize] = State::Choice {
+        arms: Arms { first: 87, len: 2 },
     };
-    s[St::Space24 as usize] = State::Space {
-        next: St::Choice20 as u16,
+    s[St::Space34 as usize] = State::Space {
+        next: St::Choice32 as u16,
     };
     s
 };
@@ -1157,13 +1533,20 @@ static STATES: [State; 150] = {
 enum Lit {
     ImEnd,
     CloseToolCall,
+    CloseBrace,
+    Empty,
+    Colon,
+    Arguments,
+    Parameters,
+    Comma,
+    Quote,
+    Name,
+    OpenBrace,
+    OpenBraceQuote,
     CloseFunction,
     CloseParameter,
     Parameter,
-    Empty,
-    OpenBrace,
     OpenBracket,
-    Quote,
     Greater,
     Function,
     ToolCall,
@@ -1171,16 +1554,23 @@ enum Lit {
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 14] = [
+static LITERALS: [&str; 21] = [
     "<|im_end|>",
     "</tool_call>",
+    "}",
+    "",
+    ":",
+    "\"arguments\"",
+    "\"parameters\"",
+    ",",
+    "\"",
+    "\"name\"",
+    "{",
+    "{\"",
     "</function>",
     "</parameter>",
     "<parameter=",
-    "",
-    "{",
     "[",
-    "\"",
     ">",
     "<function=",
     "<tool_call>",
@@ -1189,7 +1579,7 @@ static LITERALS: [&str; 14] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 59] = [
+static ARMS: [Arm; 89] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1216,28 +1606,93 @@ static ARMS: [Arm; 59] = [
         limit: None,
     },
     Arm {
-        guard: 9,
-        to: St::Space3 as u16,
+        guard: 8,
+        to: St::JsonClose as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 10,
+        to: St::LitColon as u16,
         limit: None,
     },
     Arm {
         guard: 11,
-        to: St::Space3 as u16,
+        to: St::LitColon as u16,
         limit: None,
     },
     Arm {
-        guard: 13,
-        to: St::Space3 as u16,
+        guard: 9,
+        to: St::ArgsOpen as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::Space4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::JsonClose2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 17,
+        to: St::Commit2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 22,
+        to: St::Commit2 as u16,
         limit: None,
     },
     Arm {
         guard: 15,
-        to: St::Space3 as u16,
+        to: St::LitColon2 as u16,
         limit: None,
     },
     Arm {
-        guard: 25,
-        to: St::Space5 as u16,
+        guard: 10,
+        to: St::LitColon4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 11,
+        to: St::LitColon4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 27,
+        to: St::Choice as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::Choice as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 28,
+        to: St::Space7 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 30,
+        to: St::Space7 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 32,
+        to: St::Space7 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 34,
+        to: St::Space7 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 44,
+        to: St::Space9 as u16,
         limit: None,
     },
     Arm {
@@ -1246,8 +1701,18 @@ static ARMS: [Arm; 59] = [
         limit: None,
     },
     Arm {
-        guard: 28,
+        guard: 47,
         to: St::ArgName2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 24,
+        to: St::ToolOpen as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::LitFunction as u16,
         limit: None,
     },
     Arm {
@@ -1261,38 +1726,38 @@ static ARMS: [Arm; 59] = [
         limit: None,
     },
     Arm {
-        guard: 7,
-        to: St::Choice5 as u16,
+        guard: 27,
+        to: St::Choice11 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice5 as u16,
+        to: St::Choice11 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
-        to: St::Space7 as u16,
+        guard: 28,
+        to: St::Space12 as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
-        to: St::Space7 as u16,
+        guard: 30,
+        to: St::Space12 as u16,
         limit: None,
     },
     Arm {
-        guard: 13,
-        to: St::Space7 as u16,
+        guard: 32,
+        to: St::Space12 as u16,
         limit: None,
     },
     Arm {
-        guard: 15,
-        to: St::Space7 as u16,
+        guard: 34,
+        to: St::Space12 as u16,
         limit: None,
     },
     Arm {
-        guard: 25,
-        to: St::Space9 as u16,
+        guard: 44,
+        to: St::Space14 as u16,
         limit: None,
     },
     Arm {
@@ -1301,23 +1766,23 @@ static ARMS: [Arm; 59] = [
         limit: None,
     },
     Arm {
-        guard: 28,
+        guard: 47,
         to: St::ArgName4 as u16,
         limit: None,
     },
     Arm {
-        guard: 29,
-        to: St::LitFunction as u16,
+        guard: 48,
+        to: St::Space11 as u16,
         limit: Some(1u8),
     },
     Arm {
-        guard: 30,
-        to: St::ToolOpen2 as u16,
+        guard: 49,
+        to: St::ToolOpen3 as u16,
         limit: Some(1u8),
     },
     Arm {
         guard: 0,
-        to: St::Commit2 as u16,
+        to: St::Commit3 as u16,
         limit: None,
     },
     Arm {
@@ -1332,37 +1797,102 @@ static ARMS: [Arm; 59] = [
     },
     Arm {
         guard: 7,
-        to: St::Choice9 as u16,
+        to: St::Choice15 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice9 as u16,
+        to: St::Choice15 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
-        to: St::Space12 as u16,
+        guard: 8,
+        to: St::JsonClose3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 10,
+        to: St::LitColon5 as u16,
         limit: None,
     },
     Arm {
         guard: 11,
-        to: St::Space12 as u16,
+        to: St::LitColon5 as u16,
         limit: None,
     },
     Arm {
-        guard: 13,
-        to: St::Space12 as u16,
+        guard: 9,
+        to: St::ArgsOpen4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::Space18 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::JsonClose4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 17,
+        to: St::Commit4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 22,
+        to: St::Commit4 as u16,
         limit: None,
     },
     Arm {
         guard: 15,
-        to: St::Space12 as u16,
+        to: St::LitColon6 as u16,
         limit: None,
     },
     Arm {
-        guard: 25,
-        to: St::Space14 as u16,
+        guard: 10,
+        to: St::LitColon8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 11,
+        to: St::LitColon8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 27,
+        to: St::Choice15 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::Choice15 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 28,
+        to: St::Space21 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 30,
+        to: St::Space21 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 32,
+        to: St::Space21 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 34,
+        to: St::Space21 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 44,
+        to: St::Space23 as u16,
         limit: None,
     },
     Arm {
@@ -1371,8 +1901,18 @@ static ARMS: [Arm; 59] = [
         limit: None,
     },
     Arm {
-        guard: 28,
+        guard: 47,
         to: St::ArgName6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 24,
+        to: St::ToolOpen4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::LitFunction2 as u16,
         limit: None,
     },
     Arm {
@@ -1386,38 +1926,38 @@ static ARMS: [Arm; 59] = [
         limit: None,
     },
     Arm {
-        guard: 7,
-        to: St::Choice13 as u16,
+        guard: 27,
+        to: St::Choice25 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice13 as u16,
+        to: St::Choice25 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
-        to: St::Space16 as u16,
+        guard: 28,
+        to: St::Space26 as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
-        to: St::Space16 as u16,
+        guard: 30,
+        to: St::Space26 as u16,
         limit: None,
     },
     Arm {
-        guard: 13,
-        to: St::Space16 as u16,
+        guard: 32,
+        to: St::Space26 as u16,
         limit: None,
     },
     Arm {
-        guard: 15,
-        to: St::Space16 as u16,
+        guard: 34,
+        to: St::Space26 as u16,
         limit: None,
     },
     Arm {
-        guard: 25,
-        to: St::Space18 as u16,
+        guard: 44,
+        to: St::Space28 as u16,
         limit: None,
     },
     Arm {
@@ -1426,28 +1966,28 @@ static ARMS: [Arm; 59] = [
         limit: None,
     },
     Arm {
-        guard: 28,
+        guard: 47,
         to: St::ArgName8 as u16,
         limit: None,
     },
     Arm {
-        guard: 29,
-        to: St::LitFunction2 as u16,
+        guard: 48,
+        to: St::Space25 as u16,
         limit: None,
     },
     Arm {
-        guard: 30,
-        to: St::ToolOpen4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 0,
-        to: St::Commit3 as u16,
+        guard: 49,
+        to: St::ToolOpen6 as u16,
         limit: None,
     },
     Arm {
         guard: 0,
-        to: St::Space20 as u16,
+        to: St::Commit5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 0,
+        to: St::Space30 as u16,
         limit: None,
     },
     Arm {
@@ -1456,54 +1996,73 @@ static ARMS: [Arm; 59] = [
         limit: None,
     },
     Arm {
-        guard: 31,
-        to: St::Space21 as u16,
+        guard: 50,
+        to: St::Space31 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::Choice17 as u16,
+        to: St::Choice29 as u16,
         limit: None,
     },
     Arm {
-        guard: 32,
-        to: St::Space23 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::Space23 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 31,
-        to: St::Choice19 as u16,
+        guard: 51,
+        to: St::Space33 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::JsonStart5 as u16,
+        to: St::Space33 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 50,
+        to: St::Choice31 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::JsonStart9 as u16,
         limit: None,
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 33] = [
+static GUARDS: [Guard; 52] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseToolCall as u16),
     Guard::Seq { first: 1, len: 2 },
     Guard::Empty,
     Guard::Space,
-    Guard::Lit(Lit::CloseFunction as u16),
+    Guard::Lit(Lit::CloseBrace as u16),
     Guard::Seq { first: 5, len: 2 },
     Guard::Peek(3),
+    Guard::Peek(7),
+    Guard::Lit(Lit::Arguments as u16),
+    Guard::Lit(Lit::Parameters as u16),
+    Guard::Space,
+    Guard::Lit(Lit::Comma as u16),
+    Guard::Seq { first: 12, len: 2 },
+    Guard::Lit(Lit::Name as u16),
+    Guard::Lit(Lit::OpenBrace as u16),
+    Guard::Peek(16),
+    Guard::Lit(Lit::Quote as u16),
+    Guard::Space,
+    Guard::Lit(Lit::OpenBrace as u16),
+    Guard::Seq { first: 18, len: 3 },
+    Guard::Peek(21),
+    Guard::Lit(Lit::OpenBraceQuote as u16),
+    Guard::Peek(23),
+    Guard::Space,
+    Guard::Lit(Lit::CloseFunction as u16),
+    Guard::Seq { first: 25, len: 2 },
     Guard::Lit(Lit::CloseParameter as u16),
     Guard::Lit(Lit::CloseFunction as u16),
-    Guard::Peek(10),
+    Guard::Peek(29),
     Guard::Lit(Lit::CloseToolCall as u16),
-    Guard::Peek(12),
+    Guard::Peek(31),
     Guard::Lit(Lit::Parameter as u16),
-    Guard::Peek(14),
+    Guard::Peek(33),
     Guard::Lit(Lit::OpenBrace as u16),
     Guard::Empty,
     Guard::Lit(Lit::OpenBracket as u16),
@@ -1511,12 +2070,12 @@ static GUARDS: [Guard; 33] = [
     Guard::Lit(Lit::Quote as u16),
     Guard::Empty,
     Guard::Space,
-    Guard::Choice { first: 16, len: 3 },
-    Guard::Seq { first: 22, len: 2 },
-    Guard::Peek(24),
+    Guard::Choice { first: 35, len: 3 },
+    Guard::Seq { first: 41, len: 2 },
+    Guard::Peek(43),
     Guard::Space,
     Guard::Lit(Lit::Parameter as u16),
-    Guard::Seq { first: 26, len: 2 },
+    Guard::Seq { first: 45, len: 2 },
     Guard::Lit(Lit::ToolCall as u16),
     Guard::Lit(Lit::Function as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
@@ -1526,21 +2085,24 @@ static GUARDS: [Guard; 33] = [
 static STOPS_0: [&str; 1] = ["<|im_end|>"];
 /// Text ends at ["<tool_call>", "<function=", "<|im_end|>"].
 static STOPS_1: [&str; 3] = ["<tool_call>", "<function=", "<|im_end|>"];
+/// Text ends at ["\""].
+static STOPS_2: [&str; 1] = ["\""];
 /// Text ends at ["</parameter>", "</function>", "</tool_call>", "<parameter="].
-static STOPS_2: [&str; 4] = [
+static STOPS_3: [&str; 4] = [
     "</parameter>",
     "</function>",
     "</tool_call>",
     "<parameter=",
 ];
 /// Text ends at [">"].
-static STOPS_3: [&str; 1] = [">"];
+static STOPS_4: [&str; 1] = [">"];
 /// What ends each kind of text (`State::Text { stops, .. }`).
-static STOPS: [StopSet; 4] = [
+static STOPS: [StopSet; 5] = [
     StopSet::new(&STOPS_0),
     StopSet::new(&STOPS_1),
     StopSet::new(&STOPS_2),
     StopSet::new(&STOPS_3),
+    StopSet::new(&STOPS_4),
 ];
 /// Where each loop resumes after a broken round, per grammar variant.
 static RESUMES: [LoopResume; 3] = [

@@ -705,8 +705,47 @@ fn one_call(spec: &FormatSpec) -> Node {
         ToolFormatMode::JsonNative if spec.tools.format.tools_array_wrapped => json_call(spec, spec.tools.format.python_dict_arguments),
         ToolFormatMode::JsonNative => json_call_either_quote(spec),
         ToolFormatMode::PythonCalls => python_list_item(spec),
-        _ => tagged_call(spec),
+        _ => match json_object_spec(spec) {
+            // Where the object starts, that; else the template's form.
+            Some(json) => Node::Choice(vec![
+                Alt::lenient(Node::Peek(Box::new(Node::lit("{\""))), json_call(&json, false)),
+                Alt { guard: Node::Empty, body: tagged_call(spec) },
+            ]),
+            None => tagged_call(spec),
+        },
     }
+}
+
+/// The JSON call objects models also write inside a tag format's call
+/// wrapper (`<tool_call>{"name": "f", "arguments": {…}}</tool_call>` where
+/// the template writes `<tool_call><function=f>…`): Qwen3.5 and
+/// Qwen3-Coder fall back to the Hermes form their predecessors wrote
+/// (mlx-swift-lm #529, ROCm/ATOM #1427). The spec of those objects: the
+/// format's markers, OpenAI's field names. `None` for formats without a
+/// per-call wrapper tag around a function-name marker (DeepSeek R1's
+/// opener runs on into `function`: nothing shows its models writing JSON
+/// objects there).
+fn json_object_spec(spec: &FormatSpec) -> Option<FormatSpec> {
+    let f = &spec.tools.format;
+    let prefix = spec.tools.function.name_prefix.trim();
+    let tagged = matches!(f.mode, ToolFormatMode::TagWithTagged | ToolFormatMode::TagWithJson);
+    if !tagged || !is_tag(f.per_call_start.trim()) || !is_tag_start(prefix) {
+        return None;
+    }
+    let mut json = spec.clone();
+    let j = &mut json.tools.format;
+    j.mode = ToolFormatMode::JsonNative;
+    (j.name_field, j.args_field, j.function_field) = ("name".into(), "arguments".into(), "function".into());
+    j.parameter_order = vec!["name".into(), "arguments".into()];
+    (j.fun_name_is_key, j.tools_array_wrapped, j.python_dict_arguments) = (false, false, false);
+    j.id_field.clear();
+    j.gen_id_field.clear();
+    Some(json)
+}
+
+/// Whether a marker starts like a tag (`<…`, `[…`).
+fn is_tag_start(marker: &str) -> bool {
+    marker.starts_with('<') || marker.starts_with('[')
 }
 
 /// Markup written as a tag: `<…>` or `[…]`, which prose does not write.
@@ -814,7 +853,7 @@ fn unwrapped_calls(spec: &FormatSpec, stops: &[String]) -> Vec<(String, Node)> {
     let prefix = spec.tools.function.name_prefix.trim();
     let tagged = matches!(f.mode, ToolFormatMode::TagWithTagged | ToolFormatMode::TagWithJson);
     let wrapped = !f.section_start.trim().is_empty() || !f.per_call_start.trim().is_empty();
-    let markup = prefix.starts_with('<') || prefix.starts_with('[');
+    let markup = is_tag_start(prefix);
     if !tagged || !wrapped || !markup || stops.iter().any(|s| s == prefix) || spec.tools.call_id.pos == CallIdPosition::NameInId {
         return Vec::new();
     }
@@ -962,6 +1001,26 @@ fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
                 v.push(later_id(p));
                 continue;
             }
+            if *p == f.args_field {
+                // The arguments may be left out of a call without any
+                // (`{"name": "f"}`, as sglang's and vLLM's JSON parsers
+                // read it): they are then `{}`.
+                let mut written = field(1, p);
+                written.push(value_of(p));
+                let first = written.remove(0);
+                let second = written.remove(0);
+                // Left out where the object ends, or where an id field
+                // that may follow them comes next.
+                let empty = || Node::seq(vec![Node::Mark(Mark::ArgsOpen), Node::Mark(Mark::ArgsClose)]);
+                let mut alts = vec![Alt::lenient(Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit("}")]))), empty())];
+                for id in rest_fields[j + 1..].iter().filter(|p| is_id(p)) {
+                    let guard = Node::seq(vec![Node::Space, Node::lit(","), Node::Space, quoted(id)]);
+                    alts.push(Alt::lenient(Node::Peek(Box::new(guard)), empty()));
+                }
+                alts.push(Alt { guard: Node::seq(vec![first, second]), body: Node::seq(written) });
+                v.push(Node::Choice(alts));
+                continue;
+            }
             v.extend(field(1, p));
             v.push(value_of(p));
         }
@@ -1003,6 +1062,9 @@ fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
 /// Such a call reports its arguments before its name (see
 /// `chat_parser_runtime::Event::ToolName`).
 pub fn reads_arguments_first(spec: &FormatSpec) -> bool {
+    if let Some(json) = json_object_spec(spec) {
+        return reads_arguments_first(&json);
+    }
     let f = &spec.tools.format;
     // (JSON-native formats, and the JSON call objects of Python call lists.)
     if !matches!(f.mode, ToolFormatMode::JsonNative | ToolFormatMode::PythonCalls) || f.fun_name_is_key {
