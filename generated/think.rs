@@ -60,6 +60,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
             calls: [&[], &[]],
             reasoning: [
                 &[
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(0),
                     Op::Text {
                         role: TextRole::Reasoning,
                         stops: 0,
@@ -134,10 +138,10 @@ static TABLE: Table = Table {
     literals: &LITERALS,
     resumes: &RESUMES,
     entries: [
-        St::Reasoning as u16,
-        St::Reasoning as u16,
-        St::Reasoning as u16,
-        St::Reasoning2 as u16,
+        St::Choice2 as u16,
+        St::Choice2 as u16,
+        St::Choice2 as u16,
+        St::Choice8 as u16,
         St::Prefilled as u16,
         St::Prefilled as u16,
         St::Prefilled as u16,
@@ -177,27 +181,31 @@ enum St {
     Choice,
     ReasoningText,
     Reasoning,
-    Space3,
+    OptionalNewline,
     Choice2,
-    Space4,
+    Space3,
     Choice3,
+    Space4,
+    Choice4,
     Space5,
     Json,
     JsonStart,
     Space6,
-    Choice4,
     Choice5,
+    Choice6,
     Space7,
     Space8,
-    Choice6,
+    Choice7,
     ReasoningText2,
     Reasoning2,
+    OptionalNewline2,
+    Choice8,
     Prefilled,
     Prefilled2,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 34] = {
-    let mut s = [State::Done; 34];
+static STATES: [State; 38] = {
+    let mut s = [State::Done; 38];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -264,20 +272,26 @@ static STATES: [State; 34] = {
     s[St::Reasoning as usize] = State::TextStart {
         next: St::ReasoningText as u16,
     };
-    s[St::Space3 as usize] = State::Space {
-        next: St::EndOfOutput as u16,
+    s[St::OptionalNewline as usize] = State::Newline {
+        next: St::Reasoning as u16,
     };
     s[St::Choice2 as usize] = State::Choice {
         arms: Arms { first: 3, len: 2 },
     };
-    s[St::Space4 as usize] = State::Space {
-        next: St::Choice2 as u16,
+    s[St::Space3 as usize] = State::Space {
+        next: St::EndOfOutput as u16,
     };
     s[St::Choice3 as usize] = State::Choice {
         arms: Arms { first: 5, len: 2 },
     };
-    s[St::Space5 as usize] = State::Space {
+    s[St::Space4 as usize] = State::Space {
         next: St::Choice3 as u16,
+    };
+    s[St::Choice4 as usize] = State::Choice {
+        arms: Arms { first: 7, len: 2 },
+    };
+    s[St::Space5 as usize] = State::Space {
+        next: St::Choice4 as u16,
     };
     s[St::Json as usize] = State::Json {
         content: true,
@@ -293,38 +307,44 @@ static STATES: [State; 34] = {
     s[St::Space6 as usize] = State::Space {
         next: St::JsonStart as u16,
     };
-    s[St::Choice4 as usize] = State::Choice {
-        arms: Arms { first: 7, len: 2 },
-    };
     s[St::Choice5 as usize] = State::Choice {
         arms: Arms { first: 9, len: 2 },
     };
+    s[St::Choice6 as usize] = State::Choice {
+        arms: Arms { first: 11, len: 2 },
+    };
     s[St::Space7 as usize] = State::Space {
-        next: St::Choice5 as u16,
+        next: St::Choice6 as u16,
     };
     s[St::Space8 as usize] = State::Space {
         next: St::Space7 as u16,
     };
-    s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 11, len: 2 },
+    s[St::Choice7 as usize] = State::Choice {
+        arms: Arms { first: 13, len: 2 },
     };
     s[St::ReasoningText2 as usize] = State::Text {
         kind: Kind::Reasoning,
         trim: true,
         stops: 1,
-        next: St::Choice6 as u16,
+        next: St::Choice7 as u16,
     };
     s[St::Reasoning2 as usize] = State::TextStart {
         next: St::ReasoningText2 as u16,
     };
+    s[St::OptionalNewline2 as usize] = State::Newline {
+        next: St::Reasoning2 as u16,
+    };
+    s[St::Choice8 as usize] = State::Choice {
+        arms: Arms { first: 15, len: 2 },
+    };
     s[St::Prefilled as usize] = State::Prefilled {
         kind: Kind::Content,
-        text: Lit::Think as u16,
+        text: Lit::Think2 as u16,
         next: St::Content3 as u16,
     };
     s[St::Prefilled2 as usize] = State::Prefilled {
         kind: Kind::Content,
-        text: Lit::Think as u16,
+        text: Lit::Think2 as u16,
         next: St::Space7 as u16,
     };
     s
@@ -336,16 +356,25 @@ static STATES: [State; 34] = {
 enum Lit {
     ImEnd,
     CloseThink,
+    Think,
     QuoteQuoteQuote,
     Empty,
     Json,
-    Think,
+    Think2,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 6] = ["<|im_end|>", "</think>", "```", "", "json", "<think>\n"];
+static LITERALS: [&str; 7] = [
+    "<|im_end|>",
+    "</think>",
+    "<think>",
+    "```",
+    "",
+    "json",
+    "<think>\n",
+];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 13] = [
+static ARMS: [Arm; 17] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -362,6 +391,16 @@ static ARMS: [Arm; 13] = [
         limit: None,
     },
     Arm {
+        guard: 5,
+        to: St::OptionalNewline as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 2,
+        to: St::Reasoning as u16,
+        limit: None,
+    },
+    Arm {
         guard: 0,
         to: St::Space3 as u16,
         limit: None,
@@ -372,17 +411,17 @@ static ARMS: [Arm; 13] = [
         limit: None,
     },
     Arm {
-        guard: 3,
+        guard: 6,
         to: St::Space4 as u16,
         limit: None,
     },
     Arm {
         guard: 2,
-        to: St::Choice2 as u16,
+        to: St::Choice3 as u16,
         limit: None,
     },
     Arm {
-        guard: 4,
+        guard: 7,
         to: St::Space6 as u16,
         limit: None,
     },
@@ -392,8 +431,8 @@ static ARMS: [Arm; 13] = [
         limit: None,
     },
     Arm {
-        guard: 3,
-        to: St::Choice4 as u16,
+        guard: 6,
+        to: St::Choice5 as u16,
         limit: None,
     },
     Arm {
@@ -411,12 +450,25 @@ static ARMS: [Arm; 13] = [
         to: St::Space7 as u16,
         limit: None,
     },
+    Arm {
+        guard: 5,
+        to: St::OptionalNewline2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 2,
+        to: St::Reasoning2 as u16,
+        limit: None,
+    },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 5] = [
+static GUARDS: [Guard; 8] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Lit(Lit::CloseThink as u16),
     Guard::Empty,
+    Guard::Space,
+    Guard::Lit(Lit::Think as u16),
+    Guard::Seq { first: 3, len: 2 },
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
     Guard::Lit(Lit::Json as u16),
 ];
@@ -429,7 +481,7 @@ static STOPS: [StopSet; 2] = [StopSet::new(&STOPS_0), StopSet::new(&STOPS_1)];
 /// Where each loop resumes after a broken round, per grammar variant.
 static RESUMES: [LoopResume; 3] = [
     LoopResume {
-        entry: St::Reasoning as u16,
+        entry: St::Choice2 as u16,
         repeat: 0,
         head: St::LoopHead as u16,
         recover: St::Content as u16,

@@ -281,6 +281,15 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
                 if !boilerplate.is_empty() {
                     items.push(Node::Mark(Mark::Prefilled(TextKind::Reasoning, format!("{boilerplate}\n"))));
                 }
+                // Models echo the opener the prompt already wrote
+                // (`<think>\n<think>\n…`, Qwen3.5; vLLM's reasoning
+                // parsers drop it): markup, not reasoning.
+                if !start.is_empty() {
+                    let mut echo: Vec<Alt> =
+                        reasoning_openers(start).into_iter().map(|o| Alt::lenient(Node::seq(vec![Node::Space, Node::lit(o)]), Node::OptionalNewline)).collect();
+                    echo.push(Alt { guard: Node::Empty, body: Node::Empty });
+                    items.push(Node::Choice(echo));
+                }
                 let block = block_rest.clone();
                 if call_openers.is_empty() {
                     items.push(block);
