@@ -137,6 +137,15 @@ pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
     // of the markers they found.
     if !spec.channels.is_used() {
         spec.content.end_of_turn = content::end_of_turn(&mut r, &spec);
+        // A section end that runs on into the turn's end (Nemotron Nano v2
+        // renders `</TOOLCALL><SPECIAL_12>`): the model stops at the turn's
+        // end, which servers strip, so the section ends before it.
+        let f = &mut spec.tools.format;
+        for eot in spec.content.end_of_turn.iter().map(|e| e.trim()).filter(|e| !e.is_empty()) {
+            if let Some(own) = f.section_end.trim_end().strip_suffix(eot).filter(|own| !own.trim().is_empty()) {
+                f.section_end = own.to_string();
+            }
+        }
     }
     // After the family's description, which may give the reasoning markers.
     spec.generation_prompt.thinking_prefill = prefill(&spec.generation_prompt.thinking, &spec.reasoning);
