@@ -56,8 +56,8 @@ impl Passthrough {
             sink.event(Event::Content(unsafe { core::str::from_utf8_unchecked(bytes) }));
             return;
         }
-        // The carried bytes and the chunk's, in one register (at most 3 + 4
-        // bytes fit; a longer chunk after a cut character goes the long way).
+        // The carried bytes and the chunk's, in one register: up to 8 in
+        // all (a longer chunk after a cut character goes the long way).
         let total = self.len + w.len;
         if total > 8 {
             return self.feed_long(bytes, sink);

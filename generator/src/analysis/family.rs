@@ -28,17 +28,17 @@ use crate::spec::{ChannelSpec, FormatSpec};
 ///   string quote, and the closer after `}` is the call's end marker.
 fn gemma_layout(spec: &mut FormatSpec) {
     let g = &spec.generation_prompt;
-    let mut end = spec.reasoning.end.trim().to_string();
+    let found = spec.reasoning.end.trim().to_string();
     if let Some(block) = g.no_thinking.strip_prefix(g.thinking.as_str()) {
-        if end.is_empty() {
-            // A template that renders no reasoning in past turns (llama.cpp's
-            // `gemma4.jinja`) shows no end marker: the block's last marker is.
-            end = last_marker(block.trim());
-        }
+        // A template that renders no reasoning in past turns (llama.cpp's
+        // `gemma4.jinja`) shows no end marker: the block's last marker is.
+        let end = if found.is_empty() { super::tools::last_marker_only(block.trim()) } else { found };
         if let Some(start) = block.trim().strip_suffix(end.as_str()) {
             if !start.trim().is_empty() && !end.is_empty() {
+                if spec.reasoning.end.trim().is_empty() {
+                    spec.reasoning.end = end.clone();
+                }
                 spec.reasoning.start = start.to_string();
-                spec.reasoning.end = end.clone();
                 spec.reasoning.mode = crate::spec::ReasoningMode::TagBased;
                 spec.reasoning.interleaved = true;
             }
@@ -64,13 +64,6 @@ fn gemma_layout(spec: &mut FormatSpec) {
     t.format.per_call_end = end_marker;
     t.function = crate::spec::FunctionMarkers { name_prefix: call_prefix.to_string(), name_suffix: String::new(), ..Default::default() };
     t.arguments = crate::spec::ArgumentMarkers { start: "{".into(), end: "}".into(), string_quote: quote, ..Default::default() };
-}
-
-/// The last marker segment of `text` (`diff::segments`), or "".
-fn last_marker(text: &str) -> String {
-    let segments = crate::diff::segments(text);
-    let last = segments.iter().rev().find(|s| s.kind == crate::diff::SegmentKind::Marker);
-    last.filter(|s| text.ends_with(s.text)).map(|s| s.text.to_string()).unwrap_or_default()
 }
 
 /// LFM2 / LFM2.5: tool calls are a Python list of calls,

@@ -141,10 +141,10 @@ pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
         // renders `</TOOLCALL><SPECIAL_12>`): the model stops at the turn's
         // end, which servers strip, so the section ends before it.
         let f = &mut spec.tools.format;
-        for eot in spec.content.end_of_turn.iter().map(|e| e.trim()).filter(|e| !e.is_empty()) {
-            if let Some(own) = f.section_end.trim_end().strip_suffix(eot).filter(|own| !own.trim().is_empty()) {
-                f.section_end = own.to_string();
-            }
+        let eots: Vec<&str> = spec.content.end_of_turn.iter().map(|e| e.trim()).filter(|e| !e.is_empty()).collect();
+        // (Until none is left: it may end with several, in any order.)
+        while let Some(own) = eots.iter().find_map(|eot| f.section_end.trim_end().strip_suffix(eot).filter(|own| !own.trim().is_empty())) {
+            f.section_end = own.to_string();
         }
     }
     // After the family's description, which may give the reasoning markers.

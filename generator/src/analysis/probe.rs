@@ -181,7 +181,7 @@ pub fn name_index_ids(messages: &mut [Value], namespace: &str) {
             }
         }
         let reply = message.get("tool_call_id").and_then(Value::as_str).map(str::to_string);
-        if let Some(new) = reply.and_then(|old| renamed.iter().find(|(o, _)| *o == old).map(|(_, n)| n.clone())) {
+        if let Some(new) = reply.and_then(|old| renamed.iter().rev().find(|(o, _)| *o == old).map(|(_, n)| n.clone())) {
             message["tool_call_id"] = json!(new);
         }
     }

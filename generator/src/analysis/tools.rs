@@ -573,7 +573,7 @@ fn id_holding_name(r: &mut Renderer<'_>, t: &mut ToolsSpec) {
 }
 
 /// The last marker of `text` (without what follows it), or "".
-fn last_marker_only(text: &str) -> String {
+pub(crate) fn last_marker_only(text: &str) -> String {
     let last: Pattern = seq(vec![marker(), non_markers(), end()]);
     let pat = seq(vec![many(seq(vec![not(last.clone()), any()])), tag("m", marker())]);
     pat.match_anywhere(text).get("m").to_string()

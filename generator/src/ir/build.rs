@@ -357,6 +357,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         // The same calls after a token models write before them.
         let prefix = spec.tools.format.call_prefix.trim();
         let prefixed = (!prefix.is_empty()).then(|| Node::seq(vec![Node::Space, calls.clone()]));
+        let calls_again = calls.clone();
         alts.push(Alt { guard, body: calls });
         // One call (or one section of calls) unless parallel calls are on.
         limits.push((!options.parallel_tool_calls).then_some(1));
@@ -371,6 +372,12 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
                 alts.push(Alt::lenient(guard, calls));
                 limits.push((!options.parallel_tool_calls).then_some(1));
             }
+        }
+        if bare_json_calls(spec) {
+            // The same calls with the tool's type first (see `json_call`).
+            stops.push(TYPED_CALL.to_string());
+            alts.push(Alt::lenient(Node::Peek(Box::new(Node::lit(TYPED_CALL))), calls_again.clone()));
+            limits.push((!options.parallel_tool_calls).then_some(1));
         }
         if let Some(body) = prefixed {
             stops.push(prefix.to_string());
@@ -686,7 +693,9 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
 /// (`trigger`) follows it: a `;` after the last call is text. For parsers
 /// only; grammars separate calls with whitespace.
 fn call_separator(trigger: &str) -> Node {
-    let guard = Node::seq(vec![Node::lit(";"), Node::Space, Node::Peek(Box::new(Node::lit(trigger)))]);
+    // (Or the call with the tool's type first: see `json_call`.)
+    let next = Node::Choice(vec![Alt { guard: Node::lit(trigger), body: Node::Empty }, Alt { guard: Node::lit(TYPED_CALL), body: Node::Empty }]);
+    let guard = Node::seq(vec![Node::lit(";"), Node::Space, Node::Peek(Box::new(next))]);
     Node::Choice(vec![Alt::lenient(guard, Node::Empty), Alt { guard: Node::Empty, body: Node::Empty }])
 }
 
@@ -796,7 +805,7 @@ fn closed(spec: &FormatSpec, body: Node) -> Node {
         // own end marker.
         return Node::seq(vec![body, marker_or_missing(end), Node::Mark(Mark::ToolClose)]);
     }
-    if !end.is_empty() && json_object_calls(spec) {
+    if is_tag(end) && json_object_calls(spec) {
         // Likewise after a JSON call object, which its own `}` ends:
         // models leave out `</tool_call>` before the text after the call
         // and at the end of the output (vLLM's and sglang's Hermes parsers
@@ -804,6 +813,16 @@ fn closed(spec: &FormatSpec, body: Node) -> Node {
         return Node::seq(vec![body, marker_or_missing(end), Node::Mark(Mark::ToolClose)]);
     }
     Node::seq(vec![body, closer(&f.per_call_end, &section_end), Node::Mark(Mark::ToolClose)])
+}
+
+/// How a bare JSON call with the tool's type first starts (see `json_call`).
+const TYPED_CALL: &str = "{\"type\"";
+
+/// Whether calls are JSON objects with no markup around them (Llama 3.x),
+/// each found by its first key.
+fn bare_json_calls(spec: &FormatSpec) -> bool {
+    let f = &spec.tools.format;
+    f.mode == ToolFormatMode::JsonNative && f.section_start.trim().is_empty() && f.per_call_start.trim().is_empty() && !f.fun_name_is_key
 }
 
 /// Whether each call is one JSON object after its own opener
@@ -921,6 +940,13 @@ fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
     let key = |path: &str| path.rsplit('.').next().unwrap_or(path).to_string();
     let name_pos = order.iter().position(|p| *p == f.name_field);
     let mut before_name = vec![Node::Mark(Mark::ToolOpen), open];
+    if bare_json_calls(spec) {
+        // Llama 3.x also writes the OpenAI tool's type first (`{"type":
+        // "function", "name": …}`; llama.cpp's and vLLM's Llama parsers
+        // read it, vLLM #46863).
+        let type_field = Node::seq(vec![Node::Space, Node::lit(":"), Node::Space, Node::lit(format!("{q}function{q}")), Node::Space, Node::lit(",")]);
+        before_name.push(Node::optional(Node::seq(vec![Node::Space, Node::lit(format!("{q}type{q}"))]), Node::seq(vec![Node::Mark(Mark::Lenient), type_field])));
+    }
     if nested {
         before_name.extend([Node::Space, Node::lit(format!("{q}{}{q}", f.function_field)), Node::Space, Node::lit(":"), Node::Space, Node::lit("{")]);
     }
@@ -1010,10 +1036,11 @@ fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
                 v.push(later_id(p));
                 continue;
             }
-            if *p == f.args_field {
+            if *p == f.args_field && !bare_json_calls(spec) {
                 // The arguments may be left out of a call without any
                 // (`{"name": "f"}`, as sglang's and vLLM's JSON parsers
-                // read it): they are then `{}`.
+                // read it): they are then `{}`. Only inside a call's
+                // markup: a bare `{"name": "f"}` in prose is text.
                 let mut written = field(1, p);
                 written.push(value_of(p));
                 let first = written.remove(0);
@@ -1069,7 +1096,9 @@ fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
 /// first (`{"arguments": {...}, "name": "f"}`): JSON calls whose object
 /// holds just the name, the arguments and ids, in that order, at the top.
 /// Such a call reports its arguments before its name (see
-/// `chat_parser_runtime::Event::ToolName`).
+/// `chat_parser_runtime::Event::ToolName`). For a tag format that also
+/// reads JSON call objects in its wrapper (`json_object_spec`), the answer
+/// is for those objects: its own `<function=…>` calls never do.
 pub fn reads_arguments_first(spec: &FormatSpec) -> bool {
     if let Some(json) = json_object_spec(spec) {
         return reads_arguments_first(&json);
