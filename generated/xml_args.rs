@@ -373,7 +373,9 @@ impl Machine for Grammar {
             st if st == St::Json as u16 || st == St::Json2 as u16
                 || st == St::Json3 as u16 || st == St::Json4 as u16
                 || st == St::Json5 as u16 || st == St::Json6 as u16
-                || st == St::Json7 as u16 || st == St::Json8 as u16 => {
+                || st == St::Json7 as u16 || st == St::Json8 as u16
+                || st == St::Json9 as u16 || st == St::Json10 as u16
+                || st == St::Json11 as u16 || st == St::Json12 as u16 => {
                 const { Fast::of(&STATES[St::Json as usize], &STOPS, &LITERALS) }
             }
             st if st == St::ArgStringText as u16 || st == St::ArgStringText2 as u16
@@ -382,8 +384,8 @@ impl Machine for Grammar {
                     Fast::of(&STATES[St::ArgStringText as usize], &STOPS, &LITERALS)
                 }
             }
-            st if st == St::Json9 as u16 => {
-                const { Fast::of(&STATES[St::Json9 as usize], &STOPS, &LITERALS) }
+            st if st == St::Json13 as u16 => {
+                const { Fast::of(&STATES[St::Json13 as usize], &STOPS, &LITERALS) }
             }
             _ => Fast::No,
         }
@@ -400,19 +402,19 @@ static TABLE: Table = Table {
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space34 as u16,
+        St::Space38 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space34 as u16,
+        St::Space38 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space34 as u16,
+        St::Space38 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space34 as u16,
+        St::Space38 as u16,
     ],
     switches: THINKING_SWITCHES,
     pack: PACK,
@@ -492,6 +494,9 @@ enum St {
     Json3,
     JsonStart3,
     Space9,
+    Json4,
+    JsonStart4,
+    Space10,
     ArgAutoText,
     ArgAuto,
     Choice9,
@@ -503,23 +508,26 @@ enum St {
     LitGreater2,
     ToolName5,
     ToolName6,
-    Space10,
+    Space11,
     ToolOpen2,
     LitFunction,
     Choice10,
-    Space11,
+    Space12,
     Choice11,
     Choice12,
     ArgsClose3,
     LoopHead4,
-    Space12,
+    Space13,
     Choice13,
     ArgStringText2,
     ArgString2,
-    Space13,
-    Json4,
-    JsonStart4,
     Space14,
+    Json5,
+    JsonStart5,
+    Space15,
+    Json6,
+    JsonStart6,
+    Space16,
     ArgAutoText2,
     ArgAuto2,
     Choice14,
@@ -531,7 +539,7 @@ enum St {
     LitGreater4,
     ToolName7,
     ToolName8,
-    Space15,
+    Space17,
     ToolOpen3,
     Commit3,
     Loop2,
@@ -543,7 +551,7 @@ enum St {
     Content7,
     ContentText8,
     Content8,
-    Space16,
+    Space18,
     ToolClose2,
     Choice15,
     Choice16,
@@ -551,12 +559,12 @@ enum St {
     ArgsOpen4,
     JsonClose3,
     JsonEndMarker3,
-    Json5,
-    JsonStart5,
-    Space17,
+    Json7,
+    JsonStart7,
+    Space19,
     LitColon5,
     Choice17,
-    Space18,
+    Space20,
     Choice18,
     LitQuote5,
     ToolName9,
@@ -572,27 +580,30 @@ enum St {
     LitComma2,
     JsonClose4,
     JsonEndMarker4,
-    Json6,
-    JsonStart6,
+    Json8,
+    JsonStart8,
     Commit4,
     Choice19,
-    Space19,
+    Space21,
     LitColon8,
     Choice20,
-    Space20,
+    Space22,
     LitOpenBrace2,
     ToolOpen4,
     Choice21,
     ArgsClose5,
     LoopHead6,
-    Space21,
+    Space23,
     Choice22,
     ArgStringText3,
     ArgString3,
-    Space22,
-    Json7,
-    JsonStart7,
-    Space23,
+    Space24,
+    Json9,
+    JsonStart9,
+    Space25,
+    Json10,
+    JsonStart10,
+    Space26,
     ArgAutoText3,
     ArgAuto3,
     Choice23,
@@ -604,23 +615,26 @@ enum St {
     LitGreater6,
     ToolName13,
     ToolName14,
-    Space24,
+    Space27,
     ToolOpen5,
     LitFunction2,
     Choice24,
-    Space25,
+    Space28,
     Choice25,
     Choice26,
     ArgsClose6,
     LoopHead7,
-    Space26,
+    Space29,
     Choice27,
     ArgStringText4,
     ArgString4,
-    Space27,
-    Json8,
-    JsonStart8,
-    Space28,
+    Space30,
+    Json11,
+    JsonStart11,
+    Space31,
+    Json12,
+    JsonStart12,
+    Space32,
     ArgAutoText4,
     ArgAuto4,
     Choice28,
@@ -632,27 +646,27 @@ enum St {
     LitGreater8,
     ToolName15,
     ToolName16,
-    Space29,
+    Space33,
     ToolOpen6,
     Commit5,
     Loop3,
     ContentText9,
     Content9,
-    Space30,
+    Space34,
     Choice29,
-    Space31,
+    Space35,
     Choice30,
-    Space32,
-    Json9,
-    JsonStart9,
-    Space33,
+    Space36,
+    Json13,
+    JsonStart13,
+    Space37,
     Choice31,
     Choice32,
-    Space34,
+    Space38,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 226] = {
-    let mut s = [State::Done; 226];
+static STATES: [State; 238] = {
+    let mut s = [State::Done; 238];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -707,7 +721,7 @@ static STATES: [State; 226] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 38, len: 3 },
+        arms: Arms { first: 40, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -885,7 +899,7 @@ static STATES: [State; 226] = {
         next: St::Choice7 as u16,
     };
     s[St::LoopHead3 as usize] = State::Loop {
-        arms: Arms { first: 24, len: 1 },
+        arms: Arms { first: 25, len: 1 },
         next: St::ArgsClose2 as u16,
     };
     s[St::Space7 as usize] = State::Space {
@@ -920,6 +934,20 @@ static STATES: [State; 226] = {
     s[St::Space9 as usize] = State::Space {
         next: St::JsonStart3 as u16,
     };
+    s[St::Json4 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: NONE,
+        next: St::Space8 as u16,
+    };
+    s[St::JsonStart4 as usize] = State::JsonStart {
+        python: true,
+        object_only: false,
+        next: St::Json4 as u16,
+    };
+    s[St::Space10 as usize] = State::Space {
+        next: St::JsonStart4 as u16,
+    };
     s[St::ArgAutoText as usize] = State::Text {
         kind: Kind::ArgAuto,
         trim: true,
@@ -930,7 +958,7 @@ static STATES: [State; 226] = {
         next: St::ArgAutoText as u16,
     };
     s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 22, len: 2 },
+        arms: Arms { first: 22, len: 3 },
     };
     s[St::ValueByArgumentType as usize] = State::ByArgType {
         string: St::ArgString as u16,
@@ -966,40 +994,40 @@ static STATES: [State; 226] = {
     s[St::ToolName6 as usize] = State::TextStart {
         next: St::ToolName5 as u16,
     };
-    s[St::Space10 as usize] = State::Space {
+    s[St::Space11 as usize] = State::Space {
         next: St::ToolName6 as u16,
     };
     s[St::ToolOpen2 as usize] = State::ToolOpen {
-        next: St::Space10 as u16,
+        next: St::Space11 as u16,
     };
     s[St::LitFunction as usize] = State::Literal {
         text: Lit::Function as u16,
         next: St::ToolOpen2 as u16,
     };
     s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 25, len: 2 },
+        arms: Arms { first: 26, len: 2 },
     };
-    s[St::Space11 as usize] = State::Space {
+    s[St::Space12 as usize] = State::Space {
         next: St::Choice10 as u16,
     };
     s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 27, len: 2 },
+        arms: Arms { first: 28, len: 2 },
     };
     s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 29, len: 2 },
+        arms: Arms { first: 30, len: 2 },
     };
     s[St::ArgsClose3 as usize] = State::ArgsClose {
         next: St::Choice12 as u16,
     };
     s[St::LoopHead4 as usize] = State::Loop {
-        arms: Arms { first: 37, len: 1 },
+        arms: Arms { first: 39, len: 1 },
         next: St::ArgsClose3 as u16,
     };
-    s[St::Space12 as usize] = State::Space {
+    s[St::Space13 as usize] = State::Space {
         next: St::LoopHead4 as u16,
     };
     s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 31, len: 4 },
+        arms: Arms { first: 32, len: 4 },
     };
     s[St::ArgStringText2 as usize] = State::Text {
         kind: Kind::ArgString,
@@ -1010,22 +1038,36 @@ static STATES: [State; 226] = {
     s[St::ArgString2 as usize] = State::TextStart {
         next: St::ArgStringText2 as u16,
     };
-    s[St::Space13 as usize] = State::Space {
+    s[St::Space14 as usize] = State::Space {
         next: St::Choice13 as u16,
     };
-    s[St::Json4 as usize] = State::Json {
+    s[St::Json5 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space13 as u16,
+        next: St::Space14 as u16,
     };
-    s[St::JsonStart4 as usize] = State::JsonStart {
+    s[St::JsonStart5 as usize] = State::JsonStart {
         python: false,
         object_only: false,
-        next: St::Json4 as u16,
+        next: St::Json5 as u16,
     };
-    s[St::Space14 as usize] = State::Space {
-        next: St::JsonStart4 as u16,
+    s[St::Space15 as usize] = State::Space {
+        next: St::JsonStart5 as u16,
+    };
+    s[St::Json6 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: NONE,
+        next: St::Space14 as u16,
+    };
+    s[St::JsonStart6 as usize] = State::JsonStart {
+        python: true,
+        object_only: false,
+        next: St::Json6 as u16,
+    };
+    s[St::Space16 as usize] = State::Space {
+        next: St::JsonStart6 as u16,
     };
     s[St::ArgAutoText2 as usize] = State::Text {
         kind: Kind::ArgAuto,
@@ -1037,7 +1079,7 @@ static STATES: [State; 226] = {
         next: St::ArgAutoText2 as u16,
     };
     s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 35, len: 2 },
+        arms: Arms { first: 36, len: 3 },
     };
     s[St::ValueByArgumentType2 as usize] = State::ByArgType {
         string: St::ArgString2 as u16,
@@ -1073,11 +1115,11 @@ static STATES: [State; 226] = {
     s[St::ToolName8 as usize] = State::TextStart {
         next: St::ToolName7 as u16,
     };
-    s[St::Space15 as usize] = State::Space {
+    s[St::Space17 as usize] = State::Space {
         next: St::ToolName8 as u16,
     };
     s[St::ToolOpen3 as usize] = State::ToolOpen {
-        next: St::Space15 as u16,
+        next: St::Space17 as u16,
     };
     s[St::Commit3 as usize] = State::Commit {
         next: St::Space2 as u16,
@@ -1098,7 +1140,7 @@ static STATES: [State; 226] = {
     s[St::LoopHead5 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 78, len: 3 },
+        arms: Arms { first: 82, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -1123,17 +1165,17 @@ static STATES: [State; 226] = {
     s[St::Content8 as usize] = State::TextStart {
         next: St::ContentText8 as u16,
     };
-    s[St::Space16 as usize] = State::Space {
+    s[St::Space18 as usize] = State::Space {
         next: St::Content8 as u16,
     };
     s[St::ToolClose2 as usize] = State::ToolClose {
-        next: St::Space16 as u16,
+        next: St::Space18 as u16,
     };
     s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 41, len: 2 },
+        arms: Arms { first: 43, len: 2 },
     };
     s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 43, len: 2 },
+        arms: Arms { first: 45, len: 2 },
     };
     s[St::ArgsClose4 as usize] = State::ArgsClose {
         next: St::Choice16 as u16,
@@ -1146,34 +1188,34 @@ static STATES: [State; 226] = {
         next: St::Choice16 as u16,
     };
     s[St::JsonEndMarker3 as usize] = State::Choice {
-        arms: Arms { first: 45, len: 1 },
+        arms: Arms { first: 47, len: 1 },
     };
-    s[St::Json5 as usize] = State::Json {
+    s[St::Json7 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker3 as u16,
         next: St::Choice16 as u16,
     };
-    s[St::JsonStart5 as usize] = State::JsonStart {
+    s[St::JsonStart7 as usize] = State::JsonStart {
         python: false,
         object_only: true,
-        next: St::Json5 as u16,
+        next: St::Json7 as u16,
     };
-    s[St::Space17 as usize] = State::Space {
-        next: St::JsonStart5 as u16,
+    s[St::Space19 as usize] = State::Space {
+        next: St::JsonStart7 as u16,
     };
     s[St::LitColon5 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space17 as u16,
+        next: St::Space19 as u16,
     };
     s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 46, len: 2 },
+        arms: Arms { first: 48, len: 2 },
     };
-    s[St::Space18 as usize] = State::Space {
+    s[St::Space20 as usize] = State::Space {
         next: St::Choice17 as u16,
     };
     s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 48, len: 2 },
+        arms: Arms { first: 50, len: 2 },
     };
     s[St::LitQuote5 as usize] = State::Literal {
         text: Lit::Quote as u16,
@@ -1230,60 +1272,60 @@ static STATES: [State; 226] = {
         next: St::LitComma2 as u16,
     };
     s[St::JsonEndMarker4 as usize] = State::Choice {
-        arms: Arms { first: 50, len: 1 },
+        arms: Arms { first: 52, len: 1 },
     };
-    s[St::Json6 as usize] = State::Json {
+    s[St::Json8 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker4 as u16,
         next: St::LitComma2 as u16,
     };
-    s[St::JsonStart6 as usize] = State::JsonStart {
+    s[St::JsonStart8 as usize] = State::JsonStart {
         python: false,
         object_only: true,
-        next: St::Json6 as u16,
+        next: St::Json8 as u16,
     };
     s[St::Commit4 as usize] = State::Commit {
-        next: St::JsonStart6 as u16,
+        next: St::JsonStart8 as u16,
     };
     s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 51, len: 2 },
+        arms: Arms { first: 53, len: 2 },
     };
-    s[St::Space19 as usize] = State::Space {
+    s[St::Space21 as usize] = State::Space {
         next: St::Choice19 as u16,
     };
     s[St::LitColon8 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space19 as u16,
+        next: St::Space21 as u16,
     };
     s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 53, len: 3 },
+        arms: Arms { first: 55, len: 3 },
     };
-    s[St::Space20 as usize] = State::Space {
+    s[St::Space22 as usize] = State::Space {
         next: St::Choice20 as u16,
     };
     s[St::LitOpenBrace2 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
-        next: St::Space20 as u16,
+        next: St::Space22 as u16,
     };
     s[St::ToolOpen4 as usize] = State::ToolOpen {
         next: St::LitOpenBrace2 as u16,
     };
     s[St::Choice21 as usize] = State::Choice {
-        arms: Arms { first: 56, len: 2 },
+        arms: Arms { first: 58, len: 2 },
     };
     s[St::ArgsClose5 as usize] = State::ArgsClose {
         next: St::Choice21 as u16,
     };
     s[St::LoopHead6 as usize] = State::Loop {
-        arms: Arms { first: 64, len: 1 },
+        arms: Arms { first: 67, len: 1 },
         next: St::ArgsClose5 as u16,
     };
-    s[St::Space21 as usize] = State::Space {
+    s[St::Space23 as usize] = State::Space {
         next: St::LoopHead6 as u16,
     };
     s[St::Choice22 as usize] = State::Choice {
-        arms: Arms { first: 58, len: 4 },
+        arms: Arms { first: 60, len: 4 },
     };
     s[St::ArgStringText3 as usize] = State::Text {
         kind: Kind::ArgString,
@@ -1294,22 +1336,36 @@ static STATES: [State; 226] = {
     s[St::ArgString3 as usize] = State::TextStart {
         next: St::ArgStringText3 as u16,
     };
-    s[St::Space22 as usize] = State::Space {
+    s[St::Space24 as usize] = State::Space {
         next: St::Choice22 as u16,
     };
-    s[St::Json7 as usize] = State::Json {
+    s[St::Json9 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space22 as u16,
+        next: St::Space24 as u16,
     };
-    s[St::JsonStart7 as usize] = State::JsonStart {
+    s[St::JsonStart9 as usize] = State::JsonStart {
         python: false,
         object_only: false,
-        next: St::Json7 as u16,
+        next: St::Json9 as u16,
     };
-    s[St::Space23 as usize] = State::Space {
-        next: St::JsonStart7 as u16,
+    s[St::Space25 as usize] = State::Space {
+        next: St::JsonStart9 as u16,
+    };
+    s[St::Json10 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: NONE,
+        next: St::Space24 as u16,
+    };
+    s[St::JsonStart10 as usize] = State::JsonStart {
+        python: true,
+        object_only: false,
+        next: St::Json10 as u16,
+    };
+    s[St::Space26 as usize] = State::Space {
+        next: St::JsonStart10 as u16,
     };
     s[St::ArgAutoText3 as usize] = State::Text {
         kind: Kind::ArgAuto,
@@ -1321,7 +1377,7 @@ static STATES: [State; 226] = {
         next: St::ArgAutoText3 as u16,
     };
     s[St::Choice23 as usize] = State::Choice {
-        arms: Arms { first: 62, len: 2 },
+        arms: Arms { first: 64, len: 3 },
     };
     s[St::ValueByArgumentType3 as usize] = State::ByArgType {
         string: St::ArgString3 as u16,
@@ -1357,40 +1413,40 @@ static STATES: [State; 226] = {
     s[St::ToolName14 as usize] = State::TextStart {
         next: St::ToolName13 as u16,
     };
-    s[St::Space24 as usize] = State::Space {
+    s[St::Space27 as usize] = State::Space {
         next: St::ToolName14 as u16,
     };
     s[St::ToolOpen5 as usize] = State::ToolOpen {
-        next: St::Space24 as u16,
+        next: St::Space27 as u16,
     };
     s[St::LitFunction2 as usize] = State::Literal {
         text: Lit::Function as u16,
         next: St::ToolOpen5 as u16,
     };
     s[St::Choice24 as usize] = State::Choice {
-        arms: Arms { first: 65, len: 2 },
+        arms: Arms { first: 68, len: 2 },
     };
-    s[St::Space25 as usize] = State::Space {
+    s[St::Space28 as usize] = State::Space {
         next: St::Choice24 as u16,
     };
     s[St::Choice25 as usize] = State::Choice {
-        arms: Arms { first: 67, len: 2 },
+        arms: Arms { first: 70, len: 2 },
     };
     s[St::Choice26 as usize] = State::Choice {
-        arms: Arms { first: 69, len: 2 },
+        arms: Arms { first: 72, len: 2 },
     };
     s[St::ArgsClose6 as usize] = State::ArgsClose {
         next: St::Choice26 as u16,
     };
     s[St::LoopHead7 as usize] = State::Loop {
-        arms: Arms { first: 77, len: 1 },
+        arms: Arms { first: 81, len: 1 },
         next: St::ArgsClose6 as u16,
     };
-    s[St::Space26 as usize] = State::Space {
+    s[St::Space29 as usize] = State::Space {
         next: St::LoopHead7 as u16,
     };
     s[St::Choice27 as usize] = State::Choice {
-        arms: Arms { first: 71, len: 4 },
+        arms: Arms { first: 74, len: 4 },
     };
     s[St::ArgStringText4 as usize] = State::Text {
         kind: Kind::ArgString,
@@ -1401,22 +1457,36 @@ static STATES: [State; 226] = {
     s[St::ArgString4 as usize] = State::TextStart {
         next: St::ArgStringText4 as u16,
     };
-    s[St::Space27 as usize] = State::Space {
+    s[St::Space30 as usize] = State::Space {
         next: St::Choice27 as u16,
     };
-    s[St::Json8 as usize] = State::Json {
+    s[St::Json11 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space27 as u16,
+        next: St::Space30 as u16,
     };
-    s[St::JsonStart8 as usize] = State::JsonStart {
+    s[St::JsonStart11 as usize] = State::JsonStart {
         python: false,
         object_only: false,
-        next: St::Json8 as u16,
+        next: St::Json11 as u16,
     };
-    s[St::Space28 as usize] = State::Space {
-        next: St::JsonStart8 as u16,
+    s[St::Space31 as usize] = State::Space {
+        next: St::JsonStart11 as u16,
+    };
+    s[St::Json12 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: NONE,
+        next: St::Space30 as u16,
+    };
+    s[St::JsonStart12 as usize] = State::JsonStart {
+        python: true,
+        object_only: false,
+        next: St::Json12 as u16,
+    };
+    s[St::Space32 as usize] = State::Space {
+        next: St::JsonStart12 as u16,
     };
     s[St::ArgAutoText4 as usize] = State::Text {
         kind: Kind::ArgAuto,
@@ -1428,7 +1498,7 @@ static STATES: [State; 226] = {
         next: St::ArgAutoText4 as u16,
     };
     s[St::Choice28 as usize] = State::Choice {
-        arms: Arms { first: 75, len: 2 },
+        arms: Arms { first: 78, len: 3 },
     };
     s[St::ValueByArgumentType4 as usize] = State::ByArgType {
         string: St::ArgString4 as u16,
@@ -1464,14 +1534,14 @@ static STATES: [State; 226] = {
     s[St::ToolName16 as usize] = State::TextStart {
         next: St::ToolName15 as u16,
     };
-    s[St::Space29 as usize] = State::Space {
+    s[St::Space33 as usize] = State::Space {
         next: St::ToolName16 as u16,
     };
     s[St::ToolOpen6 as usize] = State::ToolOpen {
-        next: St::Space29 as u16,
+        next: St::Space33 as u16,
     };
     s[St::Commit5 as usize] = State::Commit {
-        next: St::Space16 as u16,
+        next: St::Space18 as u16,
     };
     s[St::Loop3 as usize] = State::EnterLoop {
         repeat: 0,
@@ -1486,42 +1556,42 @@ static STATES: [State; 226] = {
     s[St::Content9 as usize] = State::TextStart {
         next: St::ContentText9 as u16,
     };
-    s[St::Space30 as usize] = State::Space {
+    s[St::Space34 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
     s[St::Choice29 as usize] = State::Choice {
-        arms: Arms { first: 81, len: 2 },
+        arms: Arms { first: 85, len: 2 },
     };
-    s[St::Space31 as usize] = State::Space {
+    s[St::Space35 as usize] = State::Space {
         next: St::Choice29 as u16,
     };
     s[St::Choice30 as usize] = State::Choice {
-        arms: Arms { first: 83, len: 2 },
+        arms: Arms { first: 87, len: 2 },
     };
-    s[St::Space32 as usize] = State::Space {
+    s[St::Space36 as usize] = State::Space {
         next: St::Choice30 as u16,
     };
-    s[St::Json9 as usize] = State::Json {
+    s[St::Json13 as usize] = State::Json {
         content: true,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space32 as u16,
+        next: St::Space36 as u16,
     };
-    s[St::JsonStart9 as usize] = State::JsonStart {
+    s[St::JsonStart13 as usize] = State::JsonStart {
         python: false,
         object_only: false,
-        next: St::Json9 as u16,
+        next: St::Json13 as u16,
     };
-    s[St::Space33 as usize] = State::Space {
-        next: St::JsonStart9 as u16,
+    s[St::Space37 as usize] = State::Space {
+        next: St::JsonStart13 as u16,
     };
     s[St::Choice31 as usize] = State::Choice {
-        arms: Arms { first: 85, len: 2 },
+        arms: Arms { first: 89, len: 2 },
     };
     s[St::Choice32 as usize] = State::Choice {
-        arms: Arms { first: 87, len: 2 },
+        arms: Arms { first: 91, len: 2 },
     };
-    s[St::Space34 as usize] = State::Space {
+    s[St::Space38 as usize] = State::Space {
         next: St::Choice32 as u16,
     };
     s
@@ -1547,6 +1617,9 @@ enum Lit {
     CloseParameter,
     Parameter,
     OpenBracket,
+    True,
+    False,
+    None,
     Greater,
     Function,
     ToolCall,
@@ -1554,7 +1627,7 @@ enum Lit {
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 21] = [
+static LITERALS: [&str; 24] = [
     "<|im_end|>",
     "</tool_call>",
     "}",
@@ -1571,6 +1644,9 @@ static LITERALS: [&str; 21] = [
     "</parameter>",
     "<parameter=",
     "[",
+    "True",
+    "False",
+    "None",
     ">",
     "<function=",
     "<tool_call>",
@@ -1579,7 +1655,7 @@ static LITERALS: [&str; 21] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 89] = [
+static ARMS: [Arm; 93] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1696,12 +1772,17 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
+        guard: 64,
+        to: St::Space10 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 4,
         to: St::ArgAuto as u16,
         limit: None,
     },
     Arm {
-        guard: 47,
+        guard: 67,
         to: St::ArgName2 as u16,
         limit: None,
     },
@@ -1737,27 +1818,32 @@ static ARMS: [Arm; 89] = [
     },
     Arm {
         guard: 28,
-        to: St::Space12 as u16,
+        to: St::Space13 as u16,
         limit: None,
     },
     Arm {
         guard: 30,
-        to: St::Space12 as u16,
+        to: St::Space13 as u16,
         limit: None,
     },
     Arm {
         guard: 32,
-        to: St::Space12 as u16,
+        to: St::Space13 as u16,
         limit: None,
     },
     Arm {
         guard: 34,
-        to: St::Space12 as u16,
+        to: St::Space13 as u16,
         limit: None,
     },
     Arm {
         guard: 44,
-        to: St::Space14 as u16,
+        to: St::Space15 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 64,
+        to: St::Space16 as u16,
         limit: None,
     },
     Arm {
@@ -1766,17 +1852,17 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
-        guard: 47,
+        guard: 67,
         to: St::ArgName4 as u16,
         limit: None,
     },
     Arm {
-        guard: 48,
-        to: St::Space11 as u16,
+        guard: 68,
+        to: St::Space12 as u16,
         limit: Some(1u8),
     },
     Arm {
-        guard: 49,
+        guard: 69,
         to: St::ToolOpen3 as u16,
         limit: Some(1u8),
     },
@@ -1827,7 +1913,7 @@ static ARMS: [Arm; 89] = [
     },
     Arm {
         guard: 14,
-        to: St::Space18 as u16,
+        to: St::Space20 as u16,
         limit: None,
     },
     Arm {
@@ -1872,27 +1958,32 @@ static ARMS: [Arm; 89] = [
     },
     Arm {
         guard: 28,
-        to: St::Space21 as u16,
+        to: St::Space23 as u16,
         limit: None,
     },
     Arm {
         guard: 30,
-        to: St::Space21 as u16,
+        to: St::Space23 as u16,
         limit: None,
     },
     Arm {
         guard: 32,
-        to: St::Space21 as u16,
+        to: St::Space23 as u16,
         limit: None,
     },
     Arm {
         guard: 34,
-        to: St::Space21 as u16,
+        to: St::Space23 as u16,
         limit: None,
     },
     Arm {
         guard: 44,
-        to: St::Space23 as u16,
+        to: St::Space25 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 64,
+        to: St::Space26 as u16,
         limit: None,
     },
     Arm {
@@ -1901,7 +1992,7 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
-        guard: 47,
+        guard: 67,
         to: St::ArgName6 as u16,
         limit: None,
     },
@@ -1937,27 +2028,32 @@ static ARMS: [Arm; 89] = [
     },
     Arm {
         guard: 28,
-        to: St::Space26 as u16,
+        to: St::Space29 as u16,
         limit: None,
     },
     Arm {
         guard: 30,
-        to: St::Space26 as u16,
+        to: St::Space29 as u16,
         limit: None,
     },
     Arm {
         guard: 32,
-        to: St::Space26 as u16,
+        to: St::Space29 as u16,
         limit: None,
     },
     Arm {
         guard: 34,
-        to: St::Space26 as u16,
+        to: St::Space29 as u16,
         limit: None,
     },
     Arm {
         guard: 44,
-        to: St::Space28 as u16,
+        to: St::Space31 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 64,
+        to: St::Space32 as u16,
         limit: None,
     },
     Arm {
@@ -1966,17 +2062,17 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
-        guard: 47,
+        guard: 67,
         to: St::ArgName8 as u16,
         limit: None,
     },
     Arm {
-        guard: 48,
-        to: St::Space25 as u16,
+        guard: 68,
+        to: St::Space28 as u16,
         limit: None,
     },
     Arm {
-        guard: 49,
+        guard: 69,
         to: St::ToolOpen6 as u16,
         limit: None,
     },
@@ -1987,7 +2083,7 @@ static ARMS: [Arm; 89] = [
     },
     Arm {
         guard: 0,
-        to: St::Space30 as u16,
+        to: St::Space34 as u16,
         limit: None,
     },
     Arm {
@@ -1996,8 +2092,8 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
-        guard: 50,
-        to: St::Space31 as u16,
+        guard: 70,
+        to: St::Space35 as u16,
         limit: None,
     },
     Arm {
@@ -2006,28 +2102,28 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
-        guard: 51,
-        to: St::Space33 as u16,
+        guard: 71,
+        to: St::Space37 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::Space33 as u16,
+        to: St::Space37 as u16,
         limit: None,
     },
     Arm {
-        guard: 50,
+        guard: 70,
         to: St::Choice31 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::JsonStart9 as u16,
+        to: St::JsonStart13 as u16,
         limit: None,
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 52] = [
+static GUARDS: [Guard; 72] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseToolCall as u16),
@@ -2073,9 +2169,29 @@ static GUARDS: [Guard; 52] = [
     Guard::Choice { first: 35, len: 3 },
     Guard::Seq { first: 41, len: 2 },
     Guard::Peek(43),
+    Guard::Lit(Lit::True as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::False as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::None as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseFunction as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseToolCall as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::Parameter as u16),
+    Guard::Empty,
+    Guard::Space,
+    Guard::Choice { first: 45, len: 3 },
+    Guard::Space,
+    Guard::Choice { first: 51, len: 4 },
+    Guard::Seq { first: 59, len: 4 },
+    Guard::Peek(63),
     Guard::Space,
     Guard::Lit(Lit::Parameter as u16),
-    Guard::Seq { first: 45, len: 2 },
+    Guard::Seq { first: 65, len: 2 },
     Guard::Lit(Lit::ToolCall as u16),
     Guard::Lit(Lit::Function as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),

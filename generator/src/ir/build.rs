@@ -1361,14 +1361,28 @@ fn object_arguments(spec: &FormatSpec) -> Node {
 /// <parameter=timeout>30</parameter>                      → 30
 /// <parameter=tags>["a", "b"]</parameter>                 → ["a", "b"]
 /// ```
-fn typed_value(python: bool, otherwise: Node) -> Node {
-    let json = Node::seq(vec![Node::Space, Node::Json { kind: JsonKind::ArgValue, schema: None, python, marker: String::new(), ends: Vec::new() }, Node::Space]);
-    let mut openers = vec!["{", "[", "\""];
+fn typed_value(python: bool, ends: &[String], otherwise: Node) -> Node {
+    let json = |python: bool| Node::seq(vec![Node::Space, Node::Json { kind: JsonKind::ArgValue, schema: None, python, marker: String::new(), ends: Vec::new() }, Node::Space]);
+    let opens = |openers: &[&str]| {
+        let opener = Node::Choice(openers.iter().map(|o| Alt { guard: Node::lit(*o), body: Node::Empty }).collect());
+        Node::Peek(Box::new(Node::seq(vec![Node::Space, opener])))
+    };
+    const PYTHON: [&str; 4] = ["'", "True", "False", "None"];
     if python {
-        openers.extend(["'", "True", "False", "None"]);
+        return Node::Choice(vec![Alt { guard: opens(&["{", "[", "\"", PYTHON[0], PYTHON[1], PYTHON[2], PYTHON[3]]), body: json(true) }, Alt::lenient(Node::Empty, otherwise)]);
     }
-    let opener = Node::Choice(openers.into_iter().map(|o| Alt { guard: Node::lit(o), body: Node::Empty }).collect());
-    Node::Choice(vec![Alt { guard: Node::Peek(Box::new(Node::seq(vec![Node::Space, opener]))), body: json }, Alt::lenient(Node::Empty, otherwise)])
+    // Models write Python's constants where the template writes JSON too
+    // (GLM 4.6: `<arg_value>True</arg_value>` for a boolean): vLLM's and
+    // sglang's GLM and MiniMax parsers fall back to `ast.literal_eval`.
+    // Only as the whole value (`Truely` is text).
+    let constant = Node::Choice(PYTHON[1..].iter().map(|o| Alt { guard: Node::lit(*o), body: Node::Empty }).collect());
+    let end = Node::Choice(ends.iter().map(|e| Alt { guard: Node::lit(e.clone()), body: Node::Empty }).collect());
+    let whole = Node::Peek(Box::new(Node::seq(vec![Node::Space, constant, Node::Space, end])));
+    Node::Choice(vec![
+        Alt { guard: opens(&["{", "[", "\""]), body: json(false) },
+        Alt::lenient(whole, json(true)),
+        Alt::lenient(Node::Empty, otherwise),
+    ])
 }
 
 /// `<name-prefix>NAME<name-suffix>[<value-prefix>]VALUE<value-suffix>` per argument.
@@ -1417,7 +1431,7 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         let v = match kind {
             ValueKind::String => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgString, trim_newlines: layout },
             ValueKind::Auto | ValueKind::StringOrNull => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout },
-            ValueKind::Json => typed_value(python, Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout }),
+            ValueKind::Json => typed_value(python, &value_stops, Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout }),
         };
         Node::seq(vec![marker_or_missing(&value_prefix), v, closer_after(Node::Empty, &value_suffix, &outer), Node::Space])
     };
