@@ -23,7 +23,7 @@
 //! ```
 
 use chat_parser_runtime::__private::Word;
-use chat_parser_runtime::utf8::{Utf8State, REPLACEMENT};
+use chat_parser_runtime::utf8::{Utf8Carry, Utf8State, REPLACEMENT};
 use chat_parser_runtime::{Event, Sink};
 
 /// Reports a stream's text as [`Event::Content`], whole characters only,
@@ -91,52 +91,23 @@ impl Passthrough {
         self.state = state;
     }
 
-    /// A chunk of more than 8 bytes, or one with invalid UTF-8 in it.
+    /// A chunk of more than 8 bytes, or one with invalid UTF-8 in it: the
+    /// runtime's lossy decoder ([`Utf8Carry`]) takes it from the carried
+    /// bytes on.
     #[inline(never)]
-    fn feed_long(&mut self, mut bytes: &[u8], sink: &mut impl Sink) {
-        // Complete (or give up) the carried character a byte at a time.
-        while self.len > 0 {
-            let Some((&b, rest)) = bytes.split_first() else { return };
-            let state = self.state.step(b);
-            if state.failed() {
-                // The carried bytes are a maximal invalid part; `b` is read
-                // again from a character boundary.
-                sink.event(Event::Content(REPLACEMENT));
-                *self = Passthrough::default();
-                break;
-            }
-            self.carry |= u64::from(b) << (8 * self.len);
-            self.len += 1;
-            self.state = state;
-            bytes = rest;
-            if state.at_boundary() {
-                let text = self.carry.to_le_bytes();
-                let text = core::str::from_utf8(&text[..self.len]).unwrap_or(REPLACEMENT);
-                sink.event(Event::Content(text));
-                *self = Passthrough::default();
-            }
+    fn feed_long(&mut self, bytes: &[u8], sink: &mut impl Sink) {
+        let mut carry = Utf8Carry::new();
+        // (The carried bytes, a character's valid start, are carried again.)
+        let _ = carry.split(&self.carry.to_le_bytes()[..self.len]);
+        let split = carry.split(bytes);
+        if !split.head().is_empty() {
+            sink.event(Event::Content(split.head()));
         }
-        let end = bytes.as_ptr_range().end;
-        for piece in bytes.utf8_chunks() {
-            if !piece.valid().is_empty() {
-                sink.event(Event::Content(piece.valid()));
-            }
-            let bad = piece.invalid();
-            if bad.is_empty() {
-                continue;
-            }
-            let state = Utf8State::START.read(bad);
-            if bad.as_ptr_range().end == end && !state.failed() {
-                // A character the next chunk may complete.
-                for (i, &b) in bad.iter().enumerate() {
-                    self.carry |= u64::from(b) << (8 * i);
-                }
-                self.len = bad.len();
-                self.state = state;
-            } else {
-                sink.event(Event::Content(REPLACEMENT));
-            }
-        }
+        split.rest().for_each(|piece| sink.event(Event::Content(piece)));
+        let pending = carry.pending();
+        self.carry = pending.iter().enumerate().fold(0, |w, (i, &b)| w | u64::from(b) << (8 * i));
+        self.len = pending.len();
+        self.state = Utf8State::START.read(pending);
     }
 
     /// Ends the stream: a character still cut off becomes U+FFFD.

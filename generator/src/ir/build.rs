@@ -296,7 +296,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
                 } else {
                     // A call right at the start of the reply (the prompt's
                     // block ends the line before it) ends the block at once.
-                    let openers = Node::Choice(call_openers.iter().map(|o| Alt { guard: Node::lit(o.clone()), body: Node::Empty }).collect());
+                    let openers = Node::one_of(call_openers.iter().cloned());
                     let at_once = Node::Peek(Box::new(Node::seq(vec![Node::Space, openers])));
                     items.push(Node::Choice(vec![Alt { guard: at_once, body: Node::Space }, Alt { guard: Node::Empty, body: block }]));
                 }
@@ -357,7 +357,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         // The same calls after a token models write before them.
         let prefix = spec.tools.format.call_prefix.trim();
         let prefixed = (!prefix.is_empty()).then(|| Node::seq(vec![Node::Space, calls.clone()]));
-        let calls_again = calls.clone();
+        let typed = bare_json_calls(spec).then(|| calls.clone());
         alts.push(Alt { guard, body: calls });
         // One call (or one section of calls) unless parallel calls are on.
         limits.push((!options.parallel_tool_calls).then_some(1));
@@ -373,10 +373,10 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
                 limits.push((!options.parallel_tool_calls).then_some(1));
             }
         }
-        if bare_json_calls(spec) {
+        if let Some(body) = typed {
             // The same calls with the tool's type first (see `json_call`).
             stops.push(TYPED_CALL.to_string());
-            alts.push(Alt::lenient(Node::Peek(Box::new(Node::lit(TYPED_CALL))), calls_again.clone()));
+            alts.push(Alt::lenient(Node::Peek(Box::new(Node::lit(TYPED_CALL))), body));
             limits.push((!options.parallel_tool_calls).then_some(1));
         }
         if let Some(body) = prefixed {
@@ -694,7 +694,7 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
 /// only; grammars separate calls with whitespace.
 fn call_separator(trigger: &str) -> Node {
     // (Or the call with the tool's type first: see `json_call`.)
-    let next = Node::Choice(vec![Alt { guard: Node::lit(trigger), body: Node::Empty }, Alt { guard: Node::lit(TYPED_CALL), body: Node::Empty }]);
+    let next = Node::one_of([trigger, TYPED_CALL]);
     let guard = Node::seq(vec![Node::lit(";"), Node::Space, Node::Peek(Box::new(next))]);
     Node::Choice(vec![Alt::lenient(guard, Node::Empty), Alt { guard: Node::Empty, body: Node::Empty }])
 }
@@ -724,11 +724,7 @@ fn one_call(spec: &FormatSpec) -> Node {
         ToolFormatMode::JsonNative => json_call_either_quote(spec),
         ToolFormatMode::PythonCalls => python_list_item(spec),
         _ => match json_object_spec(spec) {
-            // Where the object starts, that; else the template's form.
-            Some(json) => Node::Choice(vec![
-                Alt::lenient(Node::Peek(Box::new(Node::lit("{\""))), json_call(&json, false)),
-                Alt { guard: Node::Empty, body: tagged_call(spec) },
-            ]),
+            Some(json) => where_written("{\"", json_call(&json, false), tagged_call(spec)),
             None => tagged_call(spec),
         },
     }
@@ -780,10 +776,14 @@ fn is_tag(marker: &str) -> bool {
 fn json_call_either_quote(spec: &FormatSpec) -> Node {
     let own = spec.tools.format.python_dict_arguments;
     let other = if own { "{\"" } else { "{'" };
-    Node::Choice(vec![
-        Alt::lenient(Node::Peek(Box::new(Node::lit(other))), json_call(spec, !own)),
-        Alt { guard: Node::Empty, body: json_call(spec, own) },
-    ])
+    where_written(other, json_call(spec, !own), json_call(spec, own))
+}
+
+/// `lenient` where the text starts with `opener` (a form models write
+/// beyond the template's, for parsers only), else the template's form
+/// `own`.
+fn where_written(opener: &str, lenient: Node, own: Node) -> Node {
+    Node::Choice(vec![Alt::lenient(Node::Peek(Box::new(Node::lit(opener))), lenient), Alt { guard: Node::Empty, body: own }])
 }
 
 /// A call's body, its per-call end marker, and the call's end.
@@ -792,24 +792,18 @@ fn closed(spec: &FormatSpec, body: Node) -> Node {
     let section_end = if f.section_end.trim().is_empty() { Vec::new() } else { vec![f.section_end.trim().to_string()] };
     let end = f.per_call_end.trim();
     let function_close = spec.tools.function.close.trim();
-    if !end.is_empty() && is_tag(function_close) && function_close != end {
-        // The wrapper's closer after a function closer written as a tag
-        // (`</tool_call>` after `</function>`): the function's closer
-        // already ended the call, so the wrapper's is read where written
-        // and not needed where not. Models leave it out before the next
-        // `<function=…>` (Qwen3-Coder writes several functions in one
-        // `<tool_call>`, which vLLM reads as calls each) and before the
-        // text after the call; at the end of the output a partial closer
-        // (`</tool_ca`) is then text. DeepSeek R1's function closer is a
-        // code fence, which text may hold, so its calls still need their
-        // own end marker.
-        return Node::seq(vec![body, marker_or_missing(end), Node::Mark(Mark::ToolClose)]);
-    }
-    if is_tag(end) && json_object_calls(spec) {
-        // Likewise after a JSON call object, which its own `}` ends:
-        // models leave out `</tool_call>` before the text after the call
-        // and at the end of the output (vLLM's and sglang's Hermes parsers
-        // read `<tool_call>(.*)` there too).
+    // The wrapper's closer after a call that something else ended already:
+    // a function closer written as a tag (`</tool_call>` after
+    // `</function>`), or a JSON call object's own `}`. It is read where
+    // written and not needed where not. Models leave it out before the
+    // next `<function=…>` (Qwen3-Coder writes several functions in one
+    // `<tool_call>`, which vLLM reads as calls each), before the text after
+    // the call, and at the end of the output (vLLM's and sglang's Hermes
+    // parsers read `<tool_call>(.*)`); there a partial closer (`</tool_ca`)
+    // is text. DeepSeek R1's function closer is a code fence, which text
+    // may hold, so its calls still need their own end marker.
+    let ended_by_function = !end.is_empty() && is_tag(function_close) && function_close != end;
+    if ended_by_function || (is_tag(end) && json_object_calls(spec)) {
         return Node::seq(vec![body, marker_or_missing(end), Node::Mark(Mark::ToolClose)]);
     }
     Node::seq(vec![body, closer(&f.per_call_end, &section_end), Node::Mark(Mark::ToolClose)])
@@ -1041,10 +1035,10 @@ fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
                 // (`{"name": "f"}`, as sglang's and vLLM's JSON parsers
                 // read it): they are then `{}`. Only inside a call's
                 // markup: a bare `{"name": "f"}` in prose is text.
-                let mut written = field(1, p);
+                // (`field` starts with the separator, `, `: the guard.)
+                let mut separator = field(1, p);
+                let mut written = separator.split_off(2);
                 written.push(value_of(p));
-                let first = written.remove(0);
-                let second = written.remove(0);
                 // Left out where the object ends, or where an id field
                 // that may follow them comes next.
                 let empty = || Node::seq(vec![Node::Mark(Mark::ArgsOpen), Node::Mark(Mark::ArgsClose)]);
@@ -1053,7 +1047,7 @@ fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
                     let guard = Node::seq(vec![Node::Space, Node::lit(","), Node::Space, quoted(id)]);
                     alts.push(Alt::lenient(Node::Peek(Box::new(guard)), empty()));
                 }
-                alts.push(Alt { guard: Node::seq(vec![first, second]), body: Node::seq(written) });
+                alts.push(Alt { guard: Node::seq(separator), body: Node::seq(written) });
                 v.push(Node::Choice(alts));
                 continue;
             }
@@ -1363,23 +1357,19 @@ fn object_arguments(spec: &FormatSpec) -> Node {
 /// ```
 fn typed_value(python: bool, ends: &[String], otherwise: Node) -> Node {
     let json = |python: bool| Node::seq(vec![Node::Space, Node::Json { kind: JsonKind::ArgValue, schema: None, python, marker: String::new(), ends: Vec::new() }, Node::Space]);
-    let opens = |openers: &[&str]| {
-        let opener = Node::Choice(openers.iter().map(|o| Alt { guard: Node::lit(*o), body: Node::Empty }).collect());
-        Node::Peek(Box::new(Node::seq(vec![Node::Space, opener])))
-    };
+    let opens = |openers: &[&str]| Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::one_of(openers.iter().copied())])));
+    const JSON: [&str; 3] = ["{", "[", "\""];
     const PYTHON: [&str; 4] = ["'", "True", "False", "None"];
     if python {
-        return Node::Choice(vec![Alt { guard: opens(&["{", "[", "\"", PYTHON[0], PYTHON[1], PYTHON[2], PYTHON[3]]), body: json(true) }, Alt::lenient(Node::Empty, otherwise)]);
+        return Node::Choice(vec![Alt { guard: opens(&[&JSON[..], &PYTHON[..]].concat()), body: json(true) }, Alt::lenient(Node::Empty, otherwise)]);
     }
     // Models write Python's constants where the template writes JSON too
     // (GLM 4.6: `<arg_value>True</arg_value>` for a boolean): vLLM's and
     // sglang's GLM and MiniMax parsers fall back to `ast.literal_eval`.
     // Only as the whole value (`Truely` is text).
-    let constant = Node::Choice(PYTHON[1..].iter().map(|o| Alt { guard: Node::lit(*o), body: Node::Empty }).collect());
-    let end = Node::Choice(ends.iter().map(|e| Alt { guard: Node::lit(e.clone()), body: Node::Empty }).collect());
-    let whole = Node::Peek(Box::new(Node::seq(vec![Node::Space, constant, Node::Space, end])));
+    let whole = Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::one_of(PYTHON[1..].iter().copied()), Node::Space, Node::one_of(ends.iter().cloned())])));
     Node::Choice(vec![
-        Alt { guard: opens(&["{", "[", "\""]), body: json(false) },
+        Alt { guard: opens(&JSON), body: json(false) },
         Alt::lenient(whole, json(true)),
         Alt::lenient(Node::Empty, otherwise),
     ])

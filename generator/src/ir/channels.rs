@@ -21,11 +21,6 @@
 use super::{Alt, JsonKind, Mark, Node, TextKind};
 use crate::spec::{ChannelSpec, FormatSpec};
 
-/// One of several literals.
-fn one_of(markers: &[String]) -> Node {
-    Node::Choice(markers.iter().map(|m| Alt { guard: Node::lit(m.clone()), body: Node::Empty }).collect())
-}
-
 /// `RECIPIENT` without its leading space (`to=`): the space is whitespace
 /// between header pieces.
 fn recipient(c: &ChannelSpec) -> String {
@@ -55,7 +50,7 @@ fn body(c: &ChannelSpec, kind: TextKind) -> Node {
     stops.push(c.header_start.clone());
     Node::seq(vec![
         Node::Until { stops, kind, trim_newlines: false },
-        Node::optional(one_of(&c.message_ends), Node::Empty),
+        Node::optional(Node::one_of(c.message_ends.iter().cloned()), Node::Empty),
     ])
 }
 
@@ -70,7 +65,7 @@ fn call_after_namespace(c: &ChannelSpec) -> Node {
         Node::Space,
         Node::Json { kind: JsonKind::ToolArgs, schema: None, python: false, marker: String::new(), ends: Vec::new() },
         Node::Space,
-        Node::optional(one_of(&c.message_ends), Node::Empty),
+        Node::optional(Node::one_of(c.message_ends.iter().cloned()), Node::Empty),
         Node::Mark(Mark::ToolClose),
     ])
 }

@@ -244,6 +244,15 @@ impl Node {
     pub fn rest(kind: TextKind) -> Node {
         Node::Until { stops: Vec::new(), kind, trim_newlines: false }
     }
+    /// One of several literals (a guard: each alternative's body is empty).
+    ///
+    /// ```
+    /// use chat_parser_generator::ir::Node;
+    /// assert_eq!(Node::one_of(["a", "b"]).to_string(), Node::one_of(vec!["a".to_string(), "b".to_string()]).to_string());
+    /// ```
+    pub fn one_of<S: Into<String>>(literals: impl IntoIterator<Item = S>) -> Node {
+        Node::Choice(literals.into_iter().map(|l| Alt { guard: Node::lit(l), body: Node::Empty }).collect())
+    }
     /// `guard body` if the guard matches, else nothing.
     pub fn optional(guard: Node, body: Node) -> Node {
         Node::Choice(vec![Alt { guard, body }, Alt { guard: Node::Empty, body: Node::Empty }])
