@@ -150,7 +150,7 @@ struct Lines {
 
 impl Sink for Lines {
     fn event(&mut self, e: Event<'_>) {
-        let mut tail = 0;
+        let (mut tail, mut from) = (0, 0);
         let (kind, text, complete) = match e {
             Event::Content(s) => (0, s, false),
             Event::Reasoning(s) => (1, s, false),
@@ -166,8 +166,12 @@ impl Sink for Lines {
                 tail = n;
                 (7, "", false)
             }
+            Event::ToolCallBroken { from: at, len } => {
+                (from, tail) = (at, len);
+                (8, "", false)
+            }
         };
-        let _ = write!(self.out, "{kind} {} {} {tail} ", self.call, u8::from(complete));
+        let _ = write!(self.out, "{kind} {} {} {tail} {from} ", self.call, u8::from(complete));
         for &b in text.as_bytes() {
             if (0x20..0x7f).contains(&b) && b != b'\\' {
                 self.out.push(b as char);

@@ -52,7 +52,7 @@ impl Sink for Tally {
         self.events += 1;
         self.text_bytes += match event {
             Event::Content(t) | Event::Reasoning(t) | Event::ToolName(t) | Event::ToolId(t) | Event::ToolArgs(t) => core::hint::black_box(t).len(),
-            Event::ToolCallStart { .. } | Event::ToolCallEnd { .. } | Event::ToolCallCut { .. } => 0,
+            Event::ToolCallStart { .. } | Event::ToolCallEnd { .. } | Event::ToolCallCut { .. } | Event::ToolCallBroken { .. } => 0,
         };
     }
 }

@@ -91,6 +91,7 @@ pub struct CpEvent {
     pub call_index: usize,
     pub complete: bool,
     pub tail: usize,
+    pub from: usize,
 }
 
 /// `cp_event_fn` (NULL: events are dropped).
@@ -273,7 +274,7 @@ struct CSink<'a> {
 
 impl Sink for CSink<'_> {
     fn event(&mut self, event: Event<'_>) {
-        let mut tail = 0;
+        let (mut tail, mut from) = (0, 0);
         let (kind, text, complete) = match event {
             Event::Content(s) => (0, s, false),
             Event::Reasoning(s) => (1, s, false),
@@ -289,9 +290,13 @@ impl Sink for CSink<'_> {
                 tail = n;
                 (7, "", false)
             }
+            Event::ToolCallBroken { from: at, len } => {
+                (from, tail) = (at, len);
+                (8, "", false)
+            }
         };
         if let Some(f) = self.on_event {
-            let e = CpEvent { kind, text: text.as_ptr().cast(), len: text.len(), call_index: *self.call, complete, tail };
+            let e = CpEvent { kind, text: text.as_ptr().cast(), len: text.len(), call_index: *self.call, complete, tail, from };
             // SAFETY: the caller gave a valid callback; the event lives
             // through the call.
             unsafe { f(&e, self.user) };

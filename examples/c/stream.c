@@ -53,6 +53,10 @@ static void on_event(const cp_event *e, void *user) {
         /* Not a call: its text, the last e->tail bytes of the output, is content. */
         printf("  (cut off by the end of the output: %zu bytes of content)\n", e->tail);
         break;
+    case CP_EVENT_TOOL_CALL_BROKEN:
+        /* Not a call either: output bytes [from, from + tail) are content. */
+        printf("  (its markup broke: bytes %zu..%zu of the output are content)\n", e->from, e->from + e->tail);
+        break;
     default:
         break;
     }

@@ -123,6 +123,12 @@ typedef int32_t cp_event_kind;
    a call the output cut off is not a call, so return that text as content.
    Later events are that text read again. */
 #define CP_EVENT_TOOL_CALL_CUT 7
+/* The call that just ended incomplete (CP_EVENT_TOOL_CALL_END, not
+   complete) broke before the end of the output: its text is the `tail`
+   bytes of the output from byte `from`. Its arguments are not JSON: return
+   that text as content in its place. Later events are the output read again
+   from `from + tail`. */
+#define CP_EVENT_TOOL_CALL_BROKEN 8
 
 /* One event. text/len: the piece of text (empty for start and end). */
 typedef struct cp_event {
@@ -133,8 +139,10 @@ typedef struct cp_event {
     size_t call_index;
     /* CP_EVENT_TOOL_CALL_END: the call's markup was complete. */
     bool complete;
-    /* CP_EVENT_TOOL_CALL_CUT: the length of the call's text. */
+    /* CP_EVENT_TOOL_CALL_CUT and _BROKEN: the length of the call's text. */
     size_t tail;
+    /* CP_EVENT_TOOL_CALL_BROKEN: where the call's text starts in the output. */
+    size_t from;
 } cp_event;
 
 /* Receives each event, with the pointer given to cp_feed or cp_finish. */

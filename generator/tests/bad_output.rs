@@ -59,6 +59,7 @@ const R_BEFORE_NAME: &str = "markup broken before the call's name is complete co
 const R_RESUME: &str = "after markup is given back as content, parsing goes on";
 const R_BROKEN: &str = "a named call broken later ends there: arguments so far, complete=false, the rest is content";
 const R_TYPED: &str = "a typed raw value that does not open like JSON is the string the model wrote; its call stays whole";
+const R_BROKEN_TEXT: &str = "a broken call's text is the output from its start to where reading goes on, right after its end";
 const R_CUTOFF: &str = "a call cut off by the end of output keeps its arguments, complete=false";
 const R_UTF8: &str = "invalid UTF-8 becomes U+FFFD";
 const R_APPEND: &str = "events are append-only (a prefix's events are never contradicted by more output)";
@@ -81,6 +82,8 @@ enum Ev {
     Id(String),
     Args(String),
     End(bool),
+    /// A broken call's text: an offset in the output and a length.
+    Broken(usize, usize),
 }
 
 /// Records events (owned) and assembles the message.
@@ -102,6 +105,7 @@ impl Sink for Recorder {
             Event::ToolCallEnd { complete } => Ev::End(complete),
             // A call the output cut off ends incomplete too.
             Event::ToolCallCut { .. } => Ev::End(false),
+            Event::ToolCallBroken { from, len } => Ev::Broken(from, len),
         });
     }
 }
@@ -940,6 +944,31 @@ fn check_events(f: &mut Failures, fx: &Fixture, input: &[u8], chunking: &str, ra
                     }
                 }
             },
+            Ev::Broken(from, len) => {
+                if i == 0 || raw[i - 1] != Ev::End(false) {
+                    bad(f, R_BROKEN_TEXT, "not right after the end of an incomplete call".into());
+                }
+                let output = String::from_utf8_lossy(input);
+                match output.get(*from..from + len) {
+                    None => bad(f, R_BROKEN_TEXT, format!("not a span of the output ({} bytes)", output.len())),
+                    // Content read after the call is the output from there,
+                    // but for markup the content rule drops (an end-of-turn
+                    // marker and the whitespace after it: a token-like
+                    // `<|…|>` in the fixtures), no longer than a marker.
+                    Some(_) => {
+                        if let Some(Ev::Content(next)) = raw.get(i + 1) {
+                            let rest = &output[from + len..];
+                            let first = next.chars().next().unwrap_or(' ');
+                            let skipped = rest.find(first).map(|k| rest[..k].trim());
+                            let markup = fx.literals.iter().chain(&fx.turn_ends).filter(|l| !l.is_empty());
+                            let dropped = |s: &str| s.is_empty() || (s.len() <= 64 && s.starts_with("<|")) || markup.clone().any(|l| s.starts_with(l.as_str()));
+                            if !skipped.is_some_and(dropped) {
+                                bad(f, R_BROKEN_TEXT, format!("the content after it, {next:?}, does not start where it ends"));
+                            }
+                        }
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -970,9 +999,9 @@ fn check_words(f: &mut Failures, fx: &Fixture, input: &[u8], chunking: &str, o: 
                 out.push_str(t);
             }
             Ev::Start(_) => out.push('\u{0}'),
-            Ev::End(_) => {}
+            Ev::End(_) | Ev::Broken(..) => {}
         }
-        glue = matches!(e, Ev::Args(_)) || (glue && matches!(e, Ev::End(_)));
+        glue = matches!(e, Ev::Args(_)) || (glue && matches!(e, Ev::End(_) | Ev::Broken(..)));
     }
     let is_word = |c: char| if letters_only { c.is_alphabetic() } else { c.is_alphanumeric() };
     let mut missing = Vec::new();

@@ -94,7 +94,8 @@ struct OpenCall {
 ///   start a new implicit call, as [`MessageBuilder`](crate::message::MessageBuilder)
 ///   does; `ToolCallEnd` with no open call is ignored.
 /// - Deltas carry no completeness: `ToolCallEnd { complete }` and
-///   `ToolCallCut` only close the call.
+///   `ToolCallCut` only close the call (and `ToolCallBroken` adds nothing,
+///   unless the builder holds calls).
 ///
 /// # Holding calls until they are complete
 /// By default a call streams as it is parsed, as OpenAI streams: its header
@@ -105,7 +106,12 @@ struct OpenCall {
 /// the output, which the message keeps too) is released whole, and a call
 /// the output cut off is never sent; [`finish_output`](Self::finish_output)
 /// sends its text as content instead, as [`CutOffCalls::AsContent`]
-/// does for the message.
+/// does for the message. A call whose markup broke before the end of the
+/// output ([`Event::ToolCallBroken`]) inside its arguments is not sent
+/// either: its text goes
+/// where it was, so from there on everything is held until
+/// `finish_output`, which has the text (broken markup is rare; a server
+/// that wants the rest sooner streams without holding).
 ///
 /// [`CutOffCalls::AsContent`]: crate::message::CutOffCalls::AsContent
 ///
@@ -154,6 +160,12 @@ pub struct DeltaBuilder {
     hold: Option<Delta>,
     /// The output cut the open call off; its text has this many bytes.
     cut: Option<usize>,
+    /// The index of the call that just ended incomplete, until the next
+    /// event.
+    ended_incomplete: Option<usize>,
+    /// Holding mode: the calls whose markup broke, as where their text
+    /// goes in the held content and its span in the output.
+    broken: Vec<(usize, usize, usize)>,
 }
 
 /// Appends `more` to `delta`, merging the entries of a call that both have.
@@ -219,6 +231,13 @@ impl DeltaBuilder {
     /// back (see the type's guarantees), and so does every open call in
     /// [holding](Self::holding) mode.
     pub fn take(&mut self) -> Option<Delta> {
+        if !self.broken.is_empty() {
+            // A broken call's text is still to come: all is held.
+            if self.open.is_none() {
+                self.release();
+            }
+            return None;
+        }
         let delta = match &mut self.hold {
             Some(ready) if self.open.is_some() => core::mem::take(ready),
             Some(ready) => {
@@ -243,6 +262,16 @@ impl DeltaBuilder {
     /// output (decoded as the parser decodes it): in holding mode, a call
     /// the output cut off is left out and its text sent as content.
     pub fn finish_output(&mut self, output: &str) -> Option<Delta> {
+        if let Some(ready) = &mut self.hold {
+            let mut content = ready.content.take().unwrap_or_default();
+            // The last first: an earlier call's place does not move.
+            for (at, from, len) in self.broken.drain(..).rev() {
+                if content.is_char_boundary(at) {
+                    content.insert_str(at, crate::message::span(output, from, len));
+                }
+            }
+            append(&mut ready.content, &content);
+        }
         if let (Some(tail), Some(ready)) = (self.cut, &mut self.hold) {
             let mut from = output.len().saturating_sub(tail);
             while !output.is_char_boundary(from) {
@@ -258,6 +287,8 @@ impl DeltaBuilder {
     /// for the last delta so that no started call goes missing even if the
     /// parser never ended it.
     pub fn finish(&mut self) -> Option<Delta> {
+        // (Broken calls' text needs the output: `finish_output`.)
+        self.broken.clear();
         self.announce();
         self.open = None;
         self.release();
@@ -332,6 +363,7 @@ impl Sink for DeltaBuilder {
             // The cut-off call's text read again: it is sent whole instead.
             return;
         }
+        let ended_incomplete = self.ended_incomplete.take();
         match event {
             Event::Content(text) => append(&mut self.pending.content, text),
             Event::Reasoning(text) => append(&mut self.pending.reasoning_content, text),
@@ -356,11 +388,31 @@ impl Sink for DeltaBuilder {
                     append(&mut self.entry().arguments, arguments);
                 }
             }
-            Event::ToolCallEnd { .. } => {
-                if self.open.is_some() {
+            Event::ToolCallEnd { complete } => {
+                if let Some(open) = &self.open {
+                    if !complete {
+                        self.ended_incomplete = Some(open.index);
+                    }
                     self.announce();
                     self.open = None;
                     self.release();
+                }
+            }
+            Event::ToolCallBroken { from, len } => {
+                if let (Some(index), Some(ready)) = (ended_incomplete, &mut self.hold) {
+                    // (As the message keeps it: see `CutOffCalls::AsContent`.)
+                    let mut arguments = String::new();
+                    ready.tool_calls.iter().filter(|e| e.index == index).for_each(|e| arguments.push_str(e.arguments.as_deref().unwrap_or("")));
+                    if crate::message::whole_object(&arguments) {
+                        return;
+                    }
+                    // Never sent: the call is taken back, its index free.
+                    ready.tool_calls.retain(|entry| entry.index != index);
+                    if index + 1 == self.calls {
+                        self.calls = index;
+                    }
+                    let at = ready.content.as_ref().map_or(0, String::len);
+                    self.broken.push((at, from, len));
                 }
             }
             Event::ToolCallCut { tail } => {

@@ -130,6 +130,15 @@ pub enum Event<'a> {
     /// output can return the text as content: a call the output cut off is
     /// not a call (see [`message::MessageBuilder::finish`]).
     ToolCallCut { tail: usize },
+    /// The call that just ended `complete: false` (its markup broke before
+    /// the end of the output) was the `len` bytes of the output from byte
+    /// `from` (the output as the parser read it, as for `ToolCallCut`;
+    /// offsets modulo 2^32 for outputs of 4 GiB and more). Events after
+    /// this one are the output read again from `from + len`. A sink that
+    /// keeps the output can return the text as content: a call whose
+    /// markup broke is not a call, and its arguments are not JSON (see
+    /// [`message::MessageBuilder::finish`]).
+    ToolCallBroken { from: usize, len: usize },
 }
 
 /// How a tool's argument value is typed, from its JSON schema: generated

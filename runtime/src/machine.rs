@@ -242,10 +242,15 @@ pub struct Core<'t, const R: usize, const P: usize, const A: usize> {
     tools: &'t [Tool<'t>],
     tool: u16,
     arg_type: ArgType,
-    /// Where the open call's markup starts, relative to the text of the
-    /// current step: it goes negative as text is dropped, so it is kept
-    /// modulo 2^32 (wrapping), which is exact for calls under 4 GiB.
+    /// Where the open call's markup starts in the output (modulo 2^32,
+    /// like `dropped`).
     call_from: u32,
+    /// How much of the output came before the text of the current step:
+    /// text positions plus this are output offsets, which events that
+    /// point back into the output carry ([`Event::ToolCallCut`],
+    /// [`Event::ToolCallBroken`]). Kept modulo 2^32 (wrapping): exact for
+    /// outputs under 4 GiB, and for the length of any call under that.
+    dropped: u32,
 }
 
 /// `text[from..]`, or `""` when `from` is out of range or not a boundary.
@@ -532,6 +537,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             tool: u16::MAX,
             arg_type: ArgType::Auto,
             call_from: 0,
+            dropped: 0,
         }
     }
 
@@ -572,7 +578,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             }
         }
         self.acc_from = self.acc_from.saturating_sub(n32);
-        self.call_from = self.call_from.wrapping_sub(n32);
+        self.dropped = self.dropped.wrapping_add(n32);
         self.pending.id_from = self.pending.id_from.saturating_sub(n32);
         self.pending.id_to = self.pending.id_to.saturating_sub(n32);
         self.flags.set(ANCHORED, self.anchored());
@@ -591,7 +597,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// a run would.
     #[inline(always)]
     pub fn fast_consumed(&mut self, n: usize) {
-        self.call_from = self.call_from.wrapping_sub(n as u32);
+        self.dropped = self.dropped.wrapping_add(n as u32);
         if self.flags.has(ANCHORED) {
             self.drop_anchors();
         }
@@ -600,12 +606,12 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     #[cold]
     #[inline(never)]
     fn drop_anchors(&mut self) {
-        // Only the anchors move: the open call's start was moved already.
-        let call_from = self.call_from;
+        // Only the anchors move: the text was counted as dropped already.
+        let dropped = self.dropped;
         self.pos += 1;
         self.emit_pos = self.pos;
         self.rebase(1);
-        self.call_from = call_from;
+        self.dropped = dropped;
     }
 
     fn uncommitted(&self) -> bool {
@@ -702,7 +708,7 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
             Some(r) if r.pos != DROPPED => r.pos as usize,
             _ => 0,
         };
-        self.call_from = round.max(self.emit_pos) as u32;
+        self.call_from = self.dropped.wrapping_add(round.max(self.emit_pos) as u32);
         if self.uncommitted() {
             self.flags.set(PENDING_START, true);
         } else {
@@ -865,9 +871,13 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
         // Something of the round was reported: it rewinds only that far.
         let reported_inside = dropped || self.emit_pos > start;
         if region.committed() && (reported_inside || self.flags.has(CALL_OPEN)) {
-            self.end_broken_call(text.len(), sink);
+            let broken = self.end_broken_call(text.len(), sink);
             if reported_inside && self.emit_pos < self.pos {
                 self.pos = self.emit_pos;
+            }
+            if broken {
+                // Its text runs to where reading goes on.
+                self.report_broken_call(self.pos, sink);
             }
             self.st = if recover != NONE { recover } else { head };
             if !dropped && self.pos == start {
@@ -892,17 +902,28 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
 
     /// The open call broke: it ends incomplete, cut off when the output
     /// ended inside it (`text_len`: the length of the text, which runs to
-    /// the output's end when it was cut).
-    fn end_broken_call(&mut self, text_len: usize, sink: &mut impl Sink) {
+    /// the output's end when it was cut). True when it broke before the
+    /// end: the caller reports its text's span ([`Event::ToolCallBroken`])
+    /// once it knows where reading goes on.
+    fn end_broken_call(&mut self, text_len: usize, sink: &mut impl Sink) -> bool {
         if !self.flags.take(CALL_OPEN) {
-            return;
+            return false;
         }
         if self.flags.take(CUT_OFF) {
-            let tail = (text_len as u32).wrapping_sub(self.call_from);
+            let tail = self.dropped.wrapping_add(text_len as u32).wrapping_sub(self.call_from);
             sink.event(Event::ToolCallCut { tail: tail as usize });
+            false
         } else {
             sink.event(Event::ToolCallEnd { complete: false });
+            true
         }
+    }
+
+    /// The text of the call that just broke: from its start to `end` (a
+    /// position in the current text), where reading goes on.
+    fn report_broken_call(&self, end: usize, sink: &mut impl Sink) {
+        let to = self.dropped.wrapping_add(end as u32);
+        sink.event(Event::ToolCallBroken { from: self.call_from as usize, len: to.wrapping_sub(self.call_from) as usize });
     }
 
     /// The output is about to end: a call open now and ending incomplete
@@ -916,7 +937,11 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     /// The output ended (`text_len`: the length of the last text run): a
     /// call still open is cut off.
     pub fn finish(&mut self, text_len: usize, sink: &mut impl Sink) {
-        self.end_broken_call(text_len, sink);
+        if self.end_broken_call(text_len, sink) {
+            // (A call `ending` did not mark cut off: its text runs to the
+            // end all the same.)
+            self.report_broken_call(text_len, sink);
+        }
         self.flags.set(CUT_OFF, false);
         self.n_regions = 0;
     }

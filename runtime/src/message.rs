@@ -129,6 +129,10 @@ impl Message {
 ///   the [`CutOffCalls`] policy to it. Events after it go on being appended
 ///   (they are the call's text read again, which the default policy
 ///   replaces).
+/// - `ToolCallBroken` after `ToolCallEnd { complete: false }` remembers that
+///   call's text span and where `content` stood; [`finish`](Self::finish)
+///   applies the policy to it too (the default puts the text back there).
+///   Without the `ToolCallEnd` just before it, it is ignored.
 ///
 /// # Example
 /// ```
@@ -169,19 +173,40 @@ pub struct MessageBuilder {
     /// The call the output cut off: the message before it, and the length
     /// of its text at the end of the output.
     cut: Option<(Sizes, usize)>,
+    /// The call that just ended incomplete, until the next event.
+    ended_incomplete: Option<usize>,
+    /// The calls whose markup broke, in order.
+    broken: Vec<Broken>,
 }
 
-/// What a call the output cut off (the model hit `max_tokens` inside it)
-/// becomes in the final message ([`MessageBuilder::finish`]).
+/// A call whose markup broke ([`Event::ToolCallBroken`]): its position in
+/// `tool_calls`, how long `content` was when it ended, and its text's span
+/// in the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Broken {
+    call: usize,
+    content: usize,
+    from: usize,
+    len: usize,
+}
+
+/// What a call the output cut off (the model hit `max_tokens` inside it),
+/// or one whose markup broke before the end of the output
+/// ([`Event::ToolCallBroken`]: `{"city": Paris}`), becomes in the final
+/// message ([`MessageBuilder::finish`]).
 ///
 /// A client that receives a call runs it: one the model never finished
 /// would run with arguments it never meant, or fail on JSON that does not
-/// parse. So by default the cut-off call is not a call.
+/// parse. So by default such a call is not a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CutOffCalls {
-    /// Leave the call out of `tool_calls` and append its text (its markup,
-    /// from where the call starts to the end of the output) to `content`, so
-    /// nothing is lost. Complete calls before it stay calls.
+    /// Leave the call out of `tool_calls` and put its text in `content`, so
+    /// nothing is lost: a cut-off call's (its markup, from where the call
+    /// starts to the end of the output) at the end, a broken call's (from
+    /// its start to where its markup broke) where the call was, before the
+    /// text read after it. Complete calls stay calls, and so does a broken
+    /// one whose arguments are a whole JSON object (its markup broke after
+    /// them: `{"name": "f", "arguments": {…}, "x": 1}`), `complete: false`.
     #[default]
     AsContent,
     /// Keep the call, with the arguments read so far, marked
@@ -201,6 +226,56 @@ impl Sizes {
     fn of(message: &Message) -> Sizes {
         Sizes { content: message.content.len(), reasoning: message.reasoning_content.len(), calls: message.tool_calls.len() }
     }
+}
+
+/// Whether `arguments` are one whole JSON object: a call whose markup broke
+/// after them (an unknown field, a wrong closer) still has arguments a
+/// client can run, as the engines that read the object alone give it; one
+/// that broke inside them has not. (The parser checked the JSON as it went:
+/// only where the object closes is left to find.)
+pub(crate) fn whole_object(arguments: &str) -> bool {
+    let text = arguments.trim();
+    if !text.starts_with('{') {
+        return false;
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, b) in text.bytes().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1 == text.len();
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// `len` bytes of `output` from byte `from`, widened to character
+/// boundaries and cut to the output (empty when it starts past its end).
+pub(crate) fn span(output: &str, from: usize, len: usize) -> &str {
+    let mut from = from.min(output.len());
+    while !output.is_char_boundary(from) {
+        from -= 1;
+    }
+    let mut to = from.saturating_add(len).min(output.len());
+    while !output.is_char_boundary(to) {
+        to += 1;
+    }
+    &output[from..to]
 }
 
 /// The last `tail` bytes of `output` (the whole output when it is shorter,
@@ -266,14 +341,48 @@ impl MessageBuilder {
     /// assert_eq!(message.tool_calls.len(), 1);
     /// let kept = builder.finish(output, CutOffCalls::KeepIncomplete);
     /// assert_eq!((kept.tool_calls.len(), kept.tool_calls[1].complete), (2, false));
+    ///
+    /// // A call whose markup broke: its text goes back where it was.
+    /// let output = "<call>f{\"a\": b}</call> ok";
+    /// let mut builder = MessageBuilder::new();
+    /// for event in [
+    ///     Event::ToolCallStart { index: 0 },
+    ///     Event::ToolName("f"),
+    ///     Event::ToolArgs("{\"a\": "),
+    ///     Event::ToolCallEnd { complete: false },
+    ///     // From the call's start to where reading went on (`b}…`).
+    ///     Event::ToolCallBroken { from: 0, len: 13 },
+    ///     Event::Content("b}</call> ok"),
+    /// ] {
+    ///     builder.event(event);
+    /// }
+    /// let message = builder.finish(output, CutOffCalls::AsContent);
+    /// assert_eq!((message.content.as_str(), message.tool_calls.len()), (output, 0));
     /// ```
     pub fn finish(self, output: &str, policy: CutOffCalls) -> Message {
         let mut message = self.message;
-        if let (Some((before, tail)), CutOffCalls::AsContent) = (self.cut, policy) {
+        if policy == CutOffCalls::KeepIncomplete {
+            return message;
+        }
+        if let Some((before, tail)) = self.cut {
             message.content.truncate(before.content);
             message.reasoning_content.truncate(before.reasoning);
             message.tool_calls.truncate(before.calls);
             message.content.push_str(last_bytes(output, tail));
+        }
+        // The last first: an earlier call's place is not moved by a later
+        // one's text (and all are before a cut-off call's place).
+        for b in self.broken.iter().rev() {
+            match message.tool_calls.get(b.call) {
+                Some(call) if whole_object(&call.arguments) => continue,
+                Some(_) => {
+                    message.tool_calls.remove(b.call);
+                }
+                None => {}
+            }
+            if message.content.is_char_boundary(b.content) {
+                message.content.insert_str(b.content, span(output, b.from, b.len));
+            }
         }
         message
     }
@@ -299,6 +408,7 @@ impl MessageBuilder {
 
 impl Sink for MessageBuilder {
     fn event(&mut self, event: Event<'_>) {
+        let ended_incomplete = self.ended_incomplete.take();
         match event {
             Event::Content(text) => self.message.content.push_str(text),
             Event::Reasoning(text) => self.message.reasoning_content.push_str(text),
@@ -309,12 +419,16 @@ impl Sink for MessageBuilder {
             Event::ToolId(id) => self.open_call().id.push_str(id),
             Event::ToolArgs(arguments) => self.open_call().arguments.push_str(arguments),
             Event::ToolCallEnd { complete } => {
-                if let Some(call) = self
-                    .open
-                    .take()
-                    .and_then(|p| self.message.tool_calls.get_mut(p))
-                {
+                if let Some((p, call)) = self.open.take().and_then(|p| Some((p, self.message.tool_calls.get_mut(p)?))) {
                     call.complete = complete;
+                    if !complete {
+                        self.ended_incomplete = Some(p);
+                    }
+                }
+            }
+            Event::ToolCallBroken { from, len } => {
+                if let Some(call) = ended_incomplete {
+                    self.broken.push(Broken { call, content: self.message.content.len(), from, len });
                 }
             }
             Event::ToolCallCut { tail } => {
@@ -323,5 +437,38 @@ impl Sink for MessageBuilder {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_objects_are_told_from_cut_ones() {
+        for whole in ["{}", " {\"a\": [1, {\"b\": \"}\"}]} ", "{\"s\": \"\\\"}\"}"] {
+            assert!(whole_object(whole), "{whole}");
+        }
+        for cut in ["", "{", "{\"city\": ", "{\"a\": \"}", "{\"a\": 1}}", "[1]", "{\"a\": 1} x", "{\"s\": \"\\\"}"] {
+            assert!(!whole_object(cut), "{cut}");
+        }
+    }
+
+    #[test]
+    fn a_broken_call_with_whole_arguments_stays_a_call() {
+        let output = "<call>f{\"a\": 1}, x</call>";
+        let mut builder = MessageBuilder::new();
+        for event in [
+            Event::ToolCallStart { index: 0 },
+            Event::ToolName("f"),
+            Event::ToolArgs("{\"a\": 1}"),
+            Event::ToolCallEnd { complete: false },
+            Event::ToolCallBroken { from: 0, len: 16 },
+            Event::Content(", x</call>"),
+        ] {
+            builder.event(event);
+        }
+        let message = builder.finish(output, CutOffCalls::AsContent);
+        assert_eq!((message.content.as_str(), message.tool_calls.len(), message.tool_calls[0].complete), (", x</call>", 1, false));
     }
 }

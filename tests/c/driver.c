@@ -45,7 +45,7 @@ static void print_escaped(const char *text, size_t len) {
 
 static void on_event(const cp_event *e, void *user) {
     (void)user;
-    printf("%d %zu %d %zu ", (int)e->kind, e->call_index, e->complete ? 1 : 0, e->tail);
+    printf("%d %zu %d %zu %zu ", (int)e->kind, e->call_index, e->complete ? 1 : 0, e->tail, e->from);
     print_escaped(e->text, e->len);
     putchar('\n');
 }

@@ -21,6 +21,7 @@ pub enum Ev {
     Args(String),
     End(bool),
     Cut(usize),
+    Broken(usize, usize),
 }
 
 /// Collects events, merging adjacent text of one kind.
@@ -38,6 +39,7 @@ impl chat_parser_runtime::Sink for Events {
             Event::ToolName(t) => (None, Ev::Name(t.to_string())),
             Event::ToolCallEnd { complete } => (None, Ev::End(complete)),
             Event::ToolCallCut { tail } => (None, Ev::Cut(tail)),
+            Event::ToolCallBroken { from, len } => (None, Ev::Broken(from, len)),
         };
         if let Some(t) = merge {
             if t.is_empty() {

@@ -68,6 +68,9 @@ enum Out {
     ToolEnd(bool),
     /// The output cut the call off; its text is this long.
     ToolCut(usize),
+    /// [`Event::ToolCallBroken`]: the broken call's text, as an offset in
+    /// the output and a length.
+    ToolBroken(usize, usize),
 }
 
 enum Step<'g> {
@@ -327,7 +330,11 @@ impl<'g> StreamParser<'g> {
         // call from here is the end.
         self.cut_off = self.call_open;
         self.run(true);
-        self.end_broken_call();
+        if self.end_broken_call() {
+            // (A call the end did not cut off: its text runs to the end all
+            // the same.)
+            self.report_broken_call(self.text.len());
+        }
         self.regions.clear();
         self.flush(sink);
         self.finished = true;
@@ -382,6 +389,7 @@ impl<'g> StreamParser<'g> {
                 Out::ToolArgs(t) if !t.is_empty() => sink.event(Event::ToolArgs(t)),
                 Out::ToolEnd(c) => sink.event(Event::ToolCallEnd { complete: *c }),
                 Out::ToolCut(tail) => sink.event(Event::ToolCallCut { tail: *tail }),
+                Out::ToolBroken(from, len) => sink.event(Event::ToolCallBroken { from: *from, len: *len }),
                 _ => {}
             }
         }
@@ -535,17 +543,28 @@ impl<'g> StreamParser<'g> {
     }
 
     /// The open call broke: it ends incomplete, cut off when the output
-    /// ended inside it.
-    fn end_broken_call(&mut self) {
+    /// ended inside it. True when it broke before the end: the caller
+    /// reports its text's span ([`Self::report_broken_call`]) once it knows
+    /// where reading goes on.
+    fn end_broken_call(&mut self) -> bool {
         if !std::mem::take(&mut self.call_open) {
-            return;
+            return false;
         }
         if std::mem::take(&mut self.cut_off) {
             let tail = (self.dropped + self.text.len()).saturating_sub(self.call_from);
             self.out.push(Out::ToolCut(tail));
+            false
         } else {
             self.out.push(Out::ToolEnd(false));
+            true
         }
+    }
+
+    /// The text of the call that just broke: from its start to `end` (a
+    /// position in `text`), where reading goes on.
+    fn report_broken_call(&mut self, end: usize) {
+        let to = self.dropped + end;
+        self.out.push(Out::ToolBroken(self.call_from, to.saturating_sub(self.call_from)));
     }
 
     /// Unwinds to the innermost region and either gives the markup back as
@@ -582,11 +601,14 @@ impl<'g> StreamParser<'g> {
             resume = *recover;
         }
         if committed {
-            self.end_broken_call();
+            let broken = self.end_broken_call();
             // Markup consumed after the last reported piece (whitespace, a
             // partial marker) is content again.
             if self.emit_pos > region.pos && self.emit_pos < self.pos {
                 self.pos = self.emit_pos;
+            }
+            if broken {
+                self.report_broken_call(self.pos);
             }
             if let Some(node) = resume {
                 self.stack.push(frame_for(node));
