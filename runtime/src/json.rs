@@ -45,10 +45,29 @@ const MARKED: u8 = 0;
 
 /// [`Str::quote`] of a marked string the model opened without its marker
 /// (Gemma 4's `{query:weather in Tokyo<|"|>}`): read as a marked string,
-/// except that a `}` ends it broken, since nothing shows where it was
-/// meant to end. (A quote value of its own, so that the streaming fast
+/// except that a `}` ends it too (a bare value, both markers left out:
+/// `{city:Paris}`), and so does a `,` before the next bare key and its `:`
+/// (`{city:Paris,days:3}`); any other `,` is text
+/// (`{city:Paris, France<|"|>}`). (A quote value of its own, so that the streaming fast
 /// path's test for a marked string stays one comparison.)
 const UNOPENED: u8 = 1;
+
+/// The longest bare key [`key_follows`] waits for: what it holds back must
+/// stay well under a parser's hold limit.
+const BARE_KEY_MAX: usize = 32;
+
+/// Whether a bare key and its `:` start at `bytes[at]` (after a `,` in a
+/// string opened without its marker: the bare value before it ended);
+/// `None` while the text ends before that shows.
+fn key_follows(bytes: &[u8], at: usize) -> Option<bool> {
+    let key = bytes.get(at..).unwrap_or(&[]).iter().take(BARE_KEY_MAX + 1).take_while(|&&b| bare_key_byte(b)).count();
+    match bytes.get(at + key) {
+        Some(&b':') => Some(key > 0),
+        Some(_) => Some(false),
+        None if key > BARE_KEY_MAX => Some(false),
+        None => None,
+    }
+}
 
 /// Whether `b` may be part of a bare object key in the marked dialect:
 /// ASCII letters and digits, `_ - . $`, and any non-ASCII character.
@@ -899,7 +918,7 @@ impl JsonScanner {
                     let mut end = if first.is_ascii() { marked_run_end(bytes, i, mark) } else { i };
                     let unopened = s.quote == UNOPENED;
                     if unopened {
-                        end = memchr::memchr(b'}', &bytes[i..end]).map_or(end, |p| i + p);
+                        end = memchr::memchr2(b'}', b',', &bytes[i..end]).map_or(end, |p| i + p);
                     }
                     if end > i {
                         if let Some(run) = w.text.get(i..end) {
@@ -909,7 +928,7 @@ impl JsonScanner {
                             i = end;
                         }
                     }
-                    while i < bytes.len() && bytes[i] != first && !needs_escape(bytes[i]) && !(unopened && bytes[i] == b'}') {
+                    while i < bytes.len() && bytes[i] != first && !needs_escape(bytes[i]) && !(unopened && matches!(bytes[i], b'}' | b',')) {
                         i += 1;
                     }
                     let Some(&b) = bytes.get(i) else {
@@ -917,8 +936,35 @@ impl JsonScanner {
                         break;
                     };
                     if unopened && b == b'}' {
-                        self.token = Token::Str(s);
-                        return (i, Scan::Invalid);
+                        // A bare value: the model left out both markers
+                        // (`{city:Paris}`, ollama #15315; vLLM's Gemma 4
+                        // parser reads it to the `}` as a string). The
+                        // object's end ends it, and the `}` is read again.
+                        w.replace(i, 0, "\"");
+                        self.token = Token::None;
+                        self.after_value(s.key);
+                        continue;
+                    }
+                    if unopened && b == b',' {
+                        match key_follows(bytes, i + 1) {
+                            // So does the next key (`{city:Paris,days:3}`).
+                            Some(true) => {
+                                w.replace(i, 0, "\"");
+                                self.token = Token::None;
+                                self.after_value(s.key);
+                                continue;
+                            }
+                            // Not known yet: the comma waits for more text.
+                            None if !last => {
+                                self.token = Token::Str(s);
+                                return (i, Scan::NeedMore);
+                            }
+                            // Text (`{city:Paris, France<|"|>}`).
+                            _ => {
+                                i += 1;
+                                continue;
+                            }
+                        }
                     }
                     if b == first {
                         if let Some(next) = self.close_marked(w, i, mark, 0, s) {

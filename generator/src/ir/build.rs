@@ -669,7 +669,12 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         return (section_start.to_string(), Node::lit(section_start), section);
     }
     if !per_call_start.is_empty() {
-        return (per_call_start.to_string(), Node::lit(per_call_start), Node::seq(vec![Node::Space, close(call), Node::Space]));
+        let own = Node::seq(vec![close(call), Node::Space]);
+        let body = match call_list_spec(spec) {
+            Some(list) => where_written("[", Node::seq(vec![Node::lit("["), list_rest(Node::seq(vec![Node::Space, json_call(&list, false)])), Node::Space]), own),
+            None => own,
+        };
+        return (per_call_start.to_string(), Node::lit(per_call_start), Node::seq(vec![Node::Space, body]));
     }
     // No markers at all: the call itself is the trigger.
     if json {
@@ -755,6 +760,33 @@ fn json_object_spec(spec: &FormatSpec) -> Option<FormatSpec> {
     j.id_field.clear();
     j.gen_id_field.clear();
     Some(json)
+}
+
+/// The list of JSON call objects models also write after a per-call
+/// marker that the template follows with the function's name: Mistral's
+/// `[TOOL_CALLS]get_weather[ARGS]{…}` formats (Mistral Small 3.2,
+/// Devstral, Magistral, Ministral 3) where the model writes its family's
+/// older form, `[TOOL_CALLS][{"name": "get_weather", "arguments": {…},
+/// "id": "…"}]` (sglang's Mistral detector reads both forms for every
+/// model version). The spec of that list: the format's markers, OpenAI's
+/// field names and an optional `id`. `None` for other formats: the marker
+/// must be a bracketed tag (a special token) opening no section, and the
+/// name must follow it bare.
+fn call_list_spec(spec: &FormatSpec) -> Option<FormatSpec> {
+    let f = &spec.tools.format;
+    let marker = f.per_call_start.trim();
+    let bare_name = spec.tools.function.name_prefix.trim().is_empty();
+    if f.mode != ToolFormatMode::TagWithJson || !f.section_start.trim().is_empty() || !(marker.starts_with('[') && is_tag(marker)) || !bare_name {
+        return None;
+    }
+    let mut list = spec.clone();
+    let j = &mut list.tools.format;
+    j.mode = ToolFormatMode::JsonNative;
+    (j.name_field, j.args_field, j.function_field, j.id_field) = ("name".into(), "arguments".into(), "function".into(), "id".into());
+    j.parameter_order = vec!["name".into(), "arguments".into(), "id".into()];
+    (j.fun_name_is_key, j.tools_array_wrapped, j.python_dict_arguments) = (false, true, false);
+    j.gen_id_field.clear();
+    Some(list)
 }
 
 /// Whether a marker starts like a tag (`<…`, `[…`).
