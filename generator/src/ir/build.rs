@@ -228,6 +228,114 @@ fn closers_from(first: &str, spec: &FormatSpec) -> Vec<String> {
 
 /// Builds the output grammar for a spec and request.
 pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
+    let node = build_reply(spec, options);
+    match tool_namespace(spec) {
+        Some(ns) => namespace_optional(node, &ns),
+        None => node,
+    }
+}
+
+/// The namespace every tool marker of a tag format writes right after its
+/// `<` or `</`, as a special token between two bars: DeepSeek V3.2's
+/// `｜DSML｜` (`<｜DSML｜invoke name="…">`, `</｜DSML｜parameter>`). `None`
+/// when the markers share none (DeepSeek V3.1's `<｜tool▁call▁begin｜>` and
+/// `<｜tool▁sep｜>` share only a bar).
+fn tool_namespace(spec: &FormatSpec) -> Option<String> {
+    let t = &spec.tools;
+    let markers = [
+        &t.format.section_start,
+        &t.format.section_end,
+        &t.format.per_call_start,
+        &t.format.per_call_end,
+        &t.function.name_prefix,
+        &t.function.close,
+        &t.arguments.name_prefix,
+        &t.arguments.value_suffix,
+    ];
+    let tails: Vec<&str> = markers.iter().filter_map(|m| m.trim().strip_prefix("</").or_else(|| m.trim().strip_prefix('<'))).collect();
+    let first = *tails.first()?;
+    let bar = first.chars().next().filter(|c| matches!(c, '｜' | '|'))?;
+    let shared = tails.iter().fold(first.len(), |n, t| n.min(crate::diff::common_prefix_len(first, t)));
+    // Up to the bar that closes the token (not one inside a marker's name).
+    let end = first[..shared].rfind(bar)?;
+    let ns = &first[..end + bar.len_utf8()];
+    (tails.len() >= 3 && ns.chars().count() > 2).then(|| ns.to_string())
+}
+
+/// `node` with every marker that holds `ns` also read without it (for
+/// parsers only), as models of DeepSeek V3.2 and V4 write some tags
+/// (`<parameter name="city">Seoul</｜DSML｜parameter>`, the whole section
+/// as `<function_calls>…`): sglang's DSML detector reads either on any
+/// tag. A guard that holds such a marker gets a lenient twin without it;
+/// markup in a body is either; text inside a call (a value, a name) and
+/// JSON values end at the bare markers too. Content and reasoning do not
+/// stop at them: a bare `<function_calls>` in prose is text, and so is a
+/// whole section written without the namespace (its opener is the one
+/// marker the output has nothing but prose to tell by).
+fn namespace_optional(node: Node, ns: &str) -> Node {
+    let with_bare = |stops: Vec<String>| -> Vec<String> {
+        let extra: Vec<String> = stops.iter().filter(|m| m.contains(ns)).map(|m| m.replace(ns, "")).filter(|m| !stops.contains(m)).collect();
+        stops.into_iter().chain(extra).collect()
+    };
+    match node {
+        Node::Literal(m) if m.contains(ns) => {
+            let bare = m.replace(ns, "");
+            Node::Choice(vec![Alt { guard: Node::Literal(m), body: Node::Empty }, Alt::lenient(Node::Literal(bare), Node::Empty)])
+        }
+        Node::Seq(items) => Node::Seq(items.into_iter().map(|n| namespace_optional(n, ns)).collect()),
+        Node::Choice(alts) => Node::Choice(alts.into_iter().flat_map(|a| with_bare_guard(a, ns)).collect()),
+        Node::Repeat { alts, limits, recover } => {
+            let (alts, limits) = alts.into_iter().zip(limits).flat_map(|(a, l)| with_bare_guard(a, ns).into_iter().map(move |a| (a, l))).unzip();
+            Node::Repeat { alts, limits, recover: recover.map(|r| Box::new(namespace_optional(*r, ns))) }
+        }
+        Node::Until { stops, kind, trim_newlines } if !matches!(kind, TextKind::Content | TextKind::Reasoning) => {
+            Node::Until { stops: with_bare(stops), kind, trim_newlines }
+        }
+        Node::Json { kind, schema, python, marker, ends } => Node::Json { kind, schema, python, marker, ends: with_bare(ends) },
+        Node::ByArgType { string, json, auto } => Node::ByArgType {
+            string: Box::new(namespace_optional(*string, ns)),
+            json: Box::new(namespace_optional(*json, ns)),
+            auto: Box::new(namespace_optional(*auto, ns)),
+        },
+        other => other,
+    }
+}
+
+/// An alternative of a choice or loop, its body's markup made
+/// namespace-optional, and a lenient twin whose guard is written without
+/// `ns` where its guard holds it.
+fn with_bare_guard(alt: Alt, ns: &str) -> Vec<Alt> {
+    let body = namespace_optional(alt.body, ns);
+    if !holds(&alt.guard, ns) {
+        return vec![Alt { guard: alt.guard, body }];
+    }
+    let bare = without(alt.guard.clone(), ns);
+    vec![Alt { guard: alt.guard, body: body.clone() }, Alt::lenient(bare, body)]
+}
+
+/// Whether a literal in `node` holds `ns`.
+fn holds(node: &Node, ns: &str) -> bool {
+    match node {
+        Node::Literal(m) => m.contains(ns),
+        Node::Seq(items) => items.iter().any(|n| holds(n, ns)),
+        Node::Choice(alts) | Node::Repeat { alts, .. } => alts.iter().any(|a| holds(&a.guard, ns) || holds(&a.body, ns)),
+        Node::Peek(inner) => holds(inner, ns),
+        _ => false,
+    }
+}
+
+/// `node` (a guard) with `ns` taken out of its literals.
+fn without(node: Node, ns: &str) -> Node {
+    match node {
+        Node::Literal(m) => Node::Literal(m.replace(ns, "")),
+        Node::Seq(items) => Node::Seq(items.into_iter().map(|n| without(n, ns)).collect()),
+        Node::Choice(alts) => Node::Choice(alts.into_iter().map(|a| Alt { guard: without(a.guard, ns), body: without(a.body, ns) }).collect()),
+        Node::Peek(inner) => Node::Peek(Box::new(without(*inner, ns))),
+        other => other,
+    }
+}
+
+fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
     let extract = options.reasoning_format != ReasoningFormat::None && spec.reasoning.mode != ReasoningMode::None;
     let (prompt, prefill) = if options.enable_thinking {
         (&spec.generation_prompt.thinking, spec.generation_prompt.thinking_prefill)
@@ -415,6 +523,16 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
         let end = spec.content.end.trim().to_string();
         stops.push(end.clone());
         alts.push(Alt { guard: Node::lit(end), body: Node::seq(vec![Node::Mark(Mark::Commit), Node::Space]) });
+        limits.push(None);
+    }
+    if !spec.reasoning.interleaved && !call_openers.is_empty() && matches!(prefill, Prefill::OpenReasoning) && extract && !end.is_empty() {
+        // A call ended the block the prompt opened, and the model closes
+        // the block after it (GLM-4.7: `…<tool_call>…</tool_call></think>`,
+        // opencode #6883): the end marker is markup, in content after the
+        // calls as anywhere in it (the block was open; no text of the
+        // reply writes it).
+        stops.push(end.to_string());
+        alts.push(Alt::lenient(Node::lit(end), Node::Space));
         limits.push(None);
     }
     if spec.reasoning.interleaved && extract && !start.is_empty() && !end.is_empty() {
@@ -1436,6 +1554,18 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         Some((common, _, _)) if a.name_suffix.trim().is_empty() => (common.clone(), String::new()),
         _ => (name_end, value_prefix),
     };
+    // Where the typing attribute is left out (DeepSeek V3.2 and V4: `<｜DSML｜
+    // parameter name="arg1">1</…>`, as a vLLM-derived DSML parser reads
+    // it): the name's closing quote, then the tag's end that both prefixes
+    // end with. The value is then read by the schema's type.
+    let untyped_end = match &typed {
+        Some((common, string, json)) if a.name_suffix.trim().is_empty() => {
+            let name_close = common.split_whitespace().next().filter(|c| *c != common.as_str());
+            let tag_end = string.chars().last().filter(|c| json.ends_with(*c) && matches!(c, '>' | ']'));
+            name_close.zip(tag_end).map(|(q, e)| format!("{q}{e}"))
+        }
+        _ => None,
+    };
     if name_prefix.is_empty() || value_suffix.is_empty() {
         // Not a layout we can read argument by argument.
         return Node::seq(vec![Node::Mark(Mark::ArgsOpen), Node::Mark(Mark::ArgsClose)]);
@@ -1457,14 +1587,18 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         };
         Node::seq(vec![marker_or_missing(&value_prefix), v, closer_after(Node::Empty, &value_suffix, &outer), Node::Space])
     };
+    let by_schema = || Node::ByArgType {
+        string: Box::new(value(ValueKind::String)),
+        json: Box::new(value(ValueKind::Json)),
+        auto: Box::new(value(ValueKind::Auto)),
+    };
     let mut alts = Vec::new();
     // Each argument: its name, then its value read by its declared type.
     alts.push(Alt {
         guard: Node::seq(vec![Node::Space, Node::lit(name_prefix.clone())]),
         body: Node::seq(vec![
-            Node::Until { stops: vec![name_end.clone()], kind: TextKind::ArgName, trim_newlines: false },
-            Node::lit(name_end.clone()),
-            match &typed {
+            Node::Until { stops: [Some(name_end.clone()), untyped_end.clone()].into_iter().flatten().collect(), kind: TextKind::ArgName, trim_newlines: false },
+            by_type_after(&name_end, untyped_end.as_deref(), match &typed {
                 // The parser reads either form, whatever the schema says;
                 // each branch lists the schema's form first, which is the
                 // one a grammar allows (see `Node::ByArgType`).
@@ -1477,12 +1611,8 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
                         auto: Box::new(Node::Choice(vec![as_string, as_json])),
                     }
                 }
-                None => Node::ByArgType {
-                    string: Box::new(value(ValueKind::String)),
-                    json: Box::new(value(ValueKind::Json)),
-                    auto: Box::new(value(ValueKind::Auto)),
-                },
-            },
+                None => by_schema(),
+            }, by_schema),
         ]),
     });
     let n = alts.len();
@@ -1491,6 +1621,17 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         Node::Repeat { alts, limits: vec![None; n], recover: None },
         Node::Mark(Mark::ArgsClose),
     ])
+}
+
+/// After an argument's name: the markup that ends it (`name_end`), then
+/// the value as `typed` reads it; or, where the markup that types the
+/// value is left out (`untyped_end`, lenient), the value by the schema's
+/// type (`by_schema`).
+fn by_type_after(name_end: &str, untyped_end: Option<&str>, typed: Node, by_schema: impl Fn() -> Node) -> Node {
+    match untyped_end {
+        Some(end) => Node::Choice(vec![Alt { guard: Node::lit(name_end), body: typed }, Alt::lenient(Node::lit(end), by_schema())]),
+        None => Node::seq(vec![Node::lit(name_end), typed]),
+    }
 }
 
 /// The markup shared by a string value's and a JSON value's prefixes, and the
