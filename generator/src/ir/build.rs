@@ -894,7 +894,8 @@ fn call_list_spec(spec: &FormatSpec) -> Option<FormatSpec> {
     let f = &spec.tools.format;
     let marker = f.per_call_start.trim();
     let bare_name = spec.tools.function.name_prefix.trim().is_empty();
-    if f.mode != ToolFormatMode::TagWithJson || !f.section_start.trim().is_empty() || !(marker.starts_with('[') && is_tag(marker)) || !bare_name {
+    let bracketed = marker.starts_with('[') && is_tag(marker);
+    if !(f.mode == ToolFormatMode::TagWithJson && f.section_start.trim().is_empty() && bracketed && bare_name) {
         return None;
     }
     let mut list = spec.clone();
