@@ -266,8 +266,8 @@ fn tool_namespace(spec: &FormatSpec) -> Option<String> {
 /// parsers only), as models of DeepSeek V3.2 and V4 write some tags
 /// (`<parameter name="city">Seoul</｜DSML｜parameter>`, the whole section
 /// as `<function_calls>…`): sglang's DSML detector reads either on any
-/// tag. A guard that holds such a marker gets a lenient twin without it;
-/// markup in a body is either; text inside a call (a value, a name) and
+/// tag. A guard that ends with such a marker looks for either form and
+/// its body reads it; markup in a body is either; text inside a call (a value, a name) and
 /// JSON values end at the bare markers too. Content and reasoning do not
 /// stop at them: a bare `<function_calls>` in prose is text, and so is a
 /// whole section written without the namespace (its opener is the one
@@ -283,10 +283,9 @@ fn namespace_optional(node: Node, ns: &str) -> Node {
             Node::Choice(vec![Alt { guard: Node::Literal(m), body: Node::Empty }, Alt::lenient(Node::Literal(bare), Node::Empty)])
         }
         Node::Seq(items) => Node::Seq(items.into_iter().map(|n| namespace_optional(n, ns)).collect()),
-        Node::Choice(alts) => Node::Choice(alts.into_iter().flat_map(|a| with_bare_guard(a, ns)).collect()),
+        Node::Choice(alts) => Node::Choice(alts.into_iter().map(|a| with_bare_guard(a, ns)).collect()),
         Node::Repeat { alts, limits, recover } => {
-            let (alts, limits) = alts.into_iter().zip(limits).flat_map(|(a, l)| with_bare_guard(a, ns).into_iter().map(move |a| (a, l))).unzip();
-            Node::Repeat { alts, limits, recover: recover.map(|r| Box::new(namespace_optional(*r, ns))) }
+            Node::Repeat { alts: alts.into_iter().map(|a| with_bare_guard(a, ns)).collect(), limits, recover: recover.map(|r| Box::new(namespace_optional(*r, ns))) }
         }
         Node::Until { stops, kind, trim_newlines } if !matches!(kind, TextKind::Content | TextKind::Reasoning) => {
             Node::Until { stops: with_bare(stops), kind, trim_newlines }
@@ -301,16 +300,27 @@ fn namespace_optional(node: Node, ns: &str) -> Node {
     }
 }
 
-/// An alternative of a choice or loop, its body's markup made
-/// namespace-optional, and a lenient twin whose guard is written without
-/// `ns` where its guard holds it.
-fn with_bare_guard(alt: Alt, ns: &str) -> Vec<Alt> {
+/// An alternative of a choice or loop with its body's markup made
+/// namespace-optional. A guard that ends with a marker holding `ns`
+/// (`Space` then `<｜DSML｜parameter name="`) only looks for it, in either
+/// form, and the body reads it (the bare form lenient): the body is not
+/// written twice, and grammars keep the template's marker.
+fn with_bare_guard(alt: Alt, ns: &str) -> Alt {
     let body = namespace_optional(alt.body, ns);
-    if !holds(&alt.guard, ns) {
-        return vec![Alt { guard: alt.guard, body }];
+    let mut items = match alt.guard {
+        Node::Seq(items) => items,
+        other => vec![other],
+    };
+    match items.last() {
+        Some(Node::Literal(m)) if m.contains(ns) && !items[..items.len() - 1].iter().any(|n| holds(n, ns)) => {
+            let m = m.clone();
+            let bare = m.replace(ns, "");
+            items.pop();
+            items.push(Node::Peek(Box::new(Node::one_of([m.clone(), bare]))));
+            Alt { guard: Node::seq(items), body: Node::seq(vec![namespace_optional(Node::Literal(m), ns), body]) }
+        }
+        _ => Alt { guard: Node::seq(items), body },
     }
-    let bare = without(alt.guard.clone(), ns);
-    vec![Alt { guard: alt.guard, body: body.clone() }, Alt::lenient(bare, body)]
 }
 
 /// Whether a literal in `node` holds `ns`.
@@ -321,17 +331,6 @@ fn holds(node: &Node, ns: &str) -> bool {
         Node::Choice(alts) | Node::Repeat { alts, .. } => alts.iter().any(|a| holds(&a.guard, ns) || holds(&a.body, ns)),
         Node::Peek(inner) => holds(inner, ns),
         _ => false,
-    }
-}
-
-/// `node` (a guard) with `ns` taken out of its literals.
-fn without(node: Node, ns: &str) -> Node {
-    match node {
-        Node::Literal(m) => Node::Literal(m.replace(ns, "")),
-        Node::Seq(items) => Node::Seq(items.into_iter().map(|n| without(n, ns)).collect()),
-        Node::Choice(alts) => Node::Choice(alts.into_iter().map(|a| Alt { guard: without(a.guard, ns), body: without(a.body, ns) }).collect()),
-        Node::Peek(inner) => Node::Peek(Box::new(without(*inner, ns))),
-        other => other,
     }
 }
 
@@ -460,6 +459,20 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
     // A format without any marker in front of its calls cannot be told from
     // content: it needs a dedicated parser (Gemma 4's `call:` syntax).
     let section = tools_active.then(|| tool_section(spec, options.parallel_tool_calls)).filter(|(t, _, _)| !t.trim().is_empty());
+    // Calls can end the block the prompt opened, and the model then closes
+    // the block right after them (GLM-4.7: `…<tool_call>…</tool_call>
+    // </think>`, opencode #6883): that end marker is markup. (Whatever the
+    // request: the grammar's variants then share one loop, where a
+    // condition on the options would copy it into each; after calls the
+    // marker is markup in any variant.)
+    let closes_block = spec.reasoning.ended_by_calls && !spec.reasoning.interleaved && !end.is_empty();
+    let section = section.map(|(trigger, guard, calls)| {
+        if !closes_block {
+            return (trigger, guard, calls);
+        }
+        let block_end = Node::Choice(vec![Alt::lenient(Node::seq(vec![Node::Space, Node::lit(end)]), Node::Space), Alt { guard: Node::Empty, body: Node::Empty }]);
+        (trigger, guard, Node::seq(vec![calls, block_end]))
+    });
     if let Some((trigger, guard, calls)) = section {
         stops.push(trigger);
         // The same calls after a token models write before them.
@@ -523,16 +536,6 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
         let end = spec.content.end.trim().to_string();
         stops.push(end.clone());
         alts.push(Alt { guard: Node::lit(end), body: Node::seq(vec![Node::Mark(Mark::Commit), Node::Space]) });
-        limits.push(None);
-    }
-    if !spec.reasoning.interleaved && !call_openers.is_empty() && matches!(prefill, Prefill::OpenReasoning) && extract && !end.is_empty() {
-        // A call ended the block the prompt opened, and the model closes
-        // the block after it (GLM-4.7: `…<tool_call>…</tool_call></think>`,
-        // opencode #6883): the end marker is markup, in content after the
-        // calls as anywhere in it (the block was open; no text of the
-        // reply writes it).
-        stops.push(end.to_string());
-        alts.push(Alt::lenient(Node::lit(end), Node::Space));
         limits.push(None);
     }
     if spec.reasoning.interleaved && extract && !start.is_empty() && !end.is_empty() {
