@@ -106,12 +106,11 @@ struct OpenCall {
 /// the output, which the message keeps too) is released whole, and a call
 /// the output cut off is never sent; [`finish_output`](Self::finish_output)
 /// sends its text as content instead, as [`CutOffCalls::AsContent`]
-/// does for the message. A call whose markup broke before the end of the
-/// output ([`Event::ToolCallBroken`]) inside its arguments is not sent
-/// either: its text goes
-/// where it was, so from there on everything is held until
-/// `finish_output`, which has the text (broken markup is rare; a server
-/// that wants the rest sooner streams without holding).
+/// does for the message. A call whose markup broke inside its arguments
+/// ([`Event::ToolCallBroken`]) is not sent either: its text goes where the
+/// call was, so from there on everything is held until `finish_output`,
+/// which has the text (broken markup is rare; a server that wants the rest
+/// sooner streams without holding).
 ///
 /// [`CutOffCalls::AsContent`]: crate::message::CutOffCalls::AsContent
 ///
