@@ -47,8 +47,8 @@ const MARKED: u8 = 0;
 /// (Gemma 4's `{query:weather in Tokyo<|"|>}`): read as a marked string,
 /// except that a `}` ends it too (a bare value, both markers left out:
 /// `{city:Paris}`), and so does a `,` before the next bare key and its `:`
-/// (`{city:Paris,days:3}`); any other `,` is text
-/// (`{city:Paris, France<|"|>}`). (A quote value of its own, so that the streaming fast
+/// (`{city:Paris,days:3}`); any other `,` is text (`{city:Paris,
+/// France<|"|>}`). (A quote value of its own, so that the streaming fast
 /// path's test for a marked string stays one comparison.)
 const UNOPENED: u8 = 1;
 
