@@ -1683,10 +1683,11 @@ mod tests {
                 let (_, r, n) = scan_marked_all(text, chunk, q);
                 assert_eq!((r, n), (Scan::Invalid, 3), "{text} in {chunk}");
             }
-            // Text with no closing marker ends broken at the object's `}`
+            // Text with no marker at either end is a bare value: the
+            // object's `}` ends it, and the scan stops after the object
             // (a later call is read again).
             let (out, r, n) = scan_marked_all("{s:abc}<tool_call|><|tool_call>", chunk, q);
-            assert_eq!((out.as_str(), r, n), (r#"{"s":"abc"#, Scan::Invalid, 6), "{chunk}");
+            assert_eq!((out.as_str(), r, n), (r#"{"s":"abc"}"#, Scan::Done, 7), "{chunk}");
         }
     }
 
@@ -1697,7 +1698,8 @@ mod tests {
             // Gemma 4 leaves the opening marker out on many calls.
             ("{query:weather in Tokyo<|\"|>}", r#"{"query":"weather in Tokyo"}"#),
             // Commas and brackets are text until the marker (a `}` is not:
-            // it ends a string opened without its marker, broken).
+            // it ends a string opened without its marker, as does a `,`
+            // before a bare key and its `:`).
             ("{query:Paris, France [FR]<|\"|>,limit:5}", r#"{"query":"Paris, France [FR]","limit":5}"#),
             ("{tags:[a b<|\"|>, <|\"|>c<|\"|>]}", r#"{"tags":["a b", "c"]}"#),
             ("{q:été \"x\"<|\"|>}", r#"{"q":"été \"x\""}"#),
@@ -1707,6 +1709,30 @@ mod tests {
                 assert_eq!((out.as_str(), r, n), (json, Scan::Done, text.len()), "{text} in {chunk}");
             }
         }
+    }
+
+    #[test]
+    fn a_bare_value_ends_at_the_object_or_before_the_next_key() {
+        let q = "<|\"|>";
+        for (text, json) in [
+            // Both markers left out (Gemma 4, ollama #15315).
+            ("{city:Paris}", r#"{"city":"Paris"}"#),
+            ("{city:Paris,days:3}", r#"{"city":"Paris","days":3}"#),
+            ("{days:3,city:Paris}", r#"{"days":3,"city":"Paris"}"#),
+            ("{city:New York,country:USA}", r#"{"city":"New York","country":"USA"}"#),
+            // A comma no bare key and `:` follow is text.
+            ("{city:Paris,France}", r#"{"city":"Paris,France"}"#),
+            ("{city:Paris, France}", r#"{"city":"Paris, France"}"#),
+        ] {
+            for chunk in [1, 2, 3, 5, 1000] {
+                let (out, r, n) = scan_marked_all(&format!("{text}<tool_call|>"), chunk, q);
+                assert_eq!((out.as_str(), r, n), (json, Scan::Done, text.len()), "{text} in {chunk}");
+            }
+        }
+        // A key longer than the scanner waits for: the comma is text.
+        let long = format!("{{s:a,{}:1}}", "k".repeat(BARE_KEY_MAX + 1));
+        let (out, _, _) = scan_marked_all(&long, 1, q);
+        assert!(out.starts_with(r#"{"s":"a,kkk"#), "{out}");
     }
 
     #[test]
