@@ -328,6 +328,29 @@ pub struct ToolsSpec {
     pub call_id: CallIdMarkers,
 }
 
+impl ToolsSpec {
+    /// The markup of calls the output writes (sections, calls, arguments,
+    /// string markers, what follows an id), as the spec holds them
+    /// (untrimmed; empty where the format has none).
+    pub fn markers(&self) -> [&String; 12] {
+        let (f, n, a) = (&self.format, &self.function, &self.arguments);
+        [
+            &f.section_start,
+            &f.section_end,
+            &f.per_call_start,
+            &f.per_call_end,
+            &n.name_prefix,
+            &n.close,
+            &a.start,
+            &a.end,
+            &a.name_prefix,
+            &a.value_suffix,
+            &a.string_quote,
+            &self.call_id.suffix,
+        ]
+    }
+}
+
 /// What the generation prompt already opened for the model.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -272,11 +272,7 @@ impl DeltaBuilder {
             append(&mut ready.content, &content);
         }
         if let (Some(tail), Some(ready)) = (self.cut, &mut self.hold) {
-            let mut from = output.len().saturating_sub(tail);
-            while !output.is_char_boundary(from) {
-                from -= 1;
-            }
-            append(&mut ready.content, &output[from..]);
+            append(&mut ready.content, crate::message::last_bytes(output, tail));
         }
         self.finish()
     }

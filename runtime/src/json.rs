@@ -935,36 +935,28 @@ impl JsonScanner {
                         self.token = Token::Str(s);
                         break;
                     };
-                    if unopened && b == b'}' {
-                        // A bare value: the model left out both markers
-                        // (`{city:Paris}`, ollama #15315; vLLM's Gemma 4
-                        // parser reads it to the `}` as a string). The
-                        // object's end ends it, and the `}` is read again.
-                        w.replace(i, 0, "\"");
-                        self.token = Token::None;
-                        self.after_value(s.key);
-                        continue;
-                    }
-                    if unopened && b == b',' {
-                        match key_follows(bytes, i + 1) {
-                            // So does the next key (`{city:Paris,days:3}`).
+                    // A bare value: the model left out both markers
+                    // (`{city:Paris}`, ollama #15315; vLLM's Gemma 4 parser
+                    // reads it to the `}` as a string). The object's end
+                    // ends it, or the next key (`{city:Paris,days:3}`); the
+                    // `}` or `,` is read again. Any other `,` is text
+                    // (`{city:Paris, France<|"|>}`).
+                    if unopened && matches!(b, b'}' | b',') {
+                        let ends = if b == b'}' { Some(true) } else { key_follows(bytes, i + 1) };
+                        match ends {
                             Some(true) => {
                                 w.replace(i, 0, "\"");
                                 self.token = Token::None;
                                 self.after_value(s.key);
-                                continue;
                             }
                             // Not known yet: the comma waits for more text.
                             None if !last => {
                                 self.token = Token::Str(s);
                                 return (i, Scan::NeedMore);
                             }
-                            // Text (`{city:Paris, France<|"|>}`).
-                            _ => {
-                                i += 1;
-                                continue;
-                            }
+                            _ => i += 1,
                         }
+                        continue;
                     }
                     if b == first {
                         if let Some(next) = self.close_marked(w, i, mark, 0, s) {

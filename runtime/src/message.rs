@@ -9,6 +9,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::delta::Delta;
+use crate::json::{JsonScanner, Scan};
 use crate::{Event, Sink};
 
 /// A parsed assistant reply: answer text, reasoning text and tool calls.
@@ -231,47 +232,21 @@ impl Sizes {
 /// Whether `arguments` are one whole JSON object: a call whose markup broke
 /// after them (an unknown field, a wrong closer) still has arguments a
 /// client can run, as the engines that read the object alone give it; one
-/// that broke inside them has not. (The parser checked the JSON as it went:
-/// only where the object closes is left to find.)
+/// that broke inside them has not. (Read by the parsers' own JSON scanner.)
 pub(crate) fn whole_object(arguments: &str) -> bool {
     let text = arguments.trim();
-    if !text.starts_with('{') {
-        return false;
-    }
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for (i, b) in text.bytes().enumerate() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return i + 1 == text.len();
-                }
-            }
-            _ => {}
-        }
-    }
-    false
+    let (read, scan) = JsonScanner::new(false, true).scan(text, true, &mut |_: &str| {});
+    scan == Scan::Done && read == text.len()
 }
 
 /// `len` bytes of `output` from byte `from`, widened to character
 /// boundaries and cut to the output (empty when it starts past its end).
 pub(crate) fn span(output: &str, from: usize, len: usize) -> &str {
+    let mut to = from.saturating_add(len).min(output.len());
     let mut from = from.min(output.len());
     while !output.is_char_boundary(from) {
         from -= 1;
     }
-    let mut to = from.saturating_add(len).min(output.len());
     while !output.is_char_boundary(to) {
         to += 1;
     }
@@ -280,12 +255,8 @@ pub(crate) fn span(output: &str, from: usize, len: usize) -> &str {
 
 /// The last `tail` bytes of `output` (the whole output when it is shorter,
 /// and from a character boundary).
-fn last_bytes(output: &str, tail: usize) -> &str {
-    let mut from = output.len().saturating_sub(tail);
-    while !output.is_char_boundary(from) {
-        from -= 1;
-    }
-    &output[from..]
+pub(crate) fn last_bytes(output: &str, tail: usize) -> &str {
+    span(output, output.len().saturating_sub(tail), tail)
 }
 
 impl MessageBuilder {

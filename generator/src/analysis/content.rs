@@ -158,27 +158,12 @@ pub fn end_of_turn(r: &mut Renderer<'_>, spec: &crate::spec::FormatSpec) -> Vec<
 /// The markers the format already reads (content, reasoning and call
 /// markup): a turn's end is none of them.
 fn known_markers(spec: &crate::spec::FormatSpec) -> Vec<String> {
-    let t = &spec.tools;
-    [
-        &spec.reasoning.start,
-        &spec.reasoning.end,
-        &spec.content.start,
-        &t.format.section_start,
-        &t.format.section_end,
-        &t.format.per_call_start,
-        &t.format.per_call_end,
-        &t.function.name_prefix,
-        &t.function.close,
-        &t.arguments.start,
-        &t.arguments.end,
-        &t.arguments.value_suffix,
-        &t.arguments.string_quote,
-        &t.call_id.suffix,
-    ]
-    .iter()
-    .map(|m| m.trim().to_string())
-    .filter(|m| !m.is_empty())
-    .collect()
+    [&spec.reasoning.start, &spec.reasoning.end, &spec.content.start]
+        .into_iter()
+        .chain(spec.tools.markers())
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .collect()
 }
 
 /// The marker at the start of `tail` that ends the turn: a special token

@@ -241,18 +241,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
 /// when the markers share none (DeepSeek V3.1's `<｜tool▁call▁begin｜>` and
 /// `<｜tool▁sep｜>` share only a bar).
 fn tool_namespace(spec: &FormatSpec) -> Option<String> {
-    let t = &spec.tools;
-    let markers = [
-        &t.format.section_start,
-        &t.format.section_end,
-        &t.format.per_call_start,
-        &t.format.per_call_end,
-        &t.function.name_prefix,
-        &t.function.close,
-        &t.arguments.name_prefix,
-        &t.arguments.value_suffix,
-    ];
-    let tails: Vec<&str> = markers.iter().filter_map(|m| m.trim().strip_prefix("</").or_else(|| m.trim().strip_prefix('<'))).collect();
+    let tails: Vec<&str> = spec.tools.markers().iter().filter_map(|m| m.trim().strip_prefix("</").or_else(|| m.trim().strip_prefix('<'))).collect();
     let first = *tails.first()?;
     let bar = first.chars().next().filter(|c| matches!(c, '｜' | '|'))?;
     let shared = tails.iter().fold(first.len(), |n, t| n.min(crate::diff::common_prefix_len(first, t)));
@@ -872,15 +861,23 @@ fn json_object_spec(spec: &FormatSpec) -> Option<FormatSpec> {
     if !tagged || !is_tag(f.per_call_start.trim()) || !is_tag_start(prefix) {
         return None;
     }
+    Some(openai_call_objects(spec, false, false))
+}
+
+/// `spec` with its calls written as OpenAI's call objects (`{"name": …,
+/// "arguments": {…}}`, then an optional `"id"` with `id`), each after the
+/// format's markers, in a JSON list with `list`: the forms models of a tag
+/// format also write (`json_object_spec`, `call_list_spec`).
+fn openai_call_objects(spec: &FormatSpec, id: bool, list: bool) -> FormatSpec {
     let mut json = spec.clone();
     let j = &mut json.tools.format;
     j.mode = ToolFormatMode::JsonNative;
     (j.name_field, j.args_field, j.function_field) = ("name".into(), "arguments".into(), "function".into());
-    j.parameter_order = vec!["name".into(), "arguments".into()];
-    (j.fun_name_is_key, j.tools_array_wrapped, j.python_dict_arguments) = (false, false, false);
-    j.id_field.clear();
+    j.id_field = if id { "id".into() } else { String::new() };
+    j.parameter_order = ["name", "arguments", "id"][..if id { 3 } else { 2 }].iter().map(|f| f.to_string()).collect();
+    (j.fun_name_is_key, j.tools_array_wrapped, j.python_dict_arguments) = (false, list, false);
     j.gen_id_field.clear();
-    Some(json)
+    json
 }
 
 /// The list of JSON call objects models also write after a per-call
@@ -901,14 +898,7 @@ fn call_list_spec(spec: &FormatSpec) -> Option<FormatSpec> {
     if !(f.mode == ToolFormatMode::TagWithJson && f.section_start.trim().is_empty() && bracketed && bare_name) {
         return None;
     }
-    let mut list = spec.clone();
-    let j = &mut list.tools.format;
-    j.mode = ToolFormatMode::JsonNative;
-    (j.name_field, j.args_field, j.function_field, j.id_field) = ("name".into(), "arguments".into(), "function".into(), "id".into());
-    j.parameter_order = vec!["name".into(), "arguments".into(), "id".into()];
-    (j.fun_name_is_key, j.tools_array_wrapped, j.python_dict_arguments) = (false, true, false);
-    j.gen_id_field.clear();
-    Some(list)
+    Some(openai_call_objects(spec, true, true))
 }
 
 /// Whether a marker starts like a tag (`<…`, `[…`).
