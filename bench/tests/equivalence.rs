@@ -9,6 +9,9 @@
 //! one kind are merged before comparing: the two may split text
 //! differently, clients assemble the same thing.
 
+#[path = "../../generator/tests/support/figures.rs"]
+mod figures;
+use figures::figure;
 #[path = "../../generator/tests/common/mod.rs"]
 mod common;
 #[path = "../../tests/support/equivalence.rs"]
@@ -148,7 +151,7 @@ fn every_case_in_fixed_chunkings() {
     if let Ok(path) = std::env::var("EQUIVALENCE_DUMP") {
         let _ = std::fs::write(path, failures.join("\n\n"));
     }
-    println!("equivalence: {} cases over {} templates, {} differ from the reference parser", cases.len(), templates.len(), failures.len());
+    figure(&format!("equivalence: {} cases over {} templates, {} differ from the reference parser", cases.len(), templates.len(), failures.len()));
     assert!(failures.is_empty(), "{} cases differ:\n{}", failures.len(), failures.iter().take(8).cloned().collect::<Vec<_>>().join("\n\n"));
 }
 
@@ -176,9 +179,9 @@ fn state_sizes() {
         .collect();
     sizes.sort();
     for (bytes, template) in &sizes {
-        println!("state bytes: {template}: {bytes}");
+        figure(&format!("state bytes: {template}: {bytes}"));
     }
-    println!("state bytes: min {:?} max {:?}", sizes.first(), sizes.last());
+    figure(&format!("state bytes: min {:?} max {:?}", sizes.first(), sizes.last()));
 }
 
 /// Applies mutations to an output: deletions, duplications, stray bytes
@@ -269,7 +272,7 @@ fn hostile_outputs() {
             }
         }
     }
-    println!("hostile outputs: {checked} parses over {} templates equal the reference parser", seen.len());
+    figure(&format!("hostile outputs: {checked} parses over {} templates equal the reference parser", seen.len()));
 }
 
 /// Templates with a pack table (long special-token markers, held back as
@@ -307,7 +310,7 @@ fn packed_windows() {
             }
         }
     }
-    println!("packed windows: {checked} parses over {} templates with a pack table equal the reference parser", templates.len());
+    figure(&format!("packed windows: {checked} parses over {} templates with a pack table equal the reference parser", templates.len()));
 }
 
 /// Strings between markers (Gemma 4's `<|"|>`): text that starts the
@@ -347,7 +350,7 @@ fn marked_strings_near_their_markers() {
             }
         }
     }
-    println!("marked strings: {checked} parses over {} templates equal the reference parser", templates.len());
+    figure(&format!("marked strings: {checked} parses over {} templates equal the reference parser", templates.len()));
 }
 
 /// A Python string escape cut by the end of the line (`'tab\` then a

@@ -1,6 +1,9 @@
 //! The analysis agrees with the reference on every corpus template, except
 //! where `docs/analysis-deviations.md` documents a deliberate difference.
 
+#[path = "support/figures.rs"]
+mod figures;
+use figures::figure;
 mod common;
 
 use chat_parser_generator::{analyze, jinja::ChatTemplate, reference::reference_view};
@@ -114,7 +117,7 @@ fn analysis_agrees_with_reference() {
             }
         }
     }
-    println!("analysis: {agree}/{total} templates agree");
-    println!("generation prompts: {prompt_agree}/{prompt_total} agree");
+    figure(&format!("analysis: {agree}/{total} templates agree"));
+    figure(&format!("generation prompts: {prompt_agree}/{prompt_total} agree"));
     assert!(undocumented.is_empty(), "undocumented disagreements:\n{}", undocumented.join("\n"));
 }

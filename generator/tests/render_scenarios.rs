@@ -1,6 +1,9 @@
 //! Every corpus template renders every analysis scenario, except where the
 //! template itself raises on purpose (listed with its own message).
 
+#[path = "support/figures.rs"]
+mod figures;
+use figures::figure;
 mod common;
 
 use chat_parser_generator::{analyze, jinja::ChatTemplate, jinja::TemplateErrorKind};
@@ -63,6 +66,6 @@ fn analysis_scenarios_render() {
             }
         }
     }
-    println!("render scenarios: {templates} templates, {raised} distinct raise_exception messages, {} unexpected failures", unexpected.len());
+    figure(&format!("render scenarios: {templates} templates, {raised} distinct raise_exception messages, {} unexpected failures", unexpected.len()));
     assert!(unexpected.is_empty(), "render failures that are not the template's own raise:\n{}", unexpected.join("\n"));
 }

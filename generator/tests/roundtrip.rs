@@ -8,6 +8,9 @@
 //! listed with their cause in `docs/roundtrip-failures.md` (the test reads the
 //! template names from that file's table).
 
+#[path = "support/figures.rs"]
+mod figures;
+use figures::figure;
 mod common;
 #[path = "support/roundtrip_texts.rs"]
 mod roundtrip_texts;
@@ -183,6 +186,6 @@ fn rendered_messages_parse_back() {
     }
     // Exact: content and reasoning equal untrimmed too (whitespace the
     // template writes around them is layout, not text).
-    println!("roundtrip: {total_pass}/{total} messages over {templates} templates with tool calls ({total_exact} exact)");
+    figure(&format!("roundtrip: {total_pass}/{total} messages over {templates} templates with tool calls ({total_exact} exact)"));
     assert!(undocumented.is_empty(), "round-trip failures not listed in docs/roundtrip-failures.md: {undocumented:?}");
 }

@@ -5,6 +5,9 @@
 //! Every vector of the corpus is used (the 115 of dedicated formats too: the
 //! property holds for whatever the generic grammar makes of them).
 
+#[path = "support/figures.rs"]
+mod figures;
+use figures::figure;
 mod common;
 
 use std::collections::BTreeMap;
@@ -103,7 +106,7 @@ fn one_byte_chunks_match_whole_input_for_every_vector() {
         assert_eq!(got, want, "{}: 1-byte chunks", p.id);
         assert_eq!(folded, want, "{}: folded deltas", p.id);
     }
-    println!("streaming: {} vectors, 1-byte chunks equal whole input", cases.len());
+    figure(&format!("streaming: {} vectors, 1-byte chunks equal whole input", cases.len()));
 }
 
 proptest! {
@@ -163,5 +166,5 @@ fn every_corpus_template_streams_like_whole_input() {
             }
         }
     }
-    println!("streaming: {templates} corpus templates, own-marker texts stream like whole input");
+    figure(&format!("streaming: {templates} corpus templates, own-marker texts stream like whole input"));
 }

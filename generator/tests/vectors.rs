@@ -1,6 +1,9 @@
 //! Every parse vector of a generically analysed template passes (the
 //! comparison rule of `vectors/README.md`), whole and streamed.
 
+#[path = "support/figures.rs"]
+mod figures;
+use figures::figure;
 mod common;
 
 use std::collections::BTreeMap;
@@ -138,15 +141,15 @@ fn run(label: &str, shared: &std::path::Path, cases: &[common::vectors::Case]) {
     }
     let (mut pass, mut exact, mut total) = (0, 0, 0);
     for (family, t) in &tallies {
-        println!("{label}: {family}: {}/{} pass ({} exact)", t.pass, t.total, t.exact);
+        figure(&format!("{label}: {family}: {}/{} pass ({} exact)", t.pass, t.total, t.exact));
         pass += t.pass;
         exact += t.exact;
         total += t.total;
     }
-    println!("{label}: {pass}/{total} pass ({exact} exact)");
+    figure(&format!("{label}: {pass}/{total} pass ({exact} exact)"));
     if !pending.is_empty() {
         let list: Vec<String> = pending.iter().map(|(f, n)| format!("{f} ({n})")).collect();
-        println!("{label}: pending (dedicated formats of a later issue): {}", list.join(", "));
+        figure(&format!("{label}: pending (dedicated formats of a later issue): {}", list.join(", ")));
     }
     assert!(failures.is_empty(), "{} {label} fail", failures.len());
 }

@@ -11,6 +11,9 @@
 
 #![cfg(feature = "alloc")]
 
+#[path = "../../generator/tests/support/figures.rs"]
+mod figures;
+use figures::figure;
 use chat_parser_runtime::grammar::schema::{schema_rule, SchemaOptions};
 use chat_parser_runtime::grammar::value::Value;
 use chat_parser_runtime::grammar::{Expr, Grammar};
@@ -165,7 +168,7 @@ fn schema_table() {
 
     // The Lark form, run by the llguidance crate itself.
     let wrong = crate_check(&cases);
-    println!("schemas (llguidance crate, Lark form): {}/{} accept all, reject all", cases.len() - wrong.len(), cases.len());
+    figure(&format!("schemas (llguidance crate, Lark form): {}/{} accept all, reject all", cases.len() - wrong.len(), cases.len()));
     assert!(wrong.is_empty(), "{} schema(s) disagree with llguidance:\n{}", wrong.len(), wrong.join("\n"));
 
     let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("schema_cases.json");
@@ -176,15 +179,15 @@ fn schema_table() {
     let out = match run {
         Ok(out) => out,
         Err(e) => {
-            println!("schemas: SKIP (python3 not runnable: {e})");
+            figure(&format!("schemas: SKIP (python3 not runnable: {e})"));
             return;
         }
     };
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     match out.status.code() {
-        Some(0) => print!("{stdout}"),
-        Some(EXIT_SKIP) => println!("schemas: SKIP (llguidance not installed)"),
+        Some(0) => stdout.lines().for_each(figure),
+        Some(EXIT_SKIP) => figure("schemas: SKIP (llguidance not installed)"),
         code => panic!("check.py exited with {code:?} on {} ({} entries)\n{stdout}{stderr}", file.display(), table.len()),
     }
 }
