@@ -9,7 +9,7 @@
 use crate::machine::{floor_boundary, Core};
 use crate::table::{Machine, Table};
 use crate::pack::{pack, unpack};
-use crate::utf8::{ascii_str, complete_prefix, whole_prefix, Utf8Carry, Utf8State};
+use crate::utf8::{ascii_str, complete_prefix, whole_word, Utf8Carry};
 use crate::word::{is_ascii, Word};
 use crate::Sink;
 
@@ -180,16 +180,17 @@ impl Input<[u8]> {
         bytes: &[u8],
         sink: &mut impl Sink,
     ) -> bool {
-        let (carried, n) = self.utf8.word();
+        let (carried, n, after_carried) = self.utf8.word();
         let total = n + bytes.len();
         if let (0, Some(w), true) = (held, Word::new(bytes), total <= 8) {
-            // The carried bytes, then the chunk's, in one word.
+            // The carried bytes, then the chunk's, in one word; the check
+            // goes on from where the carried bytes left it.
             let bits = u64::from(carried) | w.bits << (8 * n);
+            let state = after_carried.then_word(w.bits, w.len);
             let joined = bits.to_le_bytes();
-            let joined = &joined[..total];
             // (Invalid UTF-8, or text no fast path takes, is the machine's:
             // `feed_joined` would join and try the same again.)
-            let Some(end) = whole_prefix(Utf8State::read_word(bits, total), joined) else { return false };
+            let Some(end) = whole_word(state, bits, total) else { return false };
             // SAFETY: the state machine found `joined[..end]` whole
             // characters of valid UTF-8.
             let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };
@@ -209,8 +210,9 @@ impl Input<[u8]> {
                 }
             }
             // The cut character's bytes: the word past `end` (zero past
-            // `total`).
-            self.utf8.set_word(bits.checked_shr(8 * end as u32).unwrap_or(0) as u32, total - end);
+            // `total`), and the check inside that character (where reading
+            // only its bytes leaves it).
+            self.utf8.set_word(bits.checked_shr(8 * end as u32).unwrap_or(0) as u32, total - end, state);
             // `settle`, knowing two of its three reads: the output is not
             // finished (`feed` comes here only then), and no character is
             // carried when the joined bytes ended whole (`total == end`).

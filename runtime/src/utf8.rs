@@ -43,6 +43,28 @@ pub(crate) fn whole_prefix(state: Utf8State, bytes: &[u8]) -> Option<usize> {
     }
 }
 
+/// [`whole_prefix`] of the first `len` bytes of `bits` (a little-endian
+/// word): where the last character starts when `state` is inside one (the
+/// last byte that is not a continuation byte, `10xxxxxx`), found in the
+/// word at once.
+#[inline(always)]
+pub(crate) fn whole_word(state: Utf8State, bits: u64, len: usize) -> Option<usize> {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    if state.at_boundary() {
+        Some(len)
+    } else if state.failed() {
+        None
+    } else {
+        // Bit 7 of each byte: set where bit 7 is and bit 6 is not.
+        let continuation = bits & !(bits << 1);
+        let starts = !continuation & HIGH.checked_shr(64 - 8 * len.min(8) as u32).unwrap_or(0);
+        match starts {
+            0 => None,
+            s => Some((63 - s.leading_zeros() as usize) / 8),
+        }
+    }
+}
+
 /// Where a UTF-8 check stands after the bytes read so far: between two
 /// characters, inside a character that more bytes can still complete, or
 /// past invalid bytes (for good).
@@ -147,7 +169,14 @@ impl Utf8State {
     /// ```
     #[inline(always)]
     pub fn read_word(bits: u64, len: usize) -> Utf8State {
-        let mut state = Utf8State::START;
+        Utf8State::START.then_word(bits, len)
+    }
+
+    /// The state after the first `len` bytes (at most 8) of `bits` from
+    /// this one: a chunk read on from the state a carried character left.
+    #[inline(always)]
+    pub fn then_word(self, bits: u64, len: usize) -> Utf8State {
+        let mut state = self;
         let mut rest = bits;
         for _ in 0..len.min(8) {
             state = state.step(rest as u8);
@@ -197,10 +226,21 @@ pub const REPLACEMENT: &str = "\u{FFFD}";
 /// text.push_str(carry.finish());
 /// assert_eq!(text, "café!\u{FFFD}");
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Utf8Carry {
     bytes: [u8; 4],
-    len: u8,
+    /// How many bytes are carried (the top 2 bits) and the UTF-8 check's
+    /// state after them (the low 6, a [`Utf8State`]'s field: the check reads
+    /// only its low 6 bits): the streaming fast path goes on checking from
+    /// there instead of reading the carried bytes again, and the carry
+    /// stays 5 bytes.
+    meta: u8,
+}
+
+impl Default for Utf8Carry {
+    fn default() -> Self {
+        Utf8Carry::new()
+    }
 }
 
 impl Utf8Carry {
@@ -209,29 +249,43 @@ impl Utf8Carry {
     pub const fn new() -> Utf8Carry {
         Utf8Carry {
             bytes: [0; 4],
-            len: 0,
+            meta: BOUNDARY as u8,
         }
+    }
+
+    /// How many bytes are carried.
+    #[inline(always)]
+    fn len(&self) -> usize {
+        usize::from(self.meta >> 6)
+    }
+
+    /// Carries the first `len` bytes of `bytes` (zero past them), after
+    /// which the check is in `state`.
+    #[inline(always)]
+    fn keep(&mut self, bytes: [u8; 4], len: usize, state: Utf8State) {
+        self.bytes = bytes;
+        self.meta = (len.min(3) as u8) << 6 | (state.0 & 63) as u8;
     }
 
     /// The carried bytes: empty, or the start (1 to 3 bytes) of a character
     /// that can still be completed.
     #[inline]
     pub fn pending(&self) -> &[u8] {
-        &self.bytes[..self.len as usize]
+        &self.bytes[..self.len()]
     }
 
     /// Whether no bytes are carried.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.meta >> 6 == 0
     }
 
-    /// The carried bytes as a little-endian word (zero past them), and
-    /// how many there are.
+    /// The carried bytes as a little-endian word (zero past them), how
+    /// many there are, and the check's state after them.
     #[inline(always)]
-    pub(crate) fn word(&self) -> (u32, usize) {
+    pub(crate) fn word(&self) -> (u32, usize, Utf8State) {
         // (Zero past the carried bytes: see the type's docs.)
-        (u32::from_le_bytes(self.bytes), usize::from(self.len))
+        (u32::from_le_bytes(self.bytes), self.len(), Utf8State(u64::from(self.meta)))
     }
 
     /// Splits the next chunk into text: the character completed from the
@@ -256,8 +310,8 @@ impl Utf8Carry {
     pub fn split<'c>(&mut self, chunk: &'c [u8]) -> Utf8Split<'c> {
         let mut head = Head::EMPTY;
         let mut rest = chunk;
-        if self.len > 0 {
-            let carried = self.len as usize;
+        if !self.is_empty() {
+            let carried = self.len();
             let need = sequence_len(self.bytes[0]).saturating_sub(carried);
             let take = need.min(chunk.len());
             let mut buf = self.bytes;
@@ -266,12 +320,11 @@ impl Utf8Carry {
                 Ok(c) => {
                     head = Head::of(c);
                     rest = &chunk[take..];
-                    self.len = 0;
+                    *self = Utf8Carry::new();
                 }
                 // Still incomplete: the whole (short) chunk is carried.
                 Err(e) if e.error_len().is_none() => {
-                    self.bytes = buf;
-                    self.len = (carried + take) as u8;
+                    self.keep(buf, carried + take, Utf8State::START.read(&buf[..carried + take]));
                     return Utf8Split { head, rest: &[] };
                 }
                 // The carried bytes and the first bytes of the chunk are a
@@ -281,7 +334,7 @@ impl Utf8Carry {
                     head = Head::of(REPLACEMENT);
                     let bad = e.error_len().unwrap_or(carried);
                     rest = &chunk[bad.saturating_sub(carried).min(take)..];
-                    self.len = 0;
+                    *self = Utf8Carry::new();
                 }
             }
         }
@@ -293,11 +346,11 @@ impl Utf8Carry {
 
     /// Carries the first `len` bytes of `tail` (little-endian, zero past
     /// them), the start of a character (at most 3 bytes) that the state
-    /// machine found completable: [`Self::set`] for a word.
+    /// machine found completable, after which it is in `state`:
+    /// [`Self::set`] for a word.
     #[inline(always)]
-    pub(crate) fn set_word(&mut self, tail: u32, len: usize) {
-        self.bytes = tail.to_le_bytes();
-        self.len = len.min(3) as u8;
+    pub(crate) fn set_word(&mut self, tail: u32, len: usize, state: Utf8State) {
+        self.keep(tail.to_le_bytes(), len, state);
     }
 
     /// Carries `tail`, the start of a character (at most 3 bytes) that
@@ -305,10 +358,11 @@ impl Utf8Carry {
     #[inline]
     pub(crate) fn set(&mut self, tail: &[u8]) {
         // Three fixed stores, not a `memcpy` call for a byte or two.
-        for (i, b) in self.bytes.iter_mut().enumerate() {
+        let mut bytes = [0; 4];
+        for (i, b) in bytes.iter_mut().enumerate() {
             *b = tail.get(i).copied().unwrap_or(0);
         }
-        self.len = tail.len().min(3) as u8;
+        self.keep(bytes, tail.len(), Utf8State::START.read(tail));
     }
 
     /// Ends the stream: a carried incomplete character becomes U+FFFD.
@@ -323,7 +377,7 @@ impl Utf8Carry {
     /// assert_eq!(carry.finish(), "");
     /// ```
     pub fn finish(&mut self) -> &'static str {
-        let carried = self.len > 0;
+        let carried = !self.is_empty();
         *self = Utf8Carry::new();
         if carried {
             REPLACEMENT
@@ -534,7 +588,10 @@ mod tests {
     #[test]
     fn carried_bytes_are_zero_past_the_carry() {
         let text = "a\u{e9}\u{4e2d}\u{1f600}b\u{6587}".as_bytes().iter().chain(b"\xe4\xb8\xff\xf0\x9f\x98".iter()).copied().collect::<Vec<u8>>();
-        let zero_past = |c: &Utf8Carry| c.bytes[c.len as usize..].iter().all(|&b| b == 0);
+        // (And the check's state kept with them is the state after them.)
+        let zero_past = |c: &Utf8Carry| {
+            c.bytes[c.len()..].iter().all(|&b| b == 0) && c.word().2 .0 & 63 == Utf8State::START.read(c.pending()).0 & 63
+        };
         for size in 1..=5 {
             for start in 0..size {
                 let mut carry = Utf8Carry::new();
@@ -546,7 +603,7 @@ mod tests {
                     cut = rest;
                 }
                 let _ = carry.finish();
-                assert!(zero_past(&carry) && carry.word() == (0, 0));
+                assert!(zero_past(&carry) && carry.is_empty() && carry.word().0 == 0);
             }
         }
     }
@@ -591,9 +648,15 @@ mod tests {
             let by_word = Utf8State::read_word(bits, len);
             let by_slice = Utf8State::START.read(&bytes[..len]);
             assert_eq!(by_word.0 & 63, by_slice.0 & 63, "{:x?}", &bytes[..len]);
+            // Read on from any cut, as the fast path reads a chunk after a
+            // carried character; the last character found in the word.
+            let cut = (state >> 40) as usize % (len + 1);
+            let on = Utf8State::read_word(bits, cut).then_word(bits.checked_shr(8 * cut as u32).unwrap_or(0), len - cut);
+            assert_eq!(on.0 & 63, by_slice.0 & 63, "{:x?} cut at {cut}", &bytes[..len]);
+            assert_eq!(whole_word(by_word, bits, len), complete_prefix(&bytes[..len]), "{:x?}", &bytes[..len]);
             if let Some(end) = complete_prefix(&bytes[..len]) {
                 let (mut a, mut b) = (Utf8Carry::new(), Utf8Carry::new());
-                a.set_word(bits.checked_shr(8 * end as u32).unwrap_or(0) as u32, len - end);
+                a.set_word(bits.checked_shr(8 * end as u32).unwrap_or(0) as u32, len - end, by_word);
                 b.set(&bytes[end..len]);
                 assert_eq!(a, b, "{:x?} cut at {end}", &bytes[..len]);
             }
