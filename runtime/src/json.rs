@@ -69,6 +69,82 @@ fn key_follows(bytes: &[u8], at: usize) -> Option<bool> {
     }
 }
 
+/// What a value that starts like a number or a constant is, in the marked
+/// dialect ([`word_is_bare`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bare {
+    /// A JSON number or constant, as written.
+    Value,
+    /// A bare string (both markers left out) that starts like one.
+    Text,
+    /// The text ends before it shows.
+    Wait,
+}
+
+/// Whether the word at `bytes[at]` (a value that starts like a number or a
+/// constant, in the marked dialect) is a JSON number or constant, or a bare
+/// string: a number or constant is whole and followed by what ends a value
+/// (`,`, `}`, `]`, after spaces). Anything else (`2024-05-01`, `new york`,
+/// `3 apples`, `true story`, a value followed by the string marker
+/// `mark`) is text; before other markup (`<`) it is read as written. A
+/// word still unclear after [`BARE_KEY_MAX`] bytes, or at the output's
+/// end, is read as written.
+fn word_is_bare(bytes: &[u8], at: usize, mark: &[u8], last: bool) -> Bare {
+    let rest = bytes.get(at..).unwrap_or(&[]);
+    let word = rest.iter().take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'+' | b'-')).count();
+    let after = rest[word..].iter().position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')).map(|p| word + p);
+    let Some(next) = after else {
+        return if last || rest.len() > BARE_KEY_MAX { Bare::Value } else { Bare::Wait };
+    };
+    if next > BARE_KEY_MAX {
+        return Bare::Value;
+    }
+    let whole = matches!(&rest[..word], b"true" | b"false" | b"null") || is_json_number(&rest[..word]);
+    let after = &rest[next..];
+    if !whole || after.starts_with(mark) {
+        Bare::Text
+    } else if mark.starts_with(after) && !last {
+        // (The string marker may be arriving: `42<|` of `42<|"|>`.)
+        Bare::Wait
+    } else if matches!(after[0], b',' | b'}' | b']' | b'<') {
+        // (Markup after it, as where the object's `}` is missing before
+        // the call's closer, reads it as written.)
+        Bare::Value
+    } else {
+        Bare::Text
+    }
+}
+
+/// Whether `s` is a whole JSON number (`-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`).
+fn is_json_number(s: &[u8]) -> bool {
+    let digits = |s: &[u8], from: usize| from + s.get(from..).unwrap_or(&[]).iter().take_while(|b| b.is_ascii_digit()).count();
+    let mut i = usize::from(s.first() == Some(&b'-'));
+    match s.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i = digits(s, i),
+        _ => return false,
+    }
+    if s.get(i) == Some(&b'.') {
+        let end = digits(s, i + 1);
+        if end == i + 1 {
+            return false;
+        }
+        i = end;
+    }
+    if matches!(s.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(s.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let end = digits(s, i);
+        if end == i {
+            return false;
+        }
+        i = end;
+    }
+    i == s.len()
+}
+
 /// Whether `b` may be part of a bare object key in the marked dialect:
 /// ASCII letters and digits, `_ - . $`, and any non-ASCII character.
 #[inline]
@@ -1136,6 +1212,20 @@ impl JsonScanner {
                             Err(end) => return (end, Scan::Invalid),
                         }
                         continue;
+                    } else if let Some(bare) = (!mark.is_empty() && !(self.object_only() && self.depth == 0) && matches!(b, b'-' | b'0'..=b'9' | b't' | b'f' | b'n'))
+                        .then(|| word_is_bare(bytes, i, mark, last))
+                        .filter(|&bare| bare != Bare::Value)
+                    {
+                        // A bare value that starts like a number or a
+                        // constant (`{date:2024-05-01}`, `{city:new
+                        // york}`): a string, as other bare values are.
+                        // Waits while the text ends before that shows.
+                        if bare == Bare::Wait {
+                            return (i, Scan::NeedMore);
+                        }
+                        w.replace(i, 0, "\"");
+                        self.token = Token::Str(Str::new(UNOPENED, false));
+                        continue;
                     } else if !self.start_value(b, i, w) {
                         // A marked string whose opening marker the model
                         // left out (Gemma 4: `{query:weather in Tokyo<|"|>}`):
@@ -1725,6 +1815,47 @@ mod tests {
         let long = format!("{{s:a,{}:1}}", "k".repeat(BARE_KEY_MAX + 1));
         let (out, _, _) = scan_marked_all(&long, 1, q);
         assert!(out.starts_with(r#"{"s":"a,kkk"#), "{out}");
+    }
+
+    #[test]
+    fn a_bare_value_that_starts_like_a_number_or_constant_is_text() {
+        let q = "<|\"|>";
+        for (text, json) in [
+            // Not a whole number or constant: a bare string.
+            ("{date:2024-05-01}", r#"{"date":"2024-05-01"}"#),
+            ("{city:new york,days:3}", r#"{"city":"new york","days":3}"#),
+            ("{q:3 apples}", r#"{"q":"3 apples"}"#),
+            ("{q:true story}", r#"{"q":"true story"}"#),
+            ("{flag:-v}", r#"{"flag":"-v"}"#),
+            ("{v:1.}", r#"{"v":"1."}"#),
+            ("{q:nullish,n:1}", r#"{"q":"nullish","n":1}"#),
+            // A number or constant followed by the marker that ends a
+            // string: a string the model opened without its marker.
+            ("{n:42<|\"|>}", r#"{"n":"42"}"#),
+            // Whole numbers and constants, before what ends a value, stay
+            // as written.
+            ("{days:3}", r#"{"days":3}"#),
+            ("{x:-1.5e3 , ok:true}", r#"{"x":-1.5e3 , "ok":true}"#),
+            ("{ids:[1, 2],v:null}", r#"{"ids":[1, 2],"v":null}"#),
+        ] {
+            for chunk in [1, 2, 3, 5, 1000] {
+                let (out, r, n) = scan_marked_all(&format!("{text}<tool_call|>"), chunk, q);
+                assert_eq!((out.as_str(), r, n), (json, Scan::Done, text.len()), "{text} in {chunk}");
+            }
+        }
+        // Before other markup: as written (the object's `}` may be missing
+        // before the call's closer, which the parser reads).
+        for chunk in [1, 1000] {
+            let (out, _, _) = scan_marked_all("{n:42<tool_call|>", chunk, q);
+            assert!(out.starts_with(r#"{"n":42"#), "{out} in {chunk}");
+        }
+        // Plain JSON (no marker) is not read this way.
+        let (_, r, _) = scan_marked_all("{\"d\":2024-05-01}", 1000, "");
+        assert_eq!(r, Scan::Invalid);
+        // A word still unclear after the scanner's wait is read as written.
+        let long = format!("{{n:1{}x}}", " ".repeat(BARE_KEY_MAX + 2));
+        let (out, r, _) = scan_marked_all(&long, 1, q);
+        assert!(out.starts_with(r#"{"n":1"#) && r == Scan::Invalid, "{out}");
     }
 
     #[test]
