@@ -1212,7 +1212,7 @@ impl JsonScanner {
                             Err(end) => return (end, Scan::Invalid),
                         }
                         continue;
-                    } else if let Some(bare) = (!mark.is_empty() && !(self.object_only() && self.depth == 0) && matches!(b, b'-' | b'0'..=b'9' | b't' | b'f' | b'n'))
+                    } else if let Some(bare) = (!mark.is_empty() && !self.top_of_object_only() && matches!(b, b'-' | b'0'..=b'9' | b't' | b'f' | b'n'))
                         .then(|| word_is_bare(bytes, i, mark, last))
                         .filter(|&bare| bare != Bare::Value)
                     {
@@ -1232,7 +1232,7 @@ impl JsonScanner {
                         // text where no value starts runs to the closing
                         // marker. Punctuation that ends or separates values
                         // is still broken markup.
-                        let top_of_object_only = self.object_only() && self.depth == 0;
+                        let top_of_object_only = self.top_of_object_only();
                         if top_of_object_only && b == b'"' && mark.is_empty() && self.encoded() == ENCODED_OFF {
                             // Arguments written as a JSON string: read by
                             // `scan_encoded` from the byte after the quote.
@@ -1318,6 +1318,12 @@ impl JsonScanner {
 
     /// Starts the value whose first byte `b` is at `at`; false if no value
     /// starts so (or it would nest too deep).
+    /// At the top of arguments that must be one object (where only `{`
+    /// starts a value).
+    fn top_of_object_only(&self) -> bool {
+        self.object_only() && self.depth == 0
+    }
+
     fn start_value<F: FnMut(&str)>(&mut self, b: u8, at: usize, w: &mut Writer<'_, F>) -> bool {
         if self.object_only() && self.depth == 0 && b != b'{' {
             return false;
