@@ -117,9 +117,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                 ],
                 &[
-                    Op::Seq(8),
+                    Op::Seq(5),
                     Op::Lit(0),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(5),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(0),
@@ -168,6 +172,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Space,
                     Op::Lit(8),
+                    Op::Seq(0),
+                    Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -180,8 +188,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Lit(0),
-                    Op::Seq(6),
+                    Op::Seq(3),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(5),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(0),
@@ -230,6 +242,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Space,
                     Op::Lit(8),
+                    Op::Seq(0),
+                    Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -249,23 +265,30 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.
-pub const HOLD_LIMIT: usize = 99;
+pub const HOLD_LIMIT: usize = 92;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 115;
+pub const WINDOW_BYTES: usize = 108;
 const W: usize = WINDOW_BYTES;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
-pub const PACK: &[&str] = &[];
+pub const PACK: &[&str] = &[
+    "\"parameters\"",
+    "</tool_call>",
+    "\"arguments\"",
+    "<tool_call>",
+    "<|im_end|>",
+    "{\"name\"",
+];
 /// A streaming parser of the model's output: feed it bytes as they
 /// arrive, then `finish`. Fixed-size state, no heap allocation.
 pub type Parser<'t> = chat_parser_runtime::parser::Parser<
     't,
     Grammar,
     W,
-    1usize,
-    1usize,
+    2usize,
+    3usize,
     2usize,
 >;
 /// This template's state machine (the runtime's parser walks its table).
@@ -282,17 +305,20 @@ impl Machine for Grammar {
             }
             st if st == St::ContentText4 as u16 || st == St::ContentText5 as u16
                 || st == St::ContentText6 as u16 || st == St::ContentText7 as u16
-                || st == St::ContentText8 as u16 || st == St::ContentText9 as u16 => {
+                || st == St::ContentText8 as u16 || st == St::ContentText9 as u16
+                || st == St::ContentText10 as u16 => {
                 const { Fast::of(&STATES[St::ContentText4 as usize], &STOPS, &LITERALS) }
             }
             st if st == St::Json as u16 || st == St::Json2 as u16
                 || st == St::Json3 as u16 || st == St::Json4 as u16
                 || st == St::Json5 as u16 || st == St::Json6 as u16
-                || st == St::Json7 as u16 || st == St::Json8 as u16 => {
+                || st == St::Json7 as u16 || st == St::Json8 as u16
+                || st == St::Json9 as u16 || st == St::Json10 as u16
+                || st == St::Json11 as u16 => {
                 const { Fast::of(&STATES[St::Json as usize], &STOPS, &LITERALS) }
             }
-            st if st == St::Json9 as u16 => {
-                const { Fast::of(&STATES[St::Json9 as usize], &STOPS, &LITERALS) }
+            st if st == St::Json12 as u16 => {
+                const { Fast::of(&STATES[St::Json12 as usize], &STOPS, &LITERALS) }
             }
             _ => Fast::No,
         }
@@ -308,25 +334,25 @@ static TABLE: Table = Table {
     entries: [
         St::Content3 as u16,
         St::Content6 as u16,
-        St::Content9 as u16,
-        St::Space26 as u16,
+        St::Content10 as u16,
+        St::Space38 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
-        St::Content9 as u16,
-        St::Space26 as u16,
+        St::Content10 as u16,
+        St::Space38 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
-        St::Content9 as u16,
-        St::Space26 as u16,
+        St::Content10 as u16,
+        St::Space38 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
-        St::Content9 as u16,
-        St::Space26 as u16,
+        St::Content10 as u16,
+        St::Space38 as u16,
     ],
     switches: THINKING_SWITCHES,
     pack: PACK,
     hold_limit: HOLD_LIMIT,
-    full: 115,
+    full: 568,
 };
 /// The machine's states, named for what they read.
 #[derive(Clone, Copy)]
@@ -436,9 +462,13 @@ enum St {
     ContentText8,
     Content8,
     Space12,
-    ToolClose2,
     Choice12,
+    LitCloseBracket,
+    LoopHead4,
+    LoopRoundDone4,
+    ToolClose2,
     Choice13,
+    Choice14,
     ArgsClose2,
     ArgsOpen2,
     JsonClose5,
@@ -447,87 +477,168 @@ enum St {
     JsonStart5,
     Space13,
     LitColon9,
-    Choice14,
-    Space14,
     Choice15,
+    Space14,
+    Choice16,
     LitQuote9,
     ToolName9,
     ToolName10,
     LitQuote10,
     LitColon10,
-    LitQuote11,
-    ToolName11,
-    ToolName12,
-    LitQuote12,
-    LitColon11,
     LitName3,
-    LitComma3,
+    LitOpenBrace3,
+    ToolOpen3,
+    Space15,
+    Loop3,
+    ToolClose3,
+    Choice17,
+    Choice18,
+    ArgsClose3,
+    ArgsOpen3,
     JsonClose6,
     JsonEndMarker6,
     Json6,
     JsonStart6,
-    Commit5,
-    Choice16,
-    Space15,
-    LitColon12,
-    Choice17,
     Space16,
-    LitOpenBrace3,
-    ToolOpen3,
+    LitColon11,
+    Choice19,
+    Space17,
+    Choice20,
+    LitQuote11,
+    ToolName11,
+    ToolName12,
+    LitQuote12,
+    LitColon12,
+    LitName4,
+    LitOpenBrace4,
+    ToolOpen4,
+    Space18,
+    LitOpenBracket,
+    Space19,
+    LoopHead5,
+    LoopRoundDone5,
+    Space20,
+    ToolClose4,
+    Choice21,
+    Choice22,
+    ArgsClose4,
+    ArgsOpen4,
     JsonClose7,
     JsonEndMarker7,
     Json7,
     JsonStart7,
-    Space17,
+    Space21,
     LitColon13,
-    Choice18,
-    Space18,
-    Choice19,
+    Choice23,
+    Space22,
+    Choice24,
     LitQuote13,
     ToolName13,
     ToolName14,
     LitQuote14,
     LitColon14,
-    LitQuote15,
-    ToolName15,
-    ToolName16,
-    LitQuote16,
-    LitColon15,
-    LitName4,
-    LitComma4,
+    LitName5,
+    LitOpenBrace5,
+    ToolOpen5,
+    Loop4,
+    Space23,
+    Choice25,
+    ToolClose5,
+    Choice26,
+    Choice27,
+    ArgsClose5,
+    ArgsOpen5,
     JsonClose8,
     JsonEndMarker8,
     Json8,
     JsonStart8,
-    Commit6,
-    Choice20,
-    Space19,
-    LitColon16,
-    Choice21,
-    Space20,
-    LitOpenBrace4,
-    ToolOpen4,
-    Choice22,
-    Space21,
-    Commit7,
-    Loop3,
-    ContentText9,
-    Content9,
-    Space22,
-    Choice23,
-    Space23,
-    Choice24,
     Space24,
+    LitColon15,
+    Choice28,
+    Space25,
+    Choice29,
+    LitQuote15,
+    ToolName15,
+    ToolName16,
+    LitQuote16,
+    LitColon16,
+    LitQuote17,
+    ToolName17,
+    ToolName18,
+    LitQuote18,
+    LitColon17,
+    LitName6,
+    LitComma3,
+    JsonClose9,
+    JsonEndMarker9,
     Json9,
     JsonStart9,
-    Space25,
-    Choice25,
-    Choice26,
+    Commit5,
+    Choice30,
     Space26,
+    LitColon18,
+    Choice31,
+    Space27,
+    LitOpenBrace6,
+    ToolOpen6,
+    JsonClose10,
+    JsonEndMarker10,
+    Json10,
+    JsonStart10,
+    Space28,
+    LitColon19,
+    Choice32,
+    Space29,
+    Choice33,
+    LitQuote19,
+    ToolName19,
+    ToolName20,
+    LitQuote20,
+    LitColon20,
+    LitQuote21,
+    ToolName21,
+    ToolName22,
+    LitQuote22,
+    LitColon21,
+    LitName7,
+    LitComma4,
+    JsonClose11,
+    JsonEndMarker11,
+    Json11,
+    JsonStart11,
+    Commit6,
+    Choice34,
+    Space30,
+    LitColon22,
+    Choice35,
+    Space31,
+    LitOpenBrace7,
+    ToolOpen7,
+    Choice36,
+    Choice37,
+    Space32,
+    ContentText9,
+    Content9,
+    Space33,
+    Commit7,
+    Loop5,
+    ContentText10,
+    Content10,
+    Space34,
+    Choice38,
+    Space35,
+    Choice39,
+    Space36,
+    Json12,
+    JsonStart12,
+    Space37,
+    Choice40,
+    Choice41,
+    Space38,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 192] = {
-    let mut s = [State::Done; 192];
+static STATES: [State; 277] = {
+    let mut s = [State::Done; 277];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -906,7 +1017,7 @@ static STATES: [State; 192] = {
     s[St::LoopHead3 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 59, len: 2 },
+        arms: Arms { first: 94, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -934,36 +1045,53 @@ static STATES: [State; 192] = {
     s[St::Space12 as usize] = State::Space {
         next: St::Content8 as u16,
     };
-    s[St::ToolClose2 as usize] = State::ToolClose {
-        next: St::Space12 as u16,
-    };
     s[St::Choice12 as usize] = State::Choice {
         arms: Arms { first: 31, len: 2 },
+    };
+    s[St::LitCloseBracket as usize] = State::SpacedLiteral {
+        text: Lit::CloseBracket as u16,
+        next: St::Choice12 as u16,
+    };
+    s[St::LoopHead4 as usize] = State::LoopHead {
+        repeat: 1,
+        recover: true,
+        arms: Arms { first: 42, len: 1 },
+        next: St::LitCloseBracket as u16,
+    };
+    s[St::LoopRoundDone4 as usize] = State::RoundDone {
+        recover: true,
+        head: St::LoopHead4 as u16,
+    };
+    s[St::ToolClose2 as usize] = State::ToolClose {
+        next: St::LoopRoundDone4 as u16,
     };
     s[St::Choice13 as usize] = State::Choice {
         arms: Arms { first: 33, len: 2 },
     };
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 35, len: 2 },
+    };
     s[St::ArgsClose2 as usize] = State::ArgsClose {
-        next: St::Choice13 as u16,
+        next: St::Choice14 as u16,
     };
     s[St::ArgsOpen2 as usize] = State::ArgsOpen {
         next: St::ArgsClose2 as u16,
     };
     s[St::JsonClose5 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice13 as u16,
+        next: St::Choice14 as u16,
     };
     s[St::JsonEndMarker5 as usize] = State::Choice {
-        arms: Arms { first: 35, len: 1 },
+        arms: Arms { first: 37, len: 1 },
     };
     s[St::Json5 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker5 as u16,
-        next: St::Choice13 as u16,
+        next: St::Choice14 as u16,
     };
     s[St::JsonStart5 as usize] = State::JsonStart {
-        python: true,
+        python: false,
         object_only: true,
         next: St::Json5 as u16,
     };
@@ -974,146 +1102,210 @@ static STATES: [State; 192] = {
         text: Lit::Colon as u16,
         next: St::Space13 as u16,
     };
-    s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 36, len: 2 },
-    };
-    s[St::Space14 as usize] = State::Space {
-        next: St::Choice14 as u16,
-    };
     s[St::Choice15 as usize] = State::Choice {
         arms: Arms { first: 38, len: 2 },
     };
-    s[St::LitQuote9 as usize] = State::Literal {
-        text: Lit::Quote as u16,
+    s[St::Space14 as usize] = State::Space {
         next: St::Choice15 as u16,
+    };
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 40, len: 2 },
+    };
+    s[St::LitQuote9 as usize] = State::Literal {
+        text: Lit::Quote2 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::ToolName9 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
-        stops: 2,
+        stops: 3,
         next: St::LitQuote9 as u16,
     };
     s[St::ToolName10 as usize] = State::TextStart {
         next: St::ToolName9 as u16,
     };
     s[St::LitQuote10 as usize] = State::SpacedLiteral {
-        text: Lit::Quote as u16,
+        text: Lit::Quote2 as u16,
         next: St::ToolName10 as u16,
     };
     s[St::LitColon10 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::LitQuote10 as u16,
     };
+    s[St::LitName3 as usize] = State::SpacedLiteral {
+        text: Lit::Name2 as u16,
+        next: St::LitColon10 as u16,
+    };
+    s[St::LitOpenBrace3 as usize] = State::Literal {
+        text: Lit::OpenBrace as u16,
+        next: St::LitName3 as u16,
+    };
+    s[St::ToolOpen3 as usize] = State::ToolOpen {
+        next: St::LitOpenBrace3 as u16,
+    };
+    s[St::Space15 as usize] = State::Space {
+        next: St::ToolOpen3 as u16,
+    };
+    s[St::Loop3 as usize] = State::EnterLoop {
+        repeat: 1,
+        head: St::LoopHead4 as u16,
+    };
+    s[St::ToolClose3 as usize] = State::ToolClose {
+        next: St::Loop3 as u16,
+    };
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 43, len: 2 },
+    };
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 45, len: 2 },
+    };
+    s[St::ArgsClose3 as usize] = State::ArgsClose {
+        next: St::Choice18 as u16,
+    };
+    s[St::ArgsOpen3 as usize] = State::ArgsOpen {
+        next: St::ArgsClose3 as u16,
+    };
+    s[St::JsonClose6 as usize] = State::JsonClose {
+        content: false,
+        next: St::Choice18 as u16,
+    };
+    s[St::JsonEndMarker6 as usize] = State::Choice {
+        arms: Arms { first: 47, len: 1 },
+    };
+    s[St::Json6 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker6 as u16,
+        next: St::Choice18 as u16,
+    };
+    s[St::JsonStart6 as usize] = State::JsonStart {
+        python: false,
+        object_only: true,
+        next: St::Json6 as u16,
+    };
+    s[St::Space16 as usize] = State::Space {
+        next: St::JsonStart6 as u16,
+    };
+    s[St::LitColon11 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space16 as u16,
+    };
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 48, len: 2 },
+    };
+    s[St::Space17 as usize] = State::Space {
+        next: St::Choice19 as u16,
+    };
+    s[St::Choice20 as usize] = State::Choice {
+        arms: Arms { first: 50, len: 2 },
+    };
     s[St::LitQuote11 as usize] = State::Literal {
-        text: Lit::Quote as u16,
-        next: St::Choice13 as u16,
+        text: Lit::Quote2 as u16,
+        next: St::Choice20 as u16,
     };
     s[St::ToolName11 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
-        stops: 2,
+        stops: 3,
         next: St::LitQuote11 as u16,
     };
     s[St::ToolName12 as usize] = State::TextStart {
         next: St::ToolName11 as u16,
     };
     s[St::LitQuote12 as usize] = State::SpacedLiteral {
-        text: Lit::Quote as u16,
+        text: Lit::Quote2 as u16,
         next: St::ToolName12 as u16,
-    };
-    s[St::LitColon11 as usize] = State::SpacedLiteral {
-        text: Lit::Colon as u16,
-        next: St::LitQuote12 as u16,
-    };
-    s[St::LitName3 as usize] = State::SpacedLiteral {
-        text: Lit::Name as u16,
-        next: St::LitColon11 as u16,
-    };
-    s[St::LitComma3 as usize] = State::SpacedLiteral {
-        text: Lit::Comma as u16,
-        next: St::LitName3 as u16,
-    };
-    s[St::JsonClose6 as usize] = State::JsonClose {
-        content: false,
-        next: St::LitComma3 as u16,
-    };
-    s[St::JsonEndMarker6 as usize] = State::Choice {
-        arms: Arms { first: 40, len: 1 },
-    };
-    s[St::Json6 as usize] = State::Json {
-        content: false,
-        marker: Lit::Empty as u16,
-        open_end: St::JsonEndMarker6 as u16,
-        next: St::LitComma3 as u16,
-    };
-    s[St::JsonStart6 as usize] = State::JsonStart {
-        python: true,
-        object_only: true,
-        next: St::Json6 as u16,
-    };
-    s[St::Commit5 as usize] = State::Commit {
-        next: St::JsonStart6 as u16,
-    };
-    s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 41, len: 2 },
-    };
-    s[St::Space15 as usize] = State::Space {
-        next: St::Choice16 as u16,
     };
     s[St::LitColon12 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space15 as u16,
+        next: St::LitQuote12 as u16,
     };
-    s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 43, len: 3 },
+    s[St::LitName4 as usize] = State::SpacedLiteral {
+        text: Lit::Name2 as u16,
+        next: St::LitColon12 as u16,
     };
-    s[St::Space16 as usize] = State::Space {
-        next: St::Choice17 as u16,
-    };
-    s[St::LitOpenBrace3 as usize] = State::Literal {
+    s[St::LitOpenBrace4 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
-        next: St::Space16 as u16,
+        next: St::LitName4 as u16,
     };
-    s[St::ToolOpen3 as usize] = State::ToolOpen {
-        next: St::LitOpenBrace3 as u16,
+    s[St::ToolOpen4 as usize] = State::ToolOpen {
+        next: St::LitOpenBrace4 as u16,
+    };
+    s[St::Space18 as usize] = State::Space {
+        next: St::ToolOpen4 as u16,
+    };
+    s[St::LitOpenBracket as usize] = State::Literal {
+        text: Lit::OpenBracket as u16,
+        next: St::Space18 as u16,
+    };
+    s[St::Space19 as usize] = State::Space {
+        next: St::Content8 as u16,
+    };
+    s[St::LoopHead5 as usize] = State::LoopHead {
+        repeat: 2,
+        recover: true,
+        arms: Arms { first: 61, len: 1 },
+        next: St::Space19 as u16,
+    };
+    s[St::LoopRoundDone5 as usize] = State::RoundDone {
+        recover: true,
+        head: St::LoopHead5 as u16,
+    };
+    s[St::Space20 as usize] = State::Space {
+        next: St::LoopRoundDone5 as u16,
+    };
+    s[St::ToolClose4 as usize] = State::ToolClose {
+        next: St::Space20 as u16,
+    };
+    s[St::Choice21 as usize] = State::Choice {
+        arms: Arms { first: 52, len: 2 },
+    };
+    s[St::Choice22 as usize] = State::Choice {
+        arms: Arms { first: 54, len: 2 },
+    };
+    s[St::ArgsClose4 as usize] = State::ArgsClose {
+        next: St::Choice22 as u16,
+    };
+    s[St::ArgsOpen4 as usize] = State::ArgsOpen {
+        next: St::ArgsClose4 as u16,
     };
     s[St::JsonClose7 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice13 as u16,
+        next: St::Choice22 as u16,
     };
     s[St::JsonEndMarker7 as usize] = State::Choice {
-        arms: Arms { first: 46, len: 1 },
+        arms: Arms { first: 56, len: 1 },
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker7 as u16,
-        next: St::Choice13 as u16,
+        next: St::Choice22 as u16,
     };
     s[St::JsonStart7 as usize] = State::JsonStart {
         python: false,
         object_only: true,
         next: St::Json7 as u16,
     };
-    s[St::Space17 as usize] = State::Space {
+    s[St::Space21 as usize] = State::Space {
         next: St::JsonStart7 as u16,
     };
     s[St::LitColon13 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space17 as u16,
+        next: St::Space21 as u16,
     };
-    s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 47, len: 2 },
+    s[St::Choice23 as usize] = State::Choice {
+        arms: Arms { first: 57, len: 2 },
     };
-    s[St::Space18 as usize] = State::Space {
-        next: St::Choice18 as u16,
+    s[St::Space22 as usize] = State::Space {
+        next: St::Choice23 as u16,
     };
-    s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 49, len: 2 },
+    s[St::Choice24 as usize] = State::Choice {
+        arms: Arms { first: 59, len: 2 },
     };
     s[St::LitQuote13 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::Choice19 as u16,
+        next: St::Choice24 as u16,
     };
     s[St::ToolName13 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1132,138 +1324,372 @@ static STATES: [State; 192] = {
         text: Lit::Colon as u16,
         next: St::LitQuote14 as u16,
     };
+    s[St::LitName5 as usize] = State::SpacedLiteral {
+        text: Lit::Name2 as u16,
+        next: St::LitColon14 as u16,
+    };
+    s[St::LitOpenBrace5 as usize] = State::Literal {
+        text: Lit::OpenBrace as u16,
+        next: St::LitName5 as u16,
+    };
+    s[St::ToolOpen5 as usize] = State::ToolOpen {
+        next: St::LitOpenBrace5 as u16,
+    };
+    s[St::Loop4 as usize] = State::EnterLoop {
+        repeat: 2,
+        head: St::LoopHead5 as u16,
+    };
+    s[St::Space23 as usize] = State::Space {
+        next: St::Loop4 as u16,
+    };
+    s[St::Choice25 as usize] = State::Choice {
+        arms: Arms { first: 62, len: 2 },
+    };
+    s[St::ToolClose5 as usize] = State::ToolClose {
+        next: St::Choice25 as u16,
+    };
+    s[St::Choice26 as usize] = State::Choice {
+        arms: Arms { first: 64, len: 2 },
+    };
+    s[St::Choice27 as usize] = State::Choice {
+        arms: Arms { first: 66, len: 2 },
+    };
+    s[St::ArgsClose5 as usize] = State::ArgsClose {
+        next: St::Choice27 as u16,
+    };
+    s[St::ArgsOpen5 as usize] = State::ArgsOpen {
+        next: St::ArgsClose5 as u16,
+    };
+    s[St::JsonClose8 as usize] = State::JsonClose {
+        content: false,
+        next: St::Choice27 as u16,
+    };
+    s[St::JsonEndMarker8 as usize] = State::Choice {
+        arms: Arms { first: 68, len: 1 },
+    };
+    s[St::Json8 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker8 as u16,
+        next: St::Choice27 as u16,
+    };
+    s[St::JsonStart8 as usize] = State::JsonStart {
+        python: true,
+        object_only: true,
+        next: St::Json8 as u16,
+    };
+    s[St::Space24 as usize] = State::Space {
+        next: St::JsonStart8 as u16,
+    };
+    s[St::LitColon15 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space24 as u16,
+    };
+    s[St::Choice28 as usize] = State::Choice {
+        arms: Arms { first: 69, len: 2 },
+    };
+    s[St::Space25 as usize] = State::Space {
+        next: St::Choice28 as u16,
+    };
+    s[St::Choice29 as usize] = State::Choice {
+        arms: Arms { first: 71, len: 2 },
+    };
     s[St::LitQuote15 as usize] = State::Literal {
-        text: Lit::Quote2 as u16,
-        next: St::Choice13 as u16,
+        text: Lit::Quote as u16,
+        next: St::Choice29 as u16,
     };
     s[St::ToolName15 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
-        stops: 3,
+        stops: 2,
         next: St::LitQuote15 as u16,
     };
     s[St::ToolName16 as usize] = State::TextStart {
         next: St::ToolName15 as u16,
     };
     s[St::LitQuote16 as usize] = State::SpacedLiteral {
-        text: Lit::Quote2 as u16,
+        text: Lit::Quote as u16,
         next: St::ToolName16 as u16,
-    };
-    s[St::LitColon15 as usize] = State::SpacedLiteral {
-        text: Lit::Colon as u16,
-        next: St::LitQuote16 as u16,
-    };
-    s[St::LitName4 as usize] = State::SpacedLiteral {
-        text: Lit::Name2 as u16,
-        next: St::LitColon15 as u16,
-    };
-    s[St::LitComma4 as usize] = State::SpacedLiteral {
-        text: Lit::Comma as u16,
-        next: St::LitName4 as u16,
-    };
-    s[St::JsonClose8 as usize] = State::JsonClose {
-        content: false,
-        next: St::LitComma4 as u16,
-    };
-    s[St::JsonEndMarker8 as usize] = State::Choice {
-        arms: Arms { first: 51, len: 1 },
-    };
-    s[St::Json8 as usize] = State::Json {
-        content: false,
-        marker: Lit::Empty as u16,
-        open_end: St::JsonEndMarker8 as u16,
-        next: St::LitComma4 as u16,
-    };
-    s[St::JsonStart8 as usize] = State::JsonStart {
-        python: false,
-        object_only: true,
-        next: St::Json8 as u16,
-    };
-    s[St::Commit6 as usize] = State::Commit {
-        next: St::JsonStart8 as u16,
-    };
-    s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 52, len: 2 },
-    };
-    s[St::Space19 as usize] = State::Space {
-        next: St::Choice20 as u16,
     };
     s[St::LitColon16 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space19 as u16,
+        next: St::LitQuote16 as u16,
     };
-    s[St::Choice21 as usize] = State::Choice {
-        arms: Arms { first: 54, len: 3 },
+    s[St::LitQuote17 as usize] = State::Literal {
+        text: Lit::Quote as u16,
+        next: St::Choice27 as u16,
     };
-    s[St::Space20 as usize] = State::Space {
-        next: St::Choice21 as u16,
+    s[St::ToolName17 as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 2,
+        next: St::LitQuote17 as u16,
     };
-    s[St::LitOpenBrace4 as usize] = State::Literal {
+    s[St::ToolName18 as usize] = State::TextStart {
+        next: St::ToolName17 as u16,
+    };
+    s[St::LitQuote18 as usize] = State::SpacedLiteral {
+        text: Lit::Quote as u16,
+        next: St::ToolName18 as u16,
+    };
+    s[St::LitColon17 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote18 as u16,
+    };
+    s[St::LitName6 as usize] = State::SpacedLiteral {
+        text: Lit::Name as u16,
+        next: St::LitColon17 as u16,
+    };
+    s[St::LitComma3 as usize] = State::SpacedLiteral {
+        text: Lit::Comma as u16,
+        next: St::LitName6 as u16,
+    };
+    s[St::JsonClose9 as usize] = State::JsonClose {
+        content: false,
+        next: St::LitComma3 as u16,
+    };
+    s[St::JsonEndMarker9 as usize] = State::Choice {
+        arms: Arms { first: 73, len: 1 },
+    };
+    s[St::Json9 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker9 as u16,
+        next: St::LitComma3 as u16,
+    };
+    s[St::JsonStart9 as usize] = State::JsonStart {
+        python: true,
+        object_only: true,
+        next: St::Json9 as u16,
+    };
+    s[St::Commit5 as usize] = State::Commit {
+        next: St::JsonStart9 as u16,
+    };
+    s[St::Choice30 as usize] = State::Choice {
+        arms: Arms { first: 74, len: 2 },
+    };
+    s[St::Space26 as usize] = State::Space {
+        next: St::Choice30 as u16,
+    };
+    s[St::LitColon18 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space26 as u16,
+    };
+    s[St::Choice31 as usize] = State::Choice {
+        arms: Arms { first: 76, len: 3 },
+    };
+    s[St::Space27 as usize] = State::Space {
+        next: St::Choice31 as u16,
+    };
+    s[St::LitOpenBrace6 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
-        next: St::Space20 as u16,
+        next: St::Space27 as u16,
     };
-    s[St::ToolOpen4 as usize] = State::ToolOpen {
-        next: St::LitOpenBrace4 as u16,
+    s[St::ToolOpen6 as usize] = State::ToolOpen {
+        next: St::LitOpenBrace6 as u16,
     };
-    s[St::Choice22 as usize] = State::Choice {
-        arms: Arms { first: 57, len: 2 },
+    s[St::JsonClose10 as usize] = State::JsonClose {
+        content: false,
+        next: St::Choice27 as u16,
     };
-    s[St::Space21 as usize] = State::Space {
-        next: St::Choice22 as u16,
+    s[St::JsonEndMarker10 as usize] = State::Choice {
+        arms: Arms { first: 79, len: 1 },
     };
-    s[St::Commit7 as usize] = State::Commit {
-        next: St::Space12 as u16,
+    s[St::Json10 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker10 as u16,
+        next: St::Choice27 as u16,
     };
-    s[St::Loop3 as usize] = State::EnterLoop {
-        repeat: 0,
-        head: St::LoopHead3 as u16,
+    s[St::JsonStart10 as usize] = State::JsonStart {
+        python: false,
+        object_only: true,
+        next: St::Json10 as u16,
+    };
+    s[St::Space28 as usize] = State::Space {
+        next: St::JsonStart10 as u16,
+    };
+    s[St::LitColon19 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space28 as u16,
+    };
+    s[St::Choice32 as usize] = State::Choice {
+        arms: Arms { first: 80, len: 2 },
+    };
+    s[St::Space29 as usize] = State::Space {
+        next: St::Choice32 as u16,
+    };
+    s[St::Choice33 as usize] = State::Choice {
+        arms: Arms { first: 82, len: 2 },
+    };
+    s[St::LitQuote19 as usize] = State::Literal {
+        text: Lit::Quote2 as u16,
+        next: St::Choice33 as u16,
+    };
+    s[St::ToolName19 as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 3,
+        next: St::LitQuote19 as u16,
+    };
+    s[St::ToolName20 as usize] = State::TextStart {
+        next: St::ToolName19 as u16,
+    };
+    s[St::LitQuote20 as usize] = State::SpacedLiteral {
+        text: Lit::Quote2 as u16,
+        next: St::ToolName20 as u16,
+    };
+    s[St::LitColon20 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote20 as u16,
+    };
+    s[St::LitQuote21 as usize] = State::Literal {
+        text: Lit::Quote2 as u16,
+        next: St::Choice27 as u16,
+    };
+    s[St::ToolName21 as usize] = State::Name {
+        kind: Kind::ToolName,
+        trim: false,
+        stops: 3,
+        next: St::LitQuote21 as u16,
+    };
+    s[St::ToolName22 as usize] = State::TextStart {
+        next: St::ToolName21 as u16,
+    };
+    s[St::LitQuote22 as usize] = State::SpacedLiteral {
+        text: Lit::Quote2 as u16,
+        next: St::ToolName22 as u16,
+    };
+    s[St::LitColon21 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::LitQuote22 as u16,
+    };
+    s[St::LitName7 as usize] = State::SpacedLiteral {
+        text: Lit::Name2 as u16,
+        next: St::LitColon21 as u16,
+    };
+    s[St::LitComma4 as usize] = State::SpacedLiteral {
+        text: Lit::Comma as u16,
+        next: St::LitName7 as u16,
+    };
+    s[St::JsonClose11 as usize] = State::JsonClose {
+        content: false,
+        next: St::LitComma4 as u16,
+    };
+    s[St::JsonEndMarker11 as usize] = State::Choice {
+        arms: Arms { first: 84, len: 1 },
+    };
+    s[St::Json11 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker11 as u16,
+        next: St::LitComma4 as u16,
+    };
+    s[St::JsonStart11 as usize] = State::JsonStart {
+        python: false,
+        object_only: true,
+        next: St::Json11 as u16,
+    };
+    s[St::Commit6 as usize] = State::Commit {
+        next: St::JsonStart11 as u16,
+    };
+    s[St::Choice34 as usize] = State::Choice {
+        arms: Arms { first: 85, len: 2 },
+    };
+    s[St::Space30 as usize] = State::Space {
+        next: St::Choice34 as u16,
+    };
+    s[St::LitColon22 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space30 as u16,
+    };
+    s[St::Choice35 as usize] = State::Choice {
+        arms: Arms { first: 87, len: 3 },
+    };
+    s[St::Space31 as usize] = State::Space {
+        next: St::Choice35 as u16,
+    };
+    s[St::LitOpenBrace7 as usize] = State::Literal {
+        text: Lit::OpenBrace as u16,
+        next: St::Space31 as u16,
+    };
+    s[St::ToolOpen7 as usize] = State::ToolOpen {
+        next: St::LitOpenBrace7 as u16,
+    };
+    s[St::Choice36 as usize] = State::Choice {
+        arms: Arms { first: 90, len: 2 },
+    };
+    s[St::Choice37 as usize] = State::Choice {
+        arms: Arms { first: 92, len: 2 },
+    };
+    s[St::Space32 as usize] = State::Space {
+        next: St::Choice37 as u16,
     };
     s[St::ContentText9 as usize] = State::Text {
         kind: Kind::Content,
         trim: false,
         stops: 1,
-        next: St::Loop3 as u16,
+        next: St::LoopRoundDone3 as u16,
     };
     s[St::Content9 as usize] = State::TextStart {
         next: St::ContentText9 as u16,
     };
-    s[St::Space22 as usize] = State::Space {
+    s[St::Space33 as usize] = State::Space {
+        next: St::Content9 as u16,
+    };
+    s[St::Commit7 as usize] = State::Commit {
+        next: St::Space33 as u16,
+    };
+    s[St::Loop5 as usize] = State::EnterLoop {
+        repeat: 0,
+        head: St::LoopHead3 as u16,
+    };
+    s[St::ContentText10 as usize] = State::Text {
+        kind: Kind::Content,
+        trim: false,
+        stops: 1,
+        next: St::Loop5 as u16,
+    };
+    s[St::Content10 as usize] = State::TextStart {
+        next: St::ContentText10 as u16,
+    };
+    s[St::Space34 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice23 as usize] = State::Choice {
-        arms: Arms { first: 61, len: 2 },
+    s[St::Choice38 as usize] = State::Choice {
+        arms: Arms { first: 96, len: 2 },
     };
-    s[St::Space23 as usize] = State::Space {
-        next: St::Choice23 as u16,
+    s[St::Space35 as usize] = State::Space {
+        next: St::Choice38 as u16,
     };
-    s[St::Choice24 as usize] = State::Choice {
-        arms: Arms { first: 63, len: 2 },
+    s[St::Choice39 as usize] = State::Choice {
+        arms: Arms { first: 98, len: 2 },
     };
-    s[St::Space24 as usize] = State::Space {
-        next: St::Choice24 as u16,
+    s[St::Space36 as usize] = State::Space {
+        next: St::Choice39 as u16,
     };
-    s[St::Json9 as usize] = State::Json {
+    s[St::Json12 as usize] = State::Json {
         content: true,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space24 as u16,
+        next: St::Space36 as u16,
     };
-    s[St::JsonStart9 as usize] = State::JsonStart {
+    s[St::JsonStart12 as usize] = State::JsonStart {
         python: false,
         object_only: false,
-        next: St::Json9 as u16,
+        next: St::Json12 as u16,
     };
-    s[St::Space25 as usize] = State::Space {
-        next: St::JsonStart9 as u16,
+    s[St::Space37 as usize] = State::Space {
+        next: St::JsonStart12 as u16,
     };
-    s[St::Choice25 as usize] = State::Choice {
-        arms: Arms { first: 65, len: 2 },
+    s[St::Choice40 as usize] = State::Choice {
+        arms: Arms { first: 100, len: 2 },
     };
-    s[St::Choice26 as usize] = State::Choice {
-        arms: Arms { first: 67, len: 2 },
+    s[St::Choice41 as usize] = State::Choice {
+        arms: Arms { first: 102, len: 2 },
     };
-    s[St::Space26 as usize] = State::Space {
-        next: St::Choice26 as u16,
+    s[St::Space38 as usize] = State::Space {
+        next: St::Choice41 as u16,
     };
     s
 };
@@ -1289,11 +1715,14 @@ enum Lit {
     Parameters2,
     Name2,
     ToolCall,
+    CloseBracket,
+    OpenBracket,
+    Name3,
     QuoteQuoteQuote,
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 19] = [
+static LITERALS: [&str; 22] = [
     "<|im_end|>",
     "</tool_call>",
     "}",
@@ -1311,12 +1740,15 @@ static LITERALS: [&str; 19] = [
     "\"parameters\"",
     "\"name\"",
     "<tool_call>",
+    "]",
+    "[",
+    "{\"name\"",
     "```",
     "json",
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 69] = [
+static ARMS: [Arm; 104] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1474,6 +1906,16 @@ static ARMS: [Arm; 69] = [
     },
     Arm {
         guard: 3,
+        to: St::Space12 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::Space12 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 3,
         to: St::ToolClose2 as u16,
         limit: None,
     },
@@ -1484,12 +1926,12 @@ static ARMS: [Arm; 69] = [
     },
     Arm {
         guard: 7,
-        to: St::Choice12 as u16,
+        to: St::Choice13 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice12 as u16,
+        to: St::Choice13 as u16,
         limit: None,
     },
     Arm {
@@ -1498,12 +1940,12 @@ static ARMS: [Arm; 69] = [
         limit: None,
     },
     Arm {
-        guard: 10,
+        guard: 25,
         to: St::LitColon9 as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
+        guard: 26,
         to: St::LitColon9 as u16,
         limit: None,
     },
@@ -1518,33 +1960,73 @@ static ARMS: [Arm; 69] = [
         limit: None,
     },
     Arm {
+        guard: 14,
+        to: St::Space15 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 3,
+        to: St::ToolClose3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ToolClose3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 7,
+        to: St::Choice17 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::Choice17 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 8,
         to: St::JsonClose6 as u16,
         limit: None,
     },
     Arm {
-        guard: 17,
-        to: St::Commit5 as u16,
+        guard: 25,
+        to: St::LitColon11 as u16,
         limit: None,
     },
     Arm {
-        guard: 22,
-        to: St::Commit5 as u16,
+        guard: 26,
+        to: St::LitColon11 as u16,
         limit: None,
     },
     Arm {
-        guard: 15,
-        to: St::LitColon10 as u16,
+        guard: 9,
+        to: St::ArgsOpen3 as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
-        to: St::LitColon12 as u16,
+        guard: 14,
+        to: St::Space17 as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
-        to: St::LitColon12 as u16,
+        guard: 3,
+        to: St::ToolClose4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ToolClose4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 7,
+        to: St::Choice21 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::Choice21 as u16,
         limit: None,
     },
     Arm {
@@ -1564,17 +2046,132 @@ static ARMS: [Arm; 69] = [
     },
     Arm {
         guard: 9,
-        to: St::ArgsOpen2 as u16,
+        to: St::ArgsOpen4 as u16,
         limit: None,
     },
     Arm {
         guard: 14,
-        to: St::Space18 as u16,
+        to: St::Space22 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 35,
+        to: St::ToolOpen5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 39,
+        to: St::Space23 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::Space19 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 3,
+        to: St::ToolClose5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ToolClose5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 7,
+        to: St::Choice26 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::Choice26 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
         to: St::JsonClose8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 10,
+        to: St::LitColon15 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 11,
+        to: St::LitColon15 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::ArgsOpen5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::Space25 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::JsonClose9 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 17,
+        to: St::Commit5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 22,
+        to: St::Commit5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 15,
+        to: St::LitColon16 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 10,
+        to: St::LitColon18 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 11,
+        to: St::LitColon18 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::JsonClose10 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 25,
+        to: St::LitColon19 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 26,
+        to: St::LitColon19 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::ArgsOpen5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::Space29 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::JsonClose11 as u16,
         limit: None,
     },
     Arm {
@@ -1589,32 +2186,42 @@ static ARMS: [Arm; 69] = [
     },
     Arm {
         guard: 27,
-        to: St::LitColon14 as u16,
+        to: St::LitColon20 as u16,
         limit: None,
     },
     Arm {
         guard: 25,
-        to: St::LitColon16 as u16,
+        to: St::LitColon22 as u16,
         limit: None,
     },
     Arm {
         guard: 26,
-        to: St::LitColon16 as u16,
+        to: St::LitColon22 as u16,
         limit: None,
     },
     Arm {
         guard: 24,
-        to: St::ToolOpen3 as u16,
+        to: St::ToolOpen6 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::ToolOpen4 as u16,
+        to: St::ToolOpen7 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 33,
+        to: St::LitOpenBracket as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::Choice36 as u16,
         limit: None,
     },
     Arm {
         guard: 28,
-        to: St::Space21 as u16,
+        to: St::Space32 as u16,
         limit: None,
     },
     Arm {
@@ -1624,7 +2231,7 @@ static ARMS: [Arm; 69] = [
     },
     Arm {
         guard: 0,
-        to: St::Space22 as u16,
+        to: St::Space34 as u16,
         limit: None,
     },
     Arm {
@@ -1633,38 +2240,38 @@ static ARMS: [Arm; 69] = [
         limit: None,
     },
     Arm {
-        guard: 29,
-        to: St::Space23 as u16,
+        guard: 40,
+        to: St::Space35 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::Choice23 as u16,
+        to: St::Choice38 as u16,
         limit: None,
     },
     Arm {
-        guard: 30,
-        to: St::Space25 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::Space25 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 29,
-        to: St::Choice25 as u16,
+        guard: 41,
+        to: St::Space37 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::JsonStart9 as u16,
+        to: St::Space37 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 40,
+        to: St::Choice40 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::JsonStart12 as u16,
         limit: None,
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 31] = [
+static GUARDS: [Guard; 42] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseToolCall as u16),
@@ -1694,6 +2301,17 @@ static GUARDS: [Guard; 31] = [
     Guard::Lit(Lit::Parameters2 as u16),
     Guard::Lit(Lit::Name2 as u16),
     Guard::Lit(Lit::ToolCall as u16),
+    Guard::Lit(Lit::OpenBracket as u16),
+    Guard::Space,
+    Guard::Lit(Lit::Name3 as u16),
+    Guard::Seq { first: 29, len: 3 },
+    Guard::Peek(32),
+    Guard::Lit(Lit::Name3 as u16),
+    Guard::Peek(34),
+    Guard::Space,
+    Guard::Peek(34),
+    Guard::Seq { first: 36, len: 2 },
+    Guard::Peek(38),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
     Guard::Lit(Lit::Json as u16),
 ];
@@ -1713,7 +2331,7 @@ static STOPS: [StopSet; 4] = [
     StopSet::new(&STOPS_3),
 ];
 /// Where each loop resumes after a broken round, per grammar variant.
-static RESUMES: [LoopResume; 3] = [
+static RESUMES: [LoopResume; 5] = [
     LoopResume {
         entry: St::Content3 as u16,
         repeat: 0,
@@ -1727,9 +2345,21 @@ static RESUMES: [LoopResume; 3] = [
         recover: St::Content4 as u16,
     },
     LoopResume {
-        entry: St::Content9 as u16,
+        entry: St::Content10 as u16,
         repeat: 0,
         head: St::LoopHead3 as u16,
         recover: St::Content7 as u16,
+    },
+    LoopResume {
+        entry: St::Content10 as u16,
+        repeat: 1,
+        head: St::LoopHead4 as u16,
+        recover: St::LoopHead4 as u16,
+    },
+    LoopResume {
+        entry: St::Content10 as u16,
+        repeat: 2,
+        head: St::LoopHead5 as u16,
+        recover: St::LoopHead5 as u16,
     },
 ];

@@ -779,10 +779,33 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         return (section_start.to_string(), Node::lit(section_start), section);
     }
     if !per_call_start.is_empty() {
-        let own = Node::seq(vec![close(call), Node::Space]);
-        let body = match call_list_spec(spec) {
-            Some(list) => where_written("[", Node::seq(vec![Node::lit("["), list_rest(Node::seq(vec![Node::Space, json_call(&list, false)])), Node::Space]), own),
-            None => own,
+        let own = Node::seq(vec![close(call.clone()), Node::Space]);
+        let body = if let Some(list) = call_list_spec(spec) {
+            where_written("[", Node::seq(vec![Node::lit("["), list_rest(Node::seq(vec![Node::Space, json_call(&list, false)])), Node::Space]), own)
+        } else if parallel && wrapper_holds_several(spec) {
+            // Several call objects in one wrapper: one after another (the
+            // closer then comes after the last), or a JSON list of them.
+            // The later objects and the list's must start with the name
+            // key (JSON text after a call stays text) in the template's
+            // quotes: one order and one quote style, so that each adds
+            // little to the machine. (Only where parallel calls are on:
+            // otherwise a second call is not read anyway.)
+            let q = if f.python_dict_arguments { "'" } else { "\"" };
+            let named_first = || json_call_in(spec, f.python_dict_arguments, false);
+            let key = format!("{{{q}{}{q}", f.name_field);
+            let next = Node::seq(vec![Node::Space, Node::Peek(Box::new(Node::lit(key.clone())))]);
+            // (The loop is behind a lenient look-ahead: grammars, which
+            // leave lenient alternatives out, see no loop without any. The
+            // space before an object is read outside its round, so that a
+            // call the output cuts off gives back its own text only.)
+            let at_key = Node::Peek(Box::new(Node::lit(key.clone())));
+            let more = Node::seq(vec![Node::Space, next_call(vec![Alt::lenient(at_key, Node::seq(vec![close(named_first()), Node::Space]))])]);
+            let objects = Node::seq(vec![close(call), Node::Choice(vec![Alt::lenient(Node::Peek(Box::new(next)), more), Alt { guard: Node::Empty, body: Node::Empty }]), Node::Space]);
+            let list_start = Node::seq(vec![Node::lit("["), Node::Space, Node::lit(key)]);
+            let list = Node::seq(vec![Node::lit("["), list_rest(Node::seq(vec![Node::Space, named_first()])), marker_or_missing(&f.per_call_end), Node::Space]);
+            Node::Choice(vec![Alt::lenient(Node::Peek(Box::new(list_start)), list), Alt { guard: Node::Empty, body: objects }])
+        } else {
+            own
         };
         return (per_call_start.to_string(), Node::lit(per_call_start), Node::seq(vec![Node::Space, body]));
     }
@@ -970,6 +993,16 @@ fn json_object_calls(spec: &FormatSpec) -> bool {
     f.mode == ToolFormatMode::JsonNative && !f.tools_array_wrapped && !f.per_call_start.trim().is_empty()
 }
 
+/// Whether a JSON call object's wrapper (`<tool_call>…</tool_call>`) may
+/// hold several calls, as models of the Hermes line write them: objects one
+/// after another (Qwen3-Next, vLLM #32638: the wrapper's closer after the
+/// last), or a JSON list of them (sglang's Hermes detector reads both). For
+/// parsers only; grammars write one call a wrapper.
+fn wrapper_holds_several(spec: &FormatSpec) -> bool {
+    let f = &spec.tools.format;
+    json_object_calls(spec) && f.section_start.trim().is_empty() && is_tag(f.per_call_end.trim()) && !f.fun_name_is_key
+}
+
 /// The calls of a section whose every call has its own opener, from after
 /// the first opener on: the call, then further calls each after its opener.
 fn per_call_rest(spec: &FormatSpec, parallel: bool) -> Node {
@@ -1053,6 +1086,13 @@ fn named(before: Node, stops: &[String], then: &dyn Fn() -> Node) -> Node {
 /// name quoted with `'` where `single_quoted` (a Python dict; its values are
 /// then read as Python literals, reported as JSON).
 fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
+    json_call_in(spec, single_quoted, reads_arguments_first(spec))
+}
+
+/// [`json_call`], with the arguments-first order read where `args_first`
+/// (the objects after the first in one wrapper, found by their name key
+/// first, need only the name-first order).
+fn json_call_in(spec: &FormatSpec, single_quoted: bool, args_first: bool) -> Node {
     let f = &spec.tools.format;
     let python = f.python_dict_arguments || single_quoted;
     let q = if single_quoted { "'" } else { "\"" };
@@ -1158,7 +1198,6 @@ fn json_call(spec: &FormatSpec, single_quoted: bool) -> Node {
     // Models also write the arguments first (`{"arguments": {...}, "name":
     // "f"}`): read where the object holds just the name and the arguments.
     let ids_after: Vec<String> = rest_fields.iter().filter(|p| is_id(p)).cloned().collect();
-    let args_first = reads_arguments_first(spec);
     if !args_first {
         before_name.extend(field(required_before, &order[name_pos]));
         before_name.push(Node::lit(q));
