@@ -56,7 +56,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
             ],
             calls: [
                 &[
-                    Op::Seq(7),
+                    Op::Seq(8),
                     Op::Lit(0),
                     Op::Space,
                     Op::Alt(1),
@@ -110,6 +110,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(0),
                     Op::Text {
                         role: TextRole::Content,
                         stops: 0,
@@ -117,7 +121,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                 ],
                 &[
-                    Op::Seq(5),
+                    Op::Seq(6),
                     Op::Lit(0),
                     Op::Space,
                     Op::Alt(1),
@@ -179,6 +183,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(0),
                     Op::Text {
                         role: TextRole::Content,
                         stops: 0,
@@ -188,7 +196,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Lit(0),
-                    Op::Seq(3),
+                    Op::Seq(4),
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
@@ -249,6 +257,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(0),
                     Op::Text {
                         role: TextRole::Content,
                         stops: 0,
@@ -335,19 +347,19 @@ static TABLE: Table = Table {
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content10 as u16,
-        St::Space38 as u16,
+        St::Space40 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content10 as u16,
-        St::Space38 as u16,
+        St::Space40 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content10 as u16,
-        St::Space38 as u16,
+        St::Space40 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content10 as u16,
-        St::Space38 as u16,
+        St::Space40 as u16,
     ],
     switches: THINKING_SWITCHES,
     pack: PACK,
@@ -378,20 +390,22 @@ enum St {
     ContentText5,
     Content5,
     Space2,
-    ToolClose,
     Choice,
+    Space3,
+    ToolClose,
     Choice2,
+    Choice3,
     ArgsClose,
     ArgsOpen,
     JsonClose,
     JsonEndMarker,
     Json,
     JsonStart,
-    Space3,
-    LitColon,
-    Choice3,
     Space4,
+    LitColon,
     Choice4,
+    Space5,
+    Choice5,
     LitQuote,
     ToolName,
     ToolName2,
@@ -409,22 +423,22 @@ enum St {
     Json2,
     JsonStart2,
     Commit2,
-    Choice5,
-    Space5,
-    LitColon4,
     Choice6,
     Space6,
+    LitColon4,
+    Choice7,
+    Space7,
     LitOpenBrace,
     ToolOpen,
     JsonClose3,
     JsonEndMarker3,
     Json3,
     JsonStart3,
-    Space7,
-    LitColon5,
-    Choice7,
     Space8,
+    LitColon5,
     Choice8,
+    Space9,
+    Choice9,
     LitQuote5,
     ToolName5,
     ToolName6,
@@ -442,15 +456,15 @@ enum St {
     Json4,
     JsonStart4,
     Commit3,
-    Choice9,
-    Space9,
-    LitColon8,
     Choice10,
     Space10,
-    LitOpenBrace2,
-    ToolOpen2,
+    LitColon8,
     Choice11,
     Space11,
+    LitOpenBrace2,
+    ToolOpen2,
+    Choice12,
+    Space12,
     Commit4,
     Loop2,
     ContentText6,
@@ -461,25 +475,27 @@ enum St {
     Content7,
     ContentText8,
     Content8,
-    Space12,
-    Choice12,
+    Space13,
+    Choice13,
+    Space14,
+    Choice14,
     LitCloseBracket,
     LoopHead4,
     LoopRoundDone4,
     ToolClose2,
-    Choice13,
-    Choice14,
+    Choice15,
+    Choice16,
     ArgsClose2,
     ArgsOpen2,
     JsonClose5,
     JsonEndMarker5,
     Json5,
     JsonStart5,
-    Space13,
+    Space15,
     LitColon9,
-    Choice15,
-    Space14,
-    Choice16,
+    Choice17,
+    Space16,
+    Choice18,
     LitQuote9,
     ToolName9,
     ToolName10,
@@ -488,22 +504,22 @@ enum St {
     LitName3,
     LitOpenBrace3,
     ToolOpen3,
-    Space15,
+    Space17,
     Loop3,
     ToolClose3,
-    Choice17,
-    Choice18,
+    Choice19,
+    Choice20,
     ArgsClose3,
     ArgsOpen3,
     JsonClose6,
     JsonEndMarker6,
     Json6,
     JsonStart6,
-    Space16,
+    Space18,
     LitColon11,
-    Choice19,
-    Space17,
-    Choice20,
+    Choice21,
+    Space19,
+    Choice22,
     LitQuote11,
     ToolName11,
     ToolName12,
@@ -512,26 +528,26 @@ enum St {
     LitName4,
     LitOpenBrace4,
     ToolOpen4,
-    Space18,
+    Space20,
     LitOpenBracket,
-    Space19,
+    Space21,
     LoopHead5,
     LoopRoundDone5,
-    Space20,
+    Space22,
     ToolClose4,
-    Choice21,
-    Choice22,
+    Choice23,
+    Choice24,
     ArgsClose4,
     ArgsOpen4,
     JsonClose7,
     JsonEndMarker7,
     Json7,
     JsonStart7,
-    Space21,
+    Space23,
     LitColon13,
-    Choice23,
-    Space22,
-    Choice24,
+    Choice25,
+    Space24,
+    Choice26,
     LitQuote13,
     ToolName13,
     ToolName14,
@@ -541,22 +557,22 @@ enum St {
     LitOpenBrace5,
     ToolOpen5,
     Loop4,
-    Space23,
-    Choice25,
-    ToolClose5,
-    Choice26,
+    Space25,
     Choice27,
+    ToolClose5,
+    Choice28,
+    Choice29,
     ArgsClose5,
     ArgsOpen5,
     JsonClose8,
     JsonEndMarker8,
     Json8,
     JsonStart8,
-    Space24,
+    Space26,
     LitColon15,
-    Choice28,
-    Space25,
-    Choice29,
+    Choice30,
+    Space27,
+    Choice31,
     LitQuote15,
     ToolName15,
     ToolName16,
@@ -574,22 +590,22 @@ enum St {
     Json9,
     JsonStart9,
     Commit5,
-    Choice30,
-    Space26,
+    Choice32,
+    Space28,
     LitColon18,
-    Choice31,
-    Space27,
+    Choice33,
+    Space29,
     LitOpenBrace6,
     ToolOpen6,
     JsonClose10,
     JsonEndMarker10,
     Json10,
     JsonStart10,
-    Space28,
+    Space30,
     LitColon19,
-    Choice32,
-    Space29,
-    Choice33,
+    Choice34,
+    Space31,
+    Choice35,
     LitQuote19,
     ToolName19,
     ToolName20,
@@ -607,38 +623,38 @@ enum St {
     Json11,
     JsonStart11,
     Commit6,
-    Choice34,
-    Space30,
+    Choice36,
+    Space32,
     LitColon22,
-    Choice35,
-    Space31,
+    Choice37,
+    Space33,
     LitOpenBrace7,
     ToolOpen7,
-    Choice36,
-    Choice37,
-    Space32,
+    Choice38,
+    Choice39,
+    Space34,
     ContentText9,
     Content9,
-    Space33,
+    Space35,
     Commit7,
     Loop5,
     ContentText10,
     Content10,
-    Space34,
-    Choice38,
-    Space35,
-    Choice39,
     Space36,
-    Json12,
-    JsonStart12,
-    Space37,
     Choice40,
+    Space37,
     Choice41,
     Space38,
+    Json12,
+    JsonStart12,
+    Space39,
+    Choice42,
+    Choice43,
+    Space40,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 277] = {
-    let mut s = [State::Done; 277];
+static STATES: [State; 281] = {
+    let mut s = [State::Done; 281];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -693,7 +709,7 @@ static STATES: [State; 277] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 29, len: 2 },
+        arms: Arms { first: 31, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -721,58 +737,64 @@ static STATES: [State; 277] = {
     s[St::Space2 as usize] = State::Space {
         next: St::Content5 as u16,
     };
-    s[St::ToolClose as usize] = State::ToolClose {
-        next: St::Space2 as u16,
-    };
     s[St::Choice as usize] = State::Choice {
         arms: Arms { first: 1, len: 2 },
+    };
+    s[St::Space3 as usize] = State::Space {
+        next: St::Choice as u16,
+    };
+    s[St::ToolClose as usize] = State::ToolClose {
+        next: St::Space3 as u16,
     };
     s[St::Choice2 as usize] = State::Choice {
         arms: Arms { first: 3, len: 2 },
     };
+    s[St::Choice3 as usize] = State::Choice {
+        arms: Arms { first: 5, len: 2 },
+    };
     s[St::ArgsClose as usize] = State::ArgsClose {
-        next: St::Choice2 as u16,
+        next: St::Choice3 as u16,
     };
     s[St::ArgsOpen as usize] = State::ArgsOpen {
         next: St::ArgsClose as u16,
     };
     s[St::JsonClose as usize] = State::JsonClose {
         content: false,
-        next: St::Choice2 as u16,
+        next: St::Choice3 as u16,
     };
     s[St::JsonEndMarker as usize] = State::Choice {
-        arms: Arms { first: 5, len: 1 },
+        arms: Arms { first: 7, len: 1 },
     };
     s[St::Json as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker as u16,
-        next: St::Choice2 as u16,
+        next: St::Choice3 as u16,
     };
     s[St::JsonStart as usize] = State::JsonStart {
         python: true,
         object_only: true,
         next: St::Json as u16,
     };
-    s[St::Space3 as usize] = State::Space {
+    s[St::Space4 as usize] = State::Space {
         next: St::JsonStart as u16,
     };
     s[St::LitColon as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space3 as u16,
-    };
-    s[St::Choice3 as usize] = State::Choice {
-        arms: Arms { first: 6, len: 2 },
-    };
-    s[St::Space4 as usize] = State::Space {
-        next: St::Choice3 as u16,
+        next: St::Space4 as u16,
     };
     s[St::Choice4 as usize] = State::Choice {
         arms: Arms { first: 8, len: 2 },
     };
+    s[St::Space5 as usize] = State::Space {
+        next: St::Choice4 as u16,
+    };
+    s[St::Choice5 as usize] = State::Choice {
+        arms: Arms { first: 10, len: 2 },
+    };
     s[St::LitQuote as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice4 as u16,
+        next: St::Choice5 as u16,
     };
     s[St::ToolName as usize] = State::Name {
         kind: Kind::ToolName,
@@ -793,7 +815,7 @@ static STATES: [State; 277] = {
     };
     s[St::LitQuote3 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice2 as u16,
+        next: St::Choice3 as u16,
     };
     s[St::ToolName3 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -825,7 +847,7 @@ static STATES: [State; 277] = {
         next: St::LitComma as u16,
     };
     s[St::JsonEndMarker2 as usize] = State::Choice {
-        arms: Arms { first: 10, len: 1 },
+        arms: Arms { first: 12, len: 1 },
     };
     s[St::Json2 as usize] = State::Json {
         content: false,
@@ -841,66 +863,66 @@ static STATES: [State; 277] = {
     s[St::Commit2 as usize] = State::Commit {
         next: St::JsonStart2 as u16,
     };
-    s[St::Choice5 as usize] = State::Choice {
-        arms: Arms { first: 11, len: 2 },
-    };
-    s[St::Space5 as usize] = State::Space {
-        next: St::Choice5 as u16,
-    };
-    s[St::LitColon4 as usize] = State::SpacedLiteral {
-        text: Lit::Colon as u16,
-        next: St::Space5 as u16,
-    };
     s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 13, len: 3 },
+        arms: Arms { first: 13, len: 2 },
     };
     s[St::Space6 as usize] = State::Space {
         next: St::Choice6 as u16,
     };
+    s[St::LitColon4 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space6 as u16,
+    };
+    s[St::Choice7 as usize] = State::Choice {
+        arms: Arms { first: 15, len: 3 },
+    };
+    s[St::Space7 as usize] = State::Space {
+        next: St::Choice7 as u16,
+    };
     s[St::LitOpenBrace as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
-        next: St::Space6 as u16,
+        next: St::Space7 as u16,
     };
     s[St::ToolOpen as usize] = State::ToolOpen {
         next: St::LitOpenBrace as u16,
     };
     s[St::JsonClose3 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice2 as u16,
+        next: St::Choice3 as u16,
     };
     s[St::JsonEndMarker3 as usize] = State::Choice {
-        arms: Arms { first: 16, len: 1 },
+        arms: Arms { first: 18, len: 1 },
     };
     s[St::Json3 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker3 as u16,
-        next: St::Choice2 as u16,
+        next: St::Choice3 as u16,
     };
     s[St::JsonStart3 as usize] = State::JsonStart {
         python: false,
         object_only: true,
         next: St::Json3 as u16,
     };
-    s[St::Space7 as usize] = State::Space {
+    s[St::Space8 as usize] = State::Space {
         next: St::JsonStart3 as u16,
     };
     s[St::LitColon5 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space7 as u16,
-    };
-    s[St::Choice7 as usize] = State::Choice {
-        arms: Arms { first: 17, len: 2 },
-    };
-    s[St::Space8 as usize] = State::Space {
-        next: St::Choice7 as u16,
+        next: St::Space8 as u16,
     };
     s[St::Choice8 as usize] = State::Choice {
         arms: Arms { first: 19, len: 2 },
     };
+    s[St::Space9 as usize] = State::Space {
+        next: St::Choice8 as u16,
+    };
+    s[St::Choice9 as usize] = State::Choice {
+        arms: Arms { first: 21, len: 2 },
+    };
     s[St::LitQuote5 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::Choice8 as u16,
+        next: St::Choice9 as u16,
     };
     s[St::ToolName5 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -921,7 +943,7 @@ static STATES: [State; 277] = {
     };
     s[St::LitQuote7 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::Choice2 as u16,
+        next: St::Choice3 as u16,
     };
     s[St::ToolName7 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -953,7 +975,7 @@ static STATES: [State; 277] = {
         next: St::LitComma2 as u16,
     };
     s[St::JsonEndMarker4 as usize] = State::Choice {
-        arms: Arms { first: 21, len: 1 },
+        arms: Arms { first: 23, len: 1 },
     };
     s[St::Json4 as usize] = State::Json {
         content: false,
@@ -969,34 +991,34 @@ static STATES: [State; 277] = {
     s[St::Commit3 as usize] = State::Commit {
         next: St::JsonStart4 as u16,
     };
-    s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 22, len: 2 },
-    };
-    s[St::Space9 as usize] = State::Space {
-        next: St::Choice9 as u16,
-    };
-    s[St::LitColon8 as usize] = State::SpacedLiteral {
-        text: Lit::Colon as u16,
-        next: St::Space9 as u16,
-    };
     s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 24, len: 3 },
+        arms: Arms { first: 24, len: 2 },
     };
     s[St::Space10 as usize] = State::Space {
         next: St::Choice10 as u16,
     };
+    s[St::LitColon8 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space10 as u16,
+    };
+    s[St::Choice11 as usize] = State::Choice {
+        arms: Arms { first: 26, len: 3 },
+    };
+    s[St::Space11 as usize] = State::Space {
+        next: St::Choice11 as u16,
+    };
     s[St::LitOpenBrace2 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
-        next: St::Space10 as u16,
+        next: St::Space11 as u16,
     };
     s[St::ToolOpen2 as usize] = State::ToolOpen {
         next: St::LitOpenBrace2 as u16,
     };
-    s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 27, len: 2 },
+    s[St::Choice12 as usize] = State::Choice {
+        arms: Arms { first: 29, len: 2 },
     };
-    s[St::Space11 as usize] = State::Space {
-        next: St::Choice11 as u16,
+    s[St::Space12 as usize] = State::Space {
+        next: St::Choice12 as u16,
     };
     s[St::Commit4 as usize] = State::Commit {
         next: St::Space2 as u16,
@@ -1017,7 +1039,7 @@ static STATES: [State; 277] = {
     s[St::LoopHead3 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 94, len: 2 },
+        arms: Arms { first: 98, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -1042,20 +1064,26 @@ static STATES: [State; 277] = {
     s[St::Content8 as usize] = State::TextStart {
         next: St::ContentText8 as u16,
     };
-    s[St::Space12 as usize] = State::Space {
+    s[St::Space13 as usize] = State::Space {
         next: St::Content8 as u16,
     };
-    s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 31, len: 2 },
+    s[St::Choice13 as usize] = State::Choice {
+        arms: Arms { first: 33, len: 2 },
+    };
+    s[St::Space14 as usize] = State::Space {
+        next: St::Choice13 as u16,
+    };
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 35, len: 2 },
     };
     s[St::LitCloseBracket as usize] = State::SpacedLiteral {
         text: Lit::CloseBracket as u16,
-        next: St::Choice12 as u16,
+        next: St::Choice14 as u16,
     };
     s[St::LoopHead4 as usize] = State::LoopHead {
         repeat: 1,
         recover: true,
-        arms: Arms { first: 42, len: 1 },
+        arms: Arms { first: 46, len: 1 },
         next: St::LitCloseBracket as u16,
     };
     s[St::LoopRoundDone4 as usize] = State::RoundDone {
@@ -1065,55 +1093,55 @@ static STATES: [State; 277] = {
     s[St::ToolClose2 as usize] = State::ToolClose {
         next: St::LoopRoundDone4 as u16,
     };
-    s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 33, len: 2 },
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 37, len: 2 },
     };
-    s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 35, len: 2 },
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 39, len: 2 },
     };
     s[St::ArgsClose2 as usize] = State::ArgsClose {
-        next: St::Choice14 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::ArgsOpen2 as usize] = State::ArgsOpen {
         next: St::ArgsClose2 as u16,
     };
     s[St::JsonClose5 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice14 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::JsonEndMarker5 as usize] = State::Choice {
-        arms: Arms { first: 37, len: 1 },
+        arms: Arms { first: 41, len: 1 },
     };
     s[St::Json5 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker5 as u16,
-        next: St::Choice14 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::JsonStart5 as usize] = State::JsonStart {
         python: false,
         object_only: true,
         next: St::Json5 as u16,
     };
-    s[St::Space13 as usize] = State::Space {
+    s[St::Space15 as usize] = State::Space {
         next: St::JsonStart5 as u16,
     };
     s[St::LitColon9 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space13 as u16,
+        next: St::Space15 as u16,
     };
-    s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 38, len: 2 },
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 42, len: 2 },
     };
-    s[St::Space14 as usize] = State::Space {
-        next: St::Choice15 as u16,
+    s[St::Space16 as usize] = State::Space {
+        next: St::Choice17 as u16,
     };
-    s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 40, len: 2 },
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 44, len: 2 },
     };
     s[St::LitQuote9 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::Choice16 as u16,
+        next: St::Choice18 as u16,
     };
     s[St::ToolName9 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1143,7 +1171,7 @@ static STATES: [State; 277] = {
     s[St::ToolOpen3 as usize] = State::ToolOpen {
         next: St::LitOpenBrace3 as u16,
     };
-    s[St::Space15 as usize] = State::Space {
+    s[St::Space17 as usize] = State::Space {
         next: St::ToolOpen3 as u16,
     };
     s[St::Loop3 as usize] = State::EnterLoop {
@@ -1153,55 +1181,55 @@ static STATES: [State; 277] = {
     s[St::ToolClose3 as usize] = State::ToolClose {
         next: St::Loop3 as u16,
     };
-    s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 43, len: 2 },
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 47, len: 2 },
     };
-    s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 45, len: 2 },
+    s[St::Choice20 as usize] = State::Choice {
+        arms: Arms { first: 49, len: 2 },
     };
     s[St::ArgsClose3 as usize] = State::ArgsClose {
-        next: St::Choice18 as u16,
+        next: St::Choice20 as u16,
     };
     s[St::ArgsOpen3 as usize] = State::ArgsOpen {
         next: St::ArgsClose3 as u16,
     };
     s[St::JsonClose6 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice18 as u16,
+        next: St::Choice20 as u16,
     };
     s[St::JsonEndMarker6 as usize] = State::Choice {
-        arms: Arms { first: 47, len: 1 },
+        arms: Arms { first: 51, len: 1 },
     };
     s[St::Json6 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker6 as u16,
-        next: St::Choice18 as u16,
+        next: St::Choice20 as u16,
     };
     s[St::JsonStart6 as usize] = State::JsonStart {
         python: false,
         object_only: true,
         next: St::Json6 as u16,
     };
-    s[St::Space16 as usize] = State::Space {
+    s[St::Space18 as usize] = State::Space {
         next: St::JsonStart6 as u16,
     };
     s[St::LitColon11 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space16 as u16,
+        next: St::Space18 as u16,
     };
-    s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 48, len: 2 },
+    s[St::Choice21 as usize] = State::Choice {
+        arms: Arms { first: 52, len: 2 },
     };
-    s[St::Space17 as usize] = State::Space {
-        next: St::Choice19 as u16,
+    s[St::Space19 as usize] = State::Space {
+        next: St::Choice21 as u16,
     };
-    s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 50, len: 2 },
+    s[St::Choice22 as usize] = State::Choice {
+        arms: Arms { first: 54, len: 2 },
     };
     s[St::LitQuote11 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::Choice20 as u16,
+        next: St::Choice22 as u16,
     };
     s[St::ToolName11 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1231,81 +1259,81 @@ static STATES: [State; 277] = {
     s[St::ToolOpen4 as usize] = State::ToolOpen {
         next: St::LitOpenBrace4 as u16,
     };
-    s[St::Space18 as usize] = State::Space {
+    s[St::Space20 as usize] = State::Space {
         next: St::ToolOpen4 as u16,
     };
     s[St::LitOpenBracket as usize] = State::Literal {
         text: Lit::OpenBracket as u16,
-        next: St::Space18 as u16,
+        next: St::Space20 as u16,
     };
-    s[St::Space19 as usize] = State::Space {
-        next: St::Content8 as u16,
+    s[St::Space21 as usize] = State::Space {
+        next: St::Choice13 as u16,
     };
     s[St::LoopHead5 as usize] = State::LoopHead {
         repeat: 2,
         recover: true,
-        arms: Arms { first: 61, len: 1 },
-        next: St::Space19 as u16,
+        arms: Arms { first: 65, len: 1 },
+        next: St::Space21 as u16,
     };
     s[St::LoopRoundDone5 as usize] = State::RoundDone {
         recover: true,
         head: St::LoopHead5 as u16,
     };
-    s[St::Space20 as usize] = State::Space {
+    s[St::Space22 as usize] = State::Space {
         next: St::LoopRoundDone5 as u16,
     };
     s[St::ToolClose4 as usize] = State::ToolClose {
-        next: St::Space20 as u16,
+        next: St::Space22 as u16,
     };
-    s[St::Choice21 as usize] = State::Choice {
-        arms: Arms { first: 52, len: 2 },
+    s[St::Choice23 as usize] = State::Choice {
+        arms: Arms { first: 56, len: 2 },
     };
-    s[St::Choice22 as usize] = State::Choice {
-        arms: Arms { first: 54, len: 2 },
+    s[St::Choice24 as usize] = State::Choice {
+        arms: Arms { first: 58, len: 2 },
     };
     s[St::ArgsClose4 as usize] = State::ArgsClose {
-        next: St::Choice22 as u16,
+        next: St::Choice24 as u16,
     };
     s[St::ArgsOpen4 as usize] = State::ArgsOpen {
         next: St::ArgsClose4 as u16,
     };
     s[St::JsonClose7 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice22 as u16,
+        next: St::Choice24 as u16,
     };
     s[St::JsonEndMarker7 as usize] = State::Choice {
-        arms: Arms { first: 56, len: 1 },
+        arms: Arms { first: 60, len: 1 },
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker7 as u16,
-        next: St::Choice22 as u16,
+        next: St::Choice24 as u16,
     };
     s[St::JsonStart7 as usize] = State::JsonStart {
         python: false,
         object_only: true,
         next: St::Json7 as u16,
     };
-    s[St::Space21 as usize] = State::Space {
+    s[St::Space23 as usize] = State::Space {
         next: St::JsonStart7 as u16,
     };
     s[St::LitColon13 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space21 as u16,
+        next: St::Space23 as u16,
     };
-    s[St::Choice23 as usize] = State::Choice {
-        arms: Arms { first: 57, len: 2 },
+    s[St::Choice25 as usize] = State::Choice {
+        arms: Arms { first: 61, len: 2 },
     };
-    s[St::Space22 as usize] = State::Space {
-        next: St::Choice23 as u16,
+    s[St::Space24 as usize] = State::Space {
+        next: St::Choice25 as u16,
     };
-    s[St::Choice24 as usize] = State::Choice {
-        arms: Arms { first: 59, len: 2 },
+    s[St::Choice26 as usize] = State::Choice {
+        arms: Arms { first: 63, len: 2 },
     };
     s[St::LitQuote13 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::Choice24 as u16,
+        next: St::Choice26 as u16,
     };
     s[St::ToolName13 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1339,64 +1367,64 @@ static STATES: [State; 277] = {
         repeat: 2,
         head: St::LoopHead5 as u16,
     };
-    s[St::Space23 as usize] = State::Space {
+    s[St::Space25 as usize] = State::Space {
         next: St::Loop4 as u16,
-    };
-    s[St::Choice25 as usize] = State::Choice {
-        arms: Arms { first: 62, len: 2 },
-    };
-    s[St::ToolClose5 as usize] = State::ToolClose {
-        next: St::Choice25 as u16,
-    };
-    s[St::Choice26 as usize] = State::Choice {
-        arms: Arms { first: 64, len: 2 },
     };
     s[St::Choice27 as usize] = State::Choice {
         arms: Arms { first: 66, len: 2 },
     };
-    s[St::ArgsClose5 as usize] = State::ArgsClose {
+    s[St::ToolClose5 as usize] = State::ToolClose {
         next: St::Choice27 as u16,
+    };
+    s[St::Choice28 as usize] = State::Choice {
+        arms: Arms { first: 68, len: 2 },
+    };
+    s[St::Choice29 as usize] = State::Choice {
+        arms: Arms { first: 70, len: 2 },
+    };
+    s[St::ArgsClose5 as usize] = State::ArgsClose {
+        next: St::Choice29 as u16,
     };
     s[St::ArgsOpen5 as usize] = State::ArgsOpen {
         next: St::ArgsClose5 as u16,
     };
     s[St::JsonClose8 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice27 as u16,
+        next: St::Choice29 as u16,
     };
     s[St::JsonEndMarker8 as usize] = State::Choice {
-        arms: Arms { first: 68, len: 1 },
+        arms: Arms { first: 72, len: 1 },
     };
     s[St::Json8 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker8 as u16,
-        next: St::Choice27 as u16,
+        next: St::Choice29 as u16,
     };
     s[St::JsonStart8 as usize] = State::JsonStart {
         python: true,
         object_only: true,
         next: St::Json8 as u16,
     };
-    s[St::Space24 as usize] = State::Space {
+    s[St::Space26 as usize] = State::Space {
         next: St::JsonStart8 as u16,
     };
     s[St::LitColon15 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space24 as u16,
+        next: St::Space26 as u16,
     };
-    s[St::Choice28 as usize] = State::Choice {
-        arms: Arms { first: 69, len: 2 },
+    s[St::Choice30 as usize] = State::Choice {
+        arms: Arms { first: 73, len: 2 },
     };
-    s[St::Space25 as usize] = State::Space {
-        next: St::Choice28 as u16,
+    s[St::Space27 as usize] = State::Space {
+        next: St::Choice30 as u16,
     };
-    s[St::Choice29 as usize] = State::Choice {
-        arms: Arms { first: 71, len: 2 },
+    s[St::Choice31 as usize] = State::Choice {
+        arms: Arms { first: 75, len: 2 },
     };
     s[St::LitQuote15 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice29 as u16,
+        next: St::Choice31 as u16,
     };
     s[St::ToolName15 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1417,7 +1445,7 @@ static STATES: [State; 277] = {
     };
     s[St::LitQuote17 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice27 as u16,
+        next: St::Choice29 as u16,
     };
     s[St::ToolName17 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1449,7 +1477,7 @@ static STATES: [State; 277] = {
         next: St::LitComma3 as u16,
     };
     s[St::JsonEndMarker9 as usize] = State::Choice {
-        arms: Arms { first: 73, len: 1 },
+        arms: Arms { first: 77, len: 1 },
     };
     s[St::Json9 as usize] = State::Json {
         content: false,
@@ -1465,66 +1493,66 @@ static STATES: [State; 277] = {
     s[St::Commit5 as usize] = State::Commit {
         next: St::JsonStart9 as u16,
     };
-    s[St::Choice30 as usize] = State::Choice {
-        arms: Arms { first: 74, len: 2 },
+    s[St::Choice32 as usize] = State::Choice {
+        arms: Arms { first: 78, len: 2 },
     };
-    s[St::Space26 as usize] = State::Space {
-        next: St::Choice30 as u16,
+    s[St::Space28 as usize] = State::Space {
+        next: St::Choice32 as u16,
     };
     s[St::LitColon18 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space26 as u16,
+        next: St::Space28 as u16,
     };
-    s[St::Choice31 as usize] = State::Choice {
-        arms: Arms { first: 76, len: 3 },
+    s[St::Choice33 as usize] = State::Choice {
+        arms: Arms { first: 80, len: 3 },
     };
-    s[St::Space27 as usize] = State::Space {
-        next: St::Choice31 as u16,
+    s[St::Space29 as usize] = State::Space {
+        next: St::Choice33 as u16,
     };
     s[St::LitOpenBrace6 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
-        next: St::Space27 as u16,
+        next: St::Space29 as u16,
     };
     s[St::ToolOpen6 as usize] = State::ToolOpen {
         next: St::LitOpenBrace6 as u16,
     };
     s[St::JsonClose10 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice27 as u16,
+        next: St::Choice29 as u16,
     };
     s[St::JsonEndMarker10 as usize] = State::Choice {
-        arms: Arms { first: 79, len: 1 },
+        arms: Arms { first: 83, len: 1 },
     };
     s[St::Json10 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker10 as u16,
-        next: St::Choice27 as u16,
+        next: St::Choice29 as u16,
     };
     s[St::JsonStart10 as usize] = State::JsonStart {
         python: false,
         object_only: true,
         next: St::Json10 as u16,
     };
-    s[St::Space28 as usize] = State::Space {
+    s[St::Space30 as usize] = State::Space {
         next: St::JsonStart10 as u16,
     };
     s[St::LitColon19 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space28 as u16,
+        next: St::Space30 as u16,
     };
-    s[St::Choice32 as usize] = State::Choice {
-        arms: Arms { first: 80, len: 2 },
+    s[St::Choice34 as usize] = State::Choice {
+        arms: Arms { first: 84, len: 2 },
     };
-    s[St::Space29 as usize] = State::Space {
-        next: St::Choice32 as u16,
+    s[St::Space31 as usize] = State::Space {
+        next: St::Choice34 as u16,
     };
-    s[St::Choice33 as usize] = State::Choice {
-        arms: Arms { first: 82, len: 2 },
+    s[St::Choice35 as usize] = State::Choice {
+        arms: Arms { first: 86, len: 2 },
     };
     s[St::LitQuote19 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::Choice33 as u16,
+        next: St::Choice35 as u16,
     };
     s[St::ToolName19 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1545,7 +1573,7 @@ static STATES: [State; 277] = {
     };
     s[St::LitQuote21 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
-        next: St::Choice27 as u16,
+        next: St::Choice29 as u16,
     };
     s[St::ToolName21 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1577,7 +1605,7 @@ static STATES: [State; 277] = {
         next: St::LitComma4 as u16,
     };
     s[St::JsonEndMarker11 as usize] = State::Choice {
-        arms: Arms { first: 84, len: 1 },
+        arms: Arms { first: 88, len: 1 },
     };
     s[St::Json11 as usize] = State::Json {
         content: false,
@@ -1593,37 +1621,37 @@ static STATES: [State; 277] = {
     s[St::Commit6 as usize] = State::Commit {
         next: St::JsonStart11 as u16,
     };
-    s[St::Choice34 as usize] = State::Choice {
-        arms: Arms { first: 85, len: 2 },
+    s[St::Choice36 as usize] = State::Choice {
+        arms: Arms { first: 89, len: 2 },
     };
-    s[St::Space30 as usize] = State::Space {
-        next: St::Choice34 as u16,
+    s[St::Space32 as usize] = State::Space {
+        next: St::Choice36 as u16,
     };
     s[St::LitColon22 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space30 as u16,
+        next: St::Space32 as u16,
     };
-    s[St::Choice35 as usize] = State::Choice {
-        arms: Arms { first: 87, len: 3 },
+    s[St::Choice37 as usize] = State::Choice {
+        arms: Arms { first: 91, len: 3 },
     };
-    s[St::Space31 as usize] = State::Space {
-        next: St::Choice35 as u16,
+    s[St::Space33 as usize] = State::Space {
+        next: St::Choice37 as u16,
     };
     s[St::LitOpenBrace7 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
-        next: St::Space31 as u16,
+        next: St::Space33 as u16,
     };
     s[St::ToolOpen7 as usize] = State::ToolOpen {
         next: St::LitOpenBrace7 as u16,
     };
-    s[St::Choice36 as usize] = State::Choice {
-        arms: Arms { first: 90, len: 2 },
+    s[St::Choice38 as usize] = State::Choice {
+        arms: Arms { first: 94, len: 2 },
     };
-    s[St::Choice37 as usize] = State::Choice {
-        arms: Arms { first: 92, len: 2 },
+    s[St::Choice39 as usize] = State::Choice {
+        arms: Arms { first: 96, len: 2 },
     };
-    s[St::Space32 as usize] = State::Space {
-        next: St::Choice37 as u16,
+    s[St::Space34 as usize] = State::Space {
+        next: St::Choice39 as u16,
     };
     s[St::ContentText9 as usize] = State::Text {
         kind: Kind::Content,
@@ -1634,11 +1662,11 @@ static STATES: [State; 277] = {
     s[St::Content9 as usize] = State::TextStart {
         next: St::ContentText9 as u16,
     };
-    s[St::Space33 as usize] = State::Space {
+    s[St::Space35 as usize] = State::Space {
         next: St::Content9 as u16,
     };
     s[St::Commit7 as usize] = State::Commit {
-        next: St::Space33 as u16,
+        next: St::Space35 as u16,
     };
     s[St::Loop5 as usize] = State::EnterLoop {
         repeat: 0,
@@ -1653,43 +1681,43 @@ static STATES: [State; 277] = {
     s[St::Content10 as usize] = State::TextStart {
         next: St::ContentText10 as u16,
     };
-    s[St::Space34 as usize] = State::Space {
-        next: St::EndOfOutput as u16,
-    };
-    s[St::Choice38 as usize] = State::Choice {
-        arms: Arms { first: 96, len: 2 },
-    };
-    s[St::Space35 as usize] = State::Space {
-        next: St::Choice38 as u16,
-    };
-    s[St::Choice39 as usize] = State::Choice {
-        arms: Arms { first: 98, len: 2 },
-    };
     s[St::Space36 as usize] = State::Space {
-        next: St::Choice39 as u16,
-    };
-    s[St::Json12 as usize] = State::Json {
-        content: true,
-        marker: Lit::Empty as u16,
-        open_end: NONE,
-        next: St::Space36 as u16,
-    };
-    s[St::JsonStart12 as usize] = State::JsonStart {
-        python: false,
-        object_only: false,
-        next: St::Json12 as u16,
-    };
-    s[St::Space37 as usize] = State::Space {
-        next: St::JsonStart12 as u16,
+        next: St::EndOfOutput as u16,
     };
     s[St::Choice40 as usize] = State::Choice {
         arms: Arms { first: 100, len: 2 },
+    };
+    s[St::Space37 as usize] = State::Space {
+        next: St::Choice40 as u16,
     };
     s[St::Choice41 as usize] = State::Choice {
         arms: Arms { first: 102, len: 2 },
     };
     s[St::Space38 as usize] = State::Space {
         next: St::Choice41 as u16,
+    };
+    s[St::Json12 as usize] = State::Json {
+        content: true,
+        marker: Lit::Empty as u16,
+        open_end: NONE,
+        next: St::Space38 as u16,
+    };
+    s[St::JsonStart12 as usize] = State::JsonStart {
+        python: false,
+        object_only: false,
+        next: St::Json12 as u16,
+    };
+    s[St::Space39 as usize] = State::Space {
+        next: St::JsonStart12 as u16,
+    };
+    s[St::Choice42 as usize] = State::Choice {
+        arms: Arms { first: 104, len: 2 },
+    };
+    s[St::Choice43 as usize] = State::Choice {
+        arms: Arms { first: 106, len: 2 },
+    };
+    s[St::Space40 as usize] = State::Space {
+        next: St::Choice43 as u16,
     };
     s
 };
@@ -1748,80 +1776,85 @@ static LITERALS: [&str; 22] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 104] = [
+static ARMS: [Arm; 108] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
         limit: None,
     },
     Arm {
-        guard: 3,
+        guard: 1,
+        to: St::Space2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 2,
+        to: St::Content5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 5,
         to: St::ToolClose as u16,
         limit: None,
     },
     Arm {
-        guard: 4,
+        guard: 2,
         to: St::ToolClose as u16,
         limit: None,
     },
     Arm {
-        guard: 7,
-        to: St::Choice as u16,
+        guard: 8,
+        to: St::Choice2 as u16,
         limit: None,
     },
     Arm {
-        guard: 8,
-        to: St::Choice as u16,
+        guard: 9,
+        to: St::Choice2 as u16,
         limit: None,
     },
     Arm {
-        guard: 8,
+        guard: 9,
         to: St::JsonClose as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
-        to: St::LitColon as u16,
-        limit: None,
-    },
-    Arm {
         guard: 11,
         to: St::LitColon as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 12,
+        to: St::LitColon as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 10,
         to: St::ArgsOpen as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 14,
-        to: St::Space4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::JsonClose2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 17,
-        to: St::Commit2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 22,
-        to: St::Commit2 as u16,
         limit: None,
     },
     Arm {
         guard: 15,
-        to: St::LitColon2 as u16,
+        to: St::Space5 as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
-        to: St::LitColon4 as u16,
+        guard: 9,
+        to: St::JsonClose2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
+        to: St::Commit2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::Commit2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 16,
+        to: St::LitColon2 as u16,
         limit: None,
     },
     Arm {
@@ -1830,53 +1863,53 @@ static ARMS: [Arm; 104] = [
         limit: None,
     },
     Arm {
-        guard: 8,
-        to: St::JsonClose3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 25,
-        to: St::LitColon5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 26,
-        to: St::LitColon5 as u16,
+        guard: 12,
+        to: St::LitColon4 as u16,
         limit: None,
     },
     Arm {
         guard: 9,
-        to: St::ArgsOpen as u16,
+        to: St::JsonClose3 as u16,
         limit: None,
     },
     Arm {
-        guard: 14,
-        to: St::Space8 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::JsonClose4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 17,
-        to: St::Commit3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 22,
-        to: St::Commit3 as u16,
+        guard: 26,
+        to: St::LitColon5 as u16,
         limit: None,
     },
     Arm {
         guard: 27,
-        to: St::LitColon6 as u16,
+        to: St::LitColon5 as u16,
         limit: None,
     },
     Arm {
-        guard: 25,
-        to: St::LitColon8 as u16,
+        guard: 10,
+        to: St::ArgsOpen as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 15,
+        to: St::Space9 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::JsonClose4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 28,
+        to: St::LitColon6 as u16,
         limit: None,
     },
     Arm {
@@ -1885,18 +1918,23 @@ static ARMS: [Arm; 104] = [
         limit: None,
     },
     Arm {
-        guard: 24,
+        guard: 27,
+        to: St::LitColon8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 25,
         to: St::ToolOpen as u16,
         limit: None,
     },
     Arm {
-        guard: 4,
+        guard: 2,
         to: St::ToolOpen2 as u16,
         limit: None,
     },
     Arm {
-        guard: 28,
-        to: St::Space11 as u16,
+        guard: 29,
+        to: St::Space12 as u16,
         limit: Some(1u8),
     },
     Arm {
@@ -1905,293 +1943,298 @@ static ARMS: [Arm; 104] = [
         limit: None,
     },
     Arm {
-        guard: 3,
-        to: St::Space12 as u16,
+        guard: 1,
+        to: St::Space13 as u16,
         limit: None,
     },
     Arm {
-        guard: 4,
-        to: St::Space12 as u16,
+        guard: 2,
+        to: St::Content8 as u16,
         limit: None,
     },
     Arm {
-        guard: 3,
-        to: St::ToolClose2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::ToolClose2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 7,
-        to: St::Choice13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::Choice13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::JsonClose5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 25,
-        to: St::LitColon9 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 26,
-        to: St::LitColon9 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 9,
-        to: St::ArgsOpen2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 14,
+        guard: 5,
         to: St::Space14 as u16,
         limit: None,
     },
     Arm {
-        guard: 14,
-        to: St::Space15 as u16,
+        guard: 2,
+        to: St::Space14 as u16,
         limit: None,
     },
     Arm {
-        guard: 3,
-        to: St::ToolClose3 as u16,
+        guard: 5,
+        to: St::ToolClose2 as u16,
         limit: None,
     },
     Arm {
-        guard: 4,
-        to: St::ToolClose3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 7,
-        to: St::Choice17 as u16,
+        guard: 2,
+        to: St::ToolClose2 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice17 as u16,
+        to: St::Choice15 as u16,
         limit: None,
     },
     Arm {
-        guard: 8,
-        to: St::JsonClose6 as u16,
+        guard: 9,
+        to: St::Choice15 as u16,
         limit: None,
     },
     Arm {
-        guard: 25,
-        to: St::LitColon11 as u16,
+        guard: 9,
+        to: St::JsonClose5 as u16,
         limit: None,
     },
     Arm {
         guard: 26,
-        to: St::LitColon11 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 9,
-        to: St::ArgsOpen3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 14,
-        to: St::Space17 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 3,
-        to: St::ToolClose4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::ToolClose4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 7,
-        to: St::Choice21 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::Choice21 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::JsonClose7 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 25,
-        to: St::LitColon13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 26,
-        to: St::LitColon13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 9,
-        to: St::ArgsOpen4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 14,
-        to: St::Space22 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 35,
-        to: St::ToolOpen5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 39,
-        to: St::Space23 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::Space19 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 3,
-        to: St::ToolClose5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::ToolClose5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 7,
-        to: St::Choice26 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::Choice26 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::JsonClose8 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 10,
-        to: St::LitColon15 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 11,
-        to: St::LitColon15 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 9,
-        to: St::ArgsOpen5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 14,
-        to: St::Space25 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::JsonClose9 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 17,
-        to: St::Commit5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 22,
-        to: St::Commit5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 15,
-        to: St::LitColon16 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 10,
-        to: St::LitColon18 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 11,
-        to: St::LitColon18 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::JsonClose10 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 25,
-        to: St::LitColon19 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 26,
-        to: St::LitColon19 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 9,
-        to: St::ArgsOpen5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 14,
-        to: St::Space29 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::JsonClose11 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 17,
-        to: St::Commit6 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 22,
-        to: St::Commit6 as u16,
+        to: St::LitColon9 as u16,
         limit: None,
     },
     Arm {
         guard: 27,
-        to: St::LitColon20 as u16,
+        to: St::LitColon9 as u16,
         limit: None,
     },
     Arm {
-        guard: 25,
-        to: St::LitColon22 as u16,
+        guard: 10,
+        to: St::ArgsOpen2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 15,
+        to: St::Space16 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 15,
+        to: St::Space17 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 5,
+        to: St::ToolClose3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 2,
+        to: St::ToolClose3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::Choice19 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::Choice19 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::JsonClose6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 26,
+        to: St::LitColon11 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 27,
+        to: St::LitColon11 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 10,
+        to: St::ArgsOpen3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 15,
+        to: St::Space19 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 5,
+        to: St::ToolClose4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 2,
+        to: St::ToolClose4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::Choice23 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::Choice23 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::JsonClose7 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 26,
+        to: St::LitColon13 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 27,
+        to: St::LitColon13 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 10,
+        to: St::ArgsOpen4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 15,
+        to: St::Space24 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 36,
+        to: St::ToolOpen5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 40,
+        to: St::Space25 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 2,
+        to: St::Space21 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 5,
+        to: St::ToolClose5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 2,
+        to: St::ToolClose5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 8,
+        to: St::Choice28 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::Choice28 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::JsonClose8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 11,
+        to: St::LitColon15 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 12,
+        to: St::LitColon15 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 10,
+        to: St::ArgsOpen5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 15,
+        to: St::Space27 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::JsonClose9 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
+        to: St::Commit5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::Commit5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 16,
+        to: St::LitColon16 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 11,
+        to: St::LitColon18 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 12,
+        to: St::LitColon18 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::JsonClose10 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 26,
+        to: St::LitColon19 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 27,
+        to: St::LitColon19 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 10,
+        to: St::ArgsOpen5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 15,
+        to: St::Space31 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 9,
+        to: St::JsonClose11 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 18,
+        to: St::Commit6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 23,
+        to: St::Commit6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 28,
+        to: St::LitColon20 as u16,
         limit: None,
     },
     Arm {
@@ -2200,28 +2243,33 @@ static ARMS: [Arm; 104] = [
         limit: None,
     },
     Arm {
-        guard: 24,
+        guard: 27,
+        to: St::LitColon22 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 25,
         to: St::ToolOpen6 as u16,
         limit: None,
     },
     Arm {
-        guard: 4,
+        guard: 2,
         to: St::ToolOpen7 as u16,
         limit: None,
     },
     Arm {
-        guard: 33,
+        guard: 34,
         to: St::LitOpenBracket as u16,
         limit: None,
     },
     Arm {
-        guard: 4,
-        to: St::Choice36 as u16,
+        guard: 2,
+        to: St::Choice38 as u16,
         limit: None,
     },
     Arm {
-        guard: 28,
-        to: St::Space32 as u16,
+        guard: 29,
+        to: St::Space34 as u16,
         limit: None,
     },
     Arm {
@@ -2231,22 +2279,12 @@ static ARMS: [Arm; 104] = [
     },
     Arm {
         guard: 0,
-        to: St::Space34 as u16,
+        to: St::Space36 as u16,
         limit: None,
     },
     Arm {
-        guard: 4,
+        guard: 2,
         to: St::EndOfOutput as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 40,
-        to: St::Space35 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::Choice38 as u16,
         limit: None,
     },
     Arm {
@@ -2255,48 +2293,59 @@ static ARMS: [Arm; 104] = [
         limit: None,
     },
     Arm {
-        guard: 4,
-        to: St::Space37 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 40,
+        guard: 2,
         to: St::Choice40 as u16,
         limit: None,
     },
     Arm {
-        guard: 4,
+        guard: 42,
+        to: St::Space39 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 2,
+        to: St::Space39 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 41,
+        to: St::Choice42 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 2,
         to: St::JsonStart12 as u16,
         limit: None,
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 42] = [
+static GUARDS: [Guard; 43] = [
     Guard::Lit(Lit::ImEnd as u16),
-    Guard::Space,
     Guard::Lit(Lit::CloseToolCall as u16),
-    Guard::Seq { first: 1, len: 2 },
     Guard::Empty,
     Guard::Space,
+    Guard::Lit(Lit::CloseToolCall as u16),
+    Guard::Seq { first: 3, len: 2 },
+    Guard::Space,
     Guard::Lit(Lit::CloseBrace as u16),
-    Guard::Seq { first: 5, len: 2 },
-    Guard::Peek(3),
-    Guard::Peek(7),
+    Guard::Seq { first: 6, len: 2 },
+    Guard::Peek(5),
+    Guard::Peek(8),
     Guard::Lit(Lit::Arguments as u16),
     Guard::Lit(Lit::Parameters as u16),
     Guard::Space,
     Guard::Lit(Lit::Comma as u16),
-    Guard::Seq { first: 12, len: 2 },
+    Guard::Seq { first: 13, len: 2 },
     Guard::Lit(Lit::Name as u16),
     Guard::Lit(Lit::OpenBrace as u16),
-    Guard::Peek(16),
+    Guard::Peek(17),
     Guard::Lit(Lit::Quote2 as u16),
     Guard::Space,
     Guard::Lit(Lit::OpenBrace as u16),
-    Guard::Seq { first: 18, len: 3 },
-    Guard::Peek(21),
+    Guard::Seq { first: 19, len: 3 },
+    Guard::Peek(22),
     Guard::Lit(Lit::OpenBraceQuote as u16),
-    Guard::Peek(23),
+    Guard::Peek(24),
     Guard::Lit(Lit::Arguments2 as u16),
     Guard::Lit(Lit::Parameters2 as u16),
     Guard::Lit(Lit::Name2 as u16),
@@ -2304,14 +2353,14 @@ static GUARDS: [Guard; 42] = [
     Guard::Lit(Lit::OpenBracket as u16),
     Guard::Space,
     Guard::Lit(Lit::Name3 as u16),
-    Guard::Seq { first: 29, len: 3 },
-    Guard::Peek(32),
+    Guard::Seq { first: 30, len: 3 },
+    Guard::Peek(33),
     Guard::Lit(Lit::Name3 as u16),
-    Guard::Peek(34),
+    Guard::Peek(35),
     Guard::Space,
-    Guard::Peek(34),
-    Guard::Seq { first: 36, len: 2 },
-    Guard::Peek(38),
+    Guard::Peek(35),
+    Guard::Seq { first: 37, len: 2 },
+    Guard::Peek(39),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
     Guard::Lit(Lit::Json as u16),
 ];

@@ -807,7 +807,16 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         } else {
             own
         };
-        return (per_call_start.to_string(), Node::lit(per_call_start), Node::seq(vec![Node::Space, body]));
+        // The wrapper's closer written twice after JSON call objects
+        // (`</tool_call>\n</tool_call>`): the second is markup too
+        // (sglang's Hermes detector drops a stray one from the text).
+        let end = f.per_call_end.trim();
+        let again = if is_tag(end) && json_object_calls(spec) {
+            Node::Choice(vec![Alt::lenient(Node::lit(end), Node::Space), Alt { guard: Node::Empty, body: Node::Empty }])
+        } else {
+            Node::Empty
+        };
+        return (per_call_start.to_string(), Node::lit(per_call_start), Node::seq(vec![Node::Space, body, again]));
     }
     // No markers at all: the call itself is the trigger.
     if json {
