@@ -22,7 +22,7 @@
 //! assert_eq!(tally.text_bytes, "中文 text".len());
 //! ```
 
-use chat_parser_runtime::__private::Word;
+use chat_parser_runtime::__private::{whole_word, Word};
 use chat_parser_runtime::utf8::{Utf8Carry, Utf8State, REPLACEMENT};
 use chat_parser_runtime::{Event, Sink};
 
@@ -68,17 +68,11 @@ impl Passthrough {
             state = state.step(rest as u8);
             rest >>= 8;
         }
-        if state.failed() {
-            return self.feed_long(bytes, sink);
-        }
         let joined = self.carry | w.bits << (8 * self.len);
-        // Whole up to the last character's first byte (the last byte that
-        // is not a continuation byte, 10xxxxxx), unless that one is whole.
-        let whole = if state.at_boundary() {
-            total
-        } else {
-            let starts = !(joined & !(joined << 1)) & HIGH >> (64 - 8 * total);
-            (63 - starts.leading_zeros() as usize) / 8
+        // Whole up to the last character's first byte, unless that one is
+        // whole (the runtime's own test, as the parsers make it).
+        let Some(whole) = whole_word(state, Word { bits: joined, len: total }) else {
+            return self.feed_long(bytes, sink);
         };
         if whole > 0 {
             let text = joined.to_le_bytes();

@@ -190,7 +190,7 @@ impl Input<[u8]> {
             let joined = bits.to_le_bytes();
             // (Invalid UTF-8, or text no fast path takes, is the machine's:
             // `feed_joined` would join and try the same again.)
-            let Some(end) = whole_word(state, bits, total) else { return false };
+            let Some(end) = whole_word(state, Word { bits, len: total }) else { return false };
             // SAFETY: the state machine found `joined[..end]` whole
             // characters of valid UTF-8.
             let s = unsafe { core::str::from_utf8_unchecked(&joined[..end]) };

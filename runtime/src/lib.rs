@@ -90,6 +90,7 @@ pub mod __private {
     pub use memchr;
     pub use crate::holdback::{find_first, partial_suffix_len, HoldBuf};
     pub use crate::json::{JsonScanner, Scan, MAX_DEPTH};
+    pub use crate::utf8::whole_word;
     pub use crate::pack::packed_len;
     pub use crate::utf8::{ascii_str, Lossy, Utf8Carry, Utf8Split, REPLACEMENT};
     pub use crate::block::{block_at, json_specials, non_ascii, utf8_text, BLOCK};

@@ -10,6 +10,8 @@
 
 use core::str;
 
+use crate::word::Word;
+
 /// How much of `bytes` is whole characters, when all of it is valid UTF-8
 /// except a last character cut off at the end (which the next bytes can
 /// still complete); `None` when it holds invalid UTF-8. The streaming fast
@@ -43,24 +45,24 @@ pub(crate) fn whole_prefix(state: Utf8State, bytes: &[u8]) -> Option<usize> {
     }
 }
 
-/// [`whole_prefix`] of the first `len` bytes of `bits` (a little-endian
-/// word): where the last character starts when `state` is inside one (the
-/// last byte that is not a continuation byte, `10xxxxxx`), found in the
-/// word at once.
+/// [`whole_prefix`] of the bytes of `word`: where the last character
+/// starts when `state` is inside one (the last byte that is not a
+/// continuation byte, `10xxxxxx`), found in the word at once.
+/// (For the parsers' streaming path and the benchmark's floor:
+/// `__private`.)
+#[doc(hidden)]
 #[inline(always)]
-pub(crate) fn whole_word(state: Utf8State, bits: u64, len: usize) -> Option<usize> {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
+pub fn whole_word(state: Utf8State, word: Word) -> Option<usize> {
     if state.at_boundary() {
-        Some(len)
+        Some(word.len)
     } else if state.failed() {
         None
     } else {
         // Bit 7 of each byte: set where bit 7 is and bit 6 is not.
-        let continuation = bits & !(bits << 1);
-        let starts = !continuation & HIGH.checked_shr(64 - 8 * len.min(8) as u32).unwrap_or(0);
-        match starts {
+        let continuation = word.bits & !(word.bits << 1);
+        match !continuation & word.lanes() {
             0 => None,
-            s => Some((63 - s.leading_zeros() as usize) / 8),
+            starts => Some((63 - starts.leading_zeros() as usize) / 8),
         }
     }
 }
@@ -277,7 +279,7 @@ impl Utf8Carry {
     /// Whether no bytes are carried.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.meta >> 6 == 0
+        self.len() == 0
     }
 
     /// The carried bytes as a little-endian word (zero past them), how
@@ -653,7 +655,7 @@ mod tests {
             let cut = (state >> 40) as usize % (len + 1);
             let on = Utf8State::read_word(bits, cut).then_word(bits.checked_shr(8 * cut as u32).unwrap_or(0), len - cut);
             assert_eq!(on.0 & 63, by_slice.0 & 63, "{:x?} cut at {cut}", &bytes[..len]);
-            assert_eq!(whole_word(by_word, bits, len), complete_prefix(&bytes[..len]), "{:x?}", &bytes[..len]);
+            assert_eq!(whole_word(by_word, Word { bits, len }), complete_prefix(&bytes[..len]), "{:x?}", &bytes[..len]);
             if let Some(end) = complete_prefix(&bytes[..len]) {
                 let (mut a, mut b) = (Utf8Carry::new(), Utf8Carry::new());
                 a.set_word(bits.checked_shr(8 * end as u32).unwrap_or(0) as u32, len - end, by_word);

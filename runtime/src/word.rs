@@ -66,7 +66,7 @@ impl Word {
 
     /// The high bit of each lane that holds a byte of the chunk.
     #[inline(always)]
-    fn lanes(self) -> u64 {
+    pub(crate) fn lanes(self) -> u64 {
         // (No chunk, no lanes: a shift by 64 is none.)
         HIGH.checked_shr(64 - 8 * self.len.min(8) as u32).unwrap_or(0)
     }
