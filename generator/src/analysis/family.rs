@@ -316,7 +316,14 @@ pub fn describe(family: &str, source: &str, spec: &mut FormatSpec, r: &mut Rende
             spec.reasoning.ended_by_calls = true;
             singular_section(spec);
         }
-        "Gemma4" => gemma_layout(spec),
+        // Gemma 4 also calls tools from inside its thought channel without
+        // closing it (`<|channel>thought\n…<|tool_call>call:…`, which no
+        // render shows; vLLM's Gemma 4 reasoning parser ends the reasoning
+        // at the call token): the call ends the reasoning.
+        "Gemma4" => {
+            gemma_layout(spec);
+            spec.reasoning.ended_by_calls = spec.reasoning.mode != crate::spec::ReasoningMode::None;
+        }
         "MiroThinker" => mcp_calls(spec, source),
         _ => {}
     }

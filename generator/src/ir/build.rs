@@ -528,9 +528,12 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
         limits.push(None);
     }
     if spec.reasoning.interleaved && extract && !start.is_empty() && !end.is_empty() {
-        // Thinking again after content; a lone end marker is markup.
+        // Thinking again after content; a lone end marker is markup. A
+        // call ends this block too where calls end the first one.
+        let mut ends = vec![end.to_string()];
+        ends.extend(reasoning_ends.iter().filter(|e| call_openers.iter().any(|o| e.trim() == o.trim())).cloned());
         stops.push(start.to_string());
-        alts.push(Alt { guard: Node::lit(start), body: Node::seq(vec![Node::Mark(Mark::Commit), reasoning_block_rest(&[end.to_string()], layout)]) });
+        alts.push(Alt { guard: Node::lit(start), body: Node::seq(vec![Node::Mark(Mark::Commit), reasoning_block_rest(&ends, layout)]) });
         limits.push(None);
         stops.push(end.to_string());
         alts.push(Alt { guard: Node::lit(end), body: Node::seq(vec![Node::Mark(Mark::Commit), Node::Space]) });
@@ -1672,8 +1675,19 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
 fn by_type_after(name_end: &str, untyped_end: Option<&str>, typed: Node, by_schema: impl Fn() -> Node) -> Node {
     match untyped_end {
         Some(end) => Node::Choice(vec![Alt { guard: Node::lit(name_end), body: typed }, Alt::lenient(Node::lit(end), by_schema())]),
-        None => Node::seq(vec![Node::lit(name_end), typed]),
+        None => Node::seq(vec![Node::lit(name_end), name_end_again(name_end), typed]),
     }
+}
+
+/// An argument name's closing tag written twice (GLM-4.7:
+/// `<arg_key>city</arg_key></arg_key><arg_value>…`, vLLM #54971 strips the
+/// stray one): the second is markup too. Only a closing tag: a name that
+/// ends at `>` (`<parameter=city>`) may have a value that starts with one.
+fn name_end_again(name_end: &str) -> Node {
+    if !(name_end.starts_with("</") && is_tag(name_end)) {
+        return Node::Empty;
+    }
+    Node::Choice(vec![Alt::lenient(Node::seq(vec![Node::Space, Node::lit(name_end)]), Node::Empty), Alt { guard: Node::Empty, body: Node::Empty }])
 }
 
 /// The markup shared by a string value's and a JSON value's prefixes, and the
