@@ -128,12 +128,11 @@ pub fn end_of_turn(r: &mut Renderer<'_>, spec: &crate::spec::FormatSpec) -> Vec<
         // The call turn rendered last, else before the tool's reply (what
         // the model writes to hand over to the tool: Gemma 4's
         // `<|tool_response>`, GLM's `<|observation|>`).
-        for messages in [convo(turn.clone()), json!([user_msg(), turn, reply])] {
-            let Some(text) = r.render("C2 end of turn: tool call", &Scenario::with_tools(messages)) else { continue };
-            // The call ends after its last argument value and the quotes,
-            // brackets and closers the format writes: the turn's end
-            // follows them.
-            let Some(from) = text.rfind("YYYY").map(|p| p + "YYYY".len()) else { continue };
+        // The call ends after its last argument value and the quotes,
+        // brackets and closers the format writes: the turn's end follows
+        // them.
+        let after_call = |text: &str| -> Option<String> {
+            let from = text.rfind("YYYY")? + "YYYY".len();
             let mut tail = &text[from..];
             loop {
                 let before = tail.len();
@@ -147,13 +146,36 @@ pub fn end_of_turn(r: &mut Renderer<'_>, spec: &crate::spec::FormatSpec) -> Vec<
                     break;
                 }
             }
-            if take(tail) {
+            Some(tail.to_string())
+        };
+        for messages in [convo(turn.clone()), json!([user_msg(), turn.clone(), reply])] {
+            let Some(text) = r.render("C2 end of turn: tool call", &Scenario::with_tools(messages)) else { continue };
+            let Some(tail) = after_call(&text) else { continue };
+            if take(&tail) {
                 break;
+            }
+        }
+        // A request that declares built-in tools switches Llama 3.1's
+        // template to its ipython mode, whose call turns end with
+        // `<|eom_id|>` instead (the model writes it after any call there;
+        // llama.cpp stops at it): the call turn rendered with the variable
+        // set too, where the template reads it.
+        if r.template.variables().iter().any(|v| v == BUILTIN_TOOLS) {
+            let mut ctx = r.context(&Scenario::with_tools(convo(turn)));
+            if let Some(map) = ctx.as_object_mut() {
+                map.insert(BUILTIN_TOOLS.to_string(), json!([]));
+            }
+            if let Some(tail) = r.template.render(&ctx).ok().as_deref().and_then(after_call) {
+                take(&tail);
             }
         }
     }
     out
 }
+
+/// The request variable that lists a model's built-in tools (Llama 3.1's
+/// `builtin_tools`, as HF's `apply_chat_template` passes it).
+const BUILTIN_TOOLS: &str = "builtin_tools";
 
 /// The markers the format already reads (content, reasoning and call
 /// markup): a turn's end is none of them.
