@@ -172,7 +172,36 @@ pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
     // (the reference's Nemotron vector keeps one), and a block the model
     // opened itself it also closes (its LFM2 vector).
     spec.reasoning.ended_by_calls |= spec.generation_prompt.thinking_prefill == Prefill::OpenReasoning && spec.tools.format.mode != ToolFormatMode::None;
+    spelled_section_aliases(&mut spec.tools.format);
     Ok(Analysis { spec, render_failures: r.failures })
+}
+
+/// A section opener that is one special token with SentencePiece's word
+/// separator in it (DeepSeek's `<｜tool▁calls▁begin｜>`) is also read
+/// spelled out with `_` in the separator's place: distilled models write
+/// it as text, not as the token. The section then ends with the template's
+/// own end marker, as llama.cpp's DeepSeek R1 parser reads it (its opener
+/// accepts `<｜tool_calls_begin｜>`, its end marker only the token). A
+/// format data alias (`ToolFormat::section_aliases`): read, never written.
+/// (llama.cpp also reads a space in the separator's place; each alias is
+/// one more stop for content and reasoning, and this one costs R1's
+/// one-shot parse of plain text 18% more instructions, so only the form
+/// seen in recorded outputs is read.)
+///
+/// ```text
+/// <｜tool▁calls▁begin｜> … <｜tool▁calls▁end｜>
+///   + <｜tool_calls_begin｜> … <｜tool▁calls▁end｜>
+/// ```
+fn spelled_section_aliases(f: &mut crate::spec::ToolFormat) {
+    const SEPARATOR: char = '\u{2581}';
+    let (start, end) = (f.section_start.trim().to_string(), f.section_end.trim().to_string());
+    if !(start.starts_with("<｜") && start.contains(SEPARATOR)) {
+        return;
+    }
+    let alias = (start.replace(SEPARATOR, "_"), end);
+    if !f.section_aliases.contains(&alias) {
+        f.section_aliases.push(alias);
+    }
 }
 
 /// The suffix `add_generation_prompt: true` adds, for thinking on and off.

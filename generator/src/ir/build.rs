@@ -424,7 +424,7 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
     if let Some(schema) = &options.json_schema {
         // Models often fence the JSON as a Markdown code block (```json ... ```):
         // the fence is markup, not the reply.
-        let fence = "```";
+        let fence = FENCE;
         items.push(Node::Space);
         items.push(Node::optional(Node::lit(fence), Node::seq(vec![Node::optional(Node::lit("json"), Node::Empty), Node::Space])));
         items.push(Node::Json { kind: JsonKind::Content, schema: Some(schema.clone()), python: false, marker: String::new(), ends: Vec::new() });
@@ -468,9 +468,27 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
         let prefix = spec.tools.format.call_prefix.trim();
         let prefixed = (!prefix.is_empty()).then(|| Node::seq(vec![Node::Space, calls.clone()]));
         let typed = bare_json_calls(spec).then(|| calls.clone());
+        // Calls with no markup around them, fenced as a Markdown code block
+        // (Llama 3.2: "```json\n{\"name\": …}\n```"; llama.cpp's
+        // parser takes the fence as the call's opener, vLLM's Llama parser
+        // reports no content beside calls): the fence is markup. Only where
+        // a call starts right after the fence's first line: other code
+        // blocks stay content.
+        let fenced = match &guard {
+            Node::Peek(start) => Some(Alt::lenient(
+                Node::seq(vec![Node::lit(FENCE), Node::optional(Node::lit("json"), Node::Empty), Node::Space, Node::Peek(start.clone())]),
+                Node::seq(vec![calls.clone(), Node::optional(Node::lit(FENCE), Node::Space)]),
+            )),
+            _ => None,
+        };
         alts.push(Alt { guard, body: calls });
         // One call (or one section of calls) unless parallel calls are on.
         limits.push((!options.parallel_tool_calls).then_some(1));
+        if let Some(fenced) = fenced {
+            stops.push(FENCE.to_string());
+            alts.push(fenced);
+            limits.push((!options.parallel_tool_calls).then_some(1));
+        }
         // The same section under the other markers models write for it
         // (`section_aliases`): read, never written by grammars.
         for (start, end) in &spec.tools.format.section_aliases {
@@ -988,6 +1006,8 @@ fn closed(spec: &FormatSpec, body: Node) -> Node {
     Node::seq(vec![body, closer(&f.per_call_end, &section_end), Node::Mark(Mark::ToolClose)])
 }
 
+/// A Markdown code fence (a reply's JSON, a bare call, fenced).
+const FENCE: &str = "```";
 /// How a bare JSON call with the tool's type first starts (see `json_call`).
 const TYPED_CALL: &str = "{\"type\"";
 
