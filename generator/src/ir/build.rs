@@ -348,6 +348,8 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
     let mut reasoning_ends = vec![end.to_string()];
     // What opens calls, where they end reasoning.
     let mut call_openers: Vec<String> = Vec::new();
+    // Where they end it: a marker written like text only at a line's start.
+    let mut call_ends: Vec<String> = Vec::new();
     if spec.reasoning.ended_by_calls && tools_active && options.json_schema.is_none() {
         call_openers.extend(tool_triggers(spec));
         call_openers.extend(spec.tools.format.section_aliases.iter().map(|(start, _)| start.trim().to_string()).filter(|s| !s.is_empty()));
@@ -356,7 +358,8 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
         // is; one written like text (`<tool_call>`) only at the start of a
         // line, as templates write calls: inside a sentence it is the
         // reasoning mentioning a call.
-        reasoning_ends.extend(call_openers.iter().map(|o| if written_like_a_token(o) { o.clone() } else { format!("\n{o}") }));
+        call_ends.extend(call_openers.iter().map(|o| if written_like_a_token(o) { o.clone() } else { format!("\n{o}") }));
+        reasoning_ends.extend(call_ends.iter().cloned());
     }
     // A turn's end closes an open block too (the reply ended in it).
     let end_of_turn = end_of_turn(spec);
@@ -459,7 +462,7 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
         if !closes_block {
             return (trigger, guard, calls);
         }
-        let block_end = Node::Choice(vec![Alt::lenient(Node::seq(vec![Node::Space, Node::lit(end)]), Node::Space), Alt { guard: Node::Empty, body: Node::Empty }]);
+        let block_end = Node::lenient_optional(Node::seq(vec![Node::Space, Node::lit(end)]), Node::Space);
         (trigger, guard, Node::seq(vec![calls, block_end]))
     });
     if let Some((trigger, guard, calls)) = section {
@@ -549,7 +552,7 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
         // Thinking again after content; a lone end marker is markup. A
         // call ends this block too where calls end the first one.
         let mut ends = vec![end.to_string()];
-        ends.extend(reasoning_ends.iter().filter(|e| call_openers.iter().any(|o| e.trim() == o.trim())).cloned());
+        ends.extend(call_ends.iter().cloned());
         stops.push(start.to_string());
         alts.push(Alt { guard: Node::lit(start), body: Node::seq(vec![Node::Mark(Mark::Commit), reasoning_block_rest(&ends, layout)]) });
         limits.push(None);
@@ -821,7 +824,7 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
             // call the output cuts off gives back its own text only.)
             let at_key = Node::Peek(Box::new(Node::lit(key.clone())));
             let more = Node::seq(vec![Node::Space, next_call(vec![Alt::lenient(at_key, Node::seq(vec![close(named_first()), Node::Space]))])]);
-            let objects = Node::seq(vec![close(call), Node::Choice(vec![Alt::lenient(Node::Peek(Box::new(next)), more), Alt { guard: Node::Empty, body: Node::Empty }]), Node::Space]);
+            let objects = Node::seq(vec![close(call), Node::lenient_optional(Node::Peek(Box::new(next)), more), Node::Space]);
             let list_start = Node::seq(vec![Node::lit("["), Node::Space, Node::lit(key)]);
             let list = Node::seq(vec![Node::lit("["), list_rest(Node::seq(vec![Node::Space, named_first()])), marker_or_missing(&f.per_call_end), Node::Space]);
             Node::Choice(vec![Alt::lenient(Node::Peek(Box::new(list_start)), list), Alt { guard: Node::Empty, body: objects }])
@@ -833,7 +836,7 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         // (sglang's Hermes detector drops a stray one from the text).
         let end = f.per_call_end.trim();
         let again = if is_tag(end) && json_object_calls(spec) {
-            Node::Choice(vec![Alt::lenient(Node::lit(end), Node::Space), Alt { guard: Node::Empty, body: Node::Empty }])
+            Node::lenient_optional(Node::lit(end), Node::Space)
         } else {
             Node::Empty
         };
@@ -864,7 +867,7 @@ fn call_separator(trigger: &str) -> Node {
     // (Or the call with the tool's type first: see `json_call`.)
     let next = Node::one_of([trigger, TYPED_CALL]);
     let guard = Node::seq(vec![Node::lit(";"), Node::Space, Node::Peek(Box::new(next))]);
-    Node::Choice(vec![Alt::lenient(guard, Node::Empty), Alt { guard: Node::Empty, body: Node::Empty }])
+    Node::lenient_optional(guard, Node::Empty)
 }
 
 /// The section's end marker after a closed list of calls (`[…]`), which
@@ -1707,7 +1710,7 @@ fn name_end_again(name_end: &str) -> Node {
     if !(name_end.starts_with("</") && is_tag(name_end)) {
         return Node::Empty;
     }
-    Node::Choice(vec![Alt::lenient(Node::seq(vec![Node::Space, Node::lit(name_end)]), Node::Empty), Alt { guard: Node::Empty, body: Node::Empty }])
+    Node::lenient_optional(Node::seq(vec![Node::Space, Node::lit(name_end)]), Node::Empty)
 }
 
 /// The markup shared by a string value's and a JSON value's prefixes, and the

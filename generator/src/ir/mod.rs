@@ -257,6 +257,11 @@ impl Node {
     pub fn optional(guard: Node, body: Node) -> Node {
         Node::Choice(vec![Alt { guard, body }, Alt { guard: Node::Empty, body: Node::Empty }])
     }
+    /// [`Node::optional`] read by parsers only ([`Alt::lenient`]): markup
+    /// models write that grammars never do (a closer written twice).
+    pub fn lenient_optional(guard: Node, body: Node) -> Node {
+        Node::Choice(vec![Alt::lenient(guard, body), Alt { guard: Node::Empty, body: Node::Empty }])
+    }
 }
 
 impl std::fmt::Display for Node {
