@@ -35,7 +35,8 @@ use std::sync::OnceLock;
 
 use chat_parser_bench::parsers::{AnyParser, TEMPLATES};
 use chat_parser_generator::interp::StreamParser;
-use chat_parser_generator::ir::build::{build, tool_signatures, ParseOptions};
+use chat_parser_generator::ir::build::{build, tool_signatures, ParseOptions, ToolSignature};
+use chat_parser_generator::ir::Node;
 use chat_parser_generator::{analyze, jinja::ChatTemplate, FormatSpec};
 use chat_parser_runtime::message::{CutOffCalls, Message, MessageBuilder};
 use chat_parser_runtime::kwargs::Kwarg;
@@ -157,19 +158,46 @@ fn generated_with(file: &str, options: &ParseOptions, kwargs: &serde_json::Map<S
     })
 }
 
-fn reference(spec: &FormatSpec, options: &ParseOptions, output: &str, pieces: &[&[u8]]) -> Parse {
-    let grammar = build(spec, options);
-    let mut parser = StreamParser::new(&grammar)
-        .with_tools(tool_signatures(options))
-        .with_hold_limit(chat_parser_generator::codegen::hold_limit(spec))
-        .with_pack(chat_parser_generator::codegen::pack_table(spec));
-    let mut collect = Collect::new();
-    for piece in pieces {
-        parser.feed(piece, &mut collect);
-        collect.take();
+/// The reference parser of one template for one request's options, built
+/// once and run on many outputs: the IR for the options, and the
+/// template's hold limit and pack table as the generated module has them
+/// (each of those builds every variant of the IR, so building them per
+/// output made the cut-off sweep rebuild the IR for every cut).
+struct Reference {
+    grammar: Node,
+    tools: Vec<ToolSignature>,
+    hold: usize,
+    pack: Vec<String>,
+}
+
+impl Reference {
+    fn new(spec: &FormatSpec, options: &ParseOptions) -> Reference {
+        Reference {
+            grammar: build(spec, options),
+            tools: tool_signatures(options),
+            hold: chat_parser_generator::codegen::hold_limit(spec),
+            pack: chat_parser_generator::codegen::pack_table(spec),
+        }
     }
-    parser.finish(&mut collect);
-    collect.done(output)
+
+    fn parse(&self, output: &str, pieces: &[&[u8]]) -> Parse {
+        let mut parser = StreamParser::new(&self.grammar)
+            .with_tools(self.tools.clone())
+            .with_hold_limit(self.hold)
+            .with_pack(self.pack.clone());
+        let mut collect = Collect::new();
+        for piece in pieces {
+            parser.feed(piece, &mut collect);
+            collect.take();
+        }
+        parser.finish(&mut collect);
+        collect.done(output)
+    }
+
+    /// The whole output in one piece.
+    fn whole(&self, output: &str) -> Parse {
+        self.parse(output, &[output.as_bytes()])
+    }
 }
 
 /// The chunkings every case runs in: whole, 1, 3 and 7 bytes, and three
@@ -237,14 +265,15 @@ fn table_driven_cases_per_class() {
             if let Some(thinking) = spec.generation_prompt.thinking_from_kwargs(&case.kwargs) {
                 options.enable_thinking = thinking;
             }
-            let want_events = reference(spec, &options, &case.input, &[case.input.as_bytes()]).events;
+            let reference = Reference::new(spec, &options);
+            let want_events = reference.whole(&case.input).events;
             let seed = case.id.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
             let mut failed = None;
             'runs: for sizes in chunkings(seed, case.input.len()) {
                 let pieces = chunks(case.input.as_bytes(), &sizes);
                 for (who, parse) in [
                     ("generated", generated_with(&case.template, &case.options, &case.kwargs, &case.input, &pieces)),
-                    ("reference", reference(spec, &options, &case.input, &pieces)),
+                    ("reference", reference.parse(&case.input, &pieces)),
                 ] {
                     let message = parse.message(&case.input);
                     let problem = if parse.events != want_events {
@@ -292,12 +321,12 @@ fn check_cut(got: &Message, whole: &Message, kept: usize) -> Result<usize, Strin
 /// before the call does not account for: the message equals the message of
 /// the text before the call's start, plus that text as content (nothing
 /// lost or doubled, whitespace included).
-fn check_tail(spec: &FormatSpec, options: &ParseOptions, prefix: &str, parse: &Parse, got: &Message) -> Result<(), String> {
+fn check_tail(reference: &Reference, prefix: &str, parse: &Parse, got: &Message) -> Result<(), String> {
     let Some(tail) = parse.events.iter().find_map(|e| if let Ev::Cut(t) = e { Some(*t) } else { None }) else { return Ok(()) };
     let Some(before) = prefix.len().checked_sub(tail).filter(|&b| prefix.is_char_boundary(b)).map(|b| &prefix[..b]) else {
         return Err(format!("cut call's text of {tail} bytes is not a piece of the output"));
     };
-    let mut want = reference(spec, options, before, &[before.as_bytes()]).message(before);
+    let mut want = reference.whole(before).message(before);
     want.content.push_str(&prefix[before.len()..]);
     same_message(got, &want).map_err(|e| format!("not the text before the call ({before:?}) plus the call's text: {e}"))
 }
@@ -320,7 +349,8 @@ fn cut_off_calls_over_the_corpus() {
             let g = roundtrip_texts::generate(&mut rng, spec, case);
             let Ok(text) = roundtrip_texts::assistant_text(template, spec, &g) else { continue };
             let options = ParseOptions { tools: g.tools.clone(), parallel_tool_calls: true, ..ParseOptions::default() };
-            let whole = reference(spec, &options, &text, &[text.as_bytes()]).message(&text);
+            let reference = Reference::new(spec, &options);
+            let whole = reference.whole(&text).message(&text);
             if whole.tool_calls.is_empty() {
                 continue;
             }
@@ -330,7 +360,7 @@ fn cut_off_calls_over_the_corpus() {
             for cut in (1..=text.len()).filter(|&c| text.is_char_boundary(c)) {
                 let prefix = &text[..cut];
                 cuts += 1;
-                let want = reference(spec, &options, prefix, &[prefix.as_bytes()]);
+                let want = reference.whole(prefix);
                 inside += usize::from(want.events.iter().any(|e| matches!(e, Ev::Cut(_))));
                 let sizes = [1 + (cut % 5), 2, 7];
                 let got = generated(file, &options, prefix, &chunks(prefix.as_bytes(), &sizes));
@@ -340,7 +370,7 @@ fn cut_off_calls_over_the_corpus() {
                 } else {
                     check_cut(&message, &whole, kept)
                         .and_then(|n| same_as_deltas(&message, &got.held).map(|()| n))
-                        .and_then(|n| check_tail(spec, &options, prefix, &want, &message).map(|()| n))
+                        .and_then(|n| check_tail(&reference, prefix, &want, &message).map(|()| n))
                 };
                 match problem {
                     Ok(n) => kept = n,
@@ -406,14 +436,15 @@ fn end_of_turn_over_the_corpus() {
         longest_first.sort_by_key(|e| std::cmp::Reverse(e.len()));
         for (text, options) in &cases {
             texts += 1;
+            let reference = Reference::new(spec, options);
             for &end in &ends {
                 let marked = format!("{text}{end}");
                 let before = longest_first.iter().find_map(|e| marked.strip_suffix(e)).unwrap_or(text);
-                let want = reference(spec, options, before, &[before.as_bytes()]).message(before);
+                let want = reference.whole(before).message(before);
                 for tail in ["", "\n"] {
                     let output = format!("{marked}{tail}");
                     parses += 1;
-                    let reference_parse = reference(spec, options, &output, &[output.as_bytes()]);
+                    let reference_parse = reference.whole(&output);
                     let got = reference_parse.message(&output);
                     let generated_parse = generated(file, options, &output, &chunks(output.as_bytes(), &[3, 1, 7]));
                     let problem = if generated_parse.events != reference_parse.events {
