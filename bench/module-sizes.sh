@@ -13,8 +13,8 @@
 # counts as the module's. A module's table is named statics (`STATES`,
 # `ARMS`, `GUARDS`, `STOPS`...), counted; string literals are anonymous and
 # not. The runtime code is not generic over the module: it is printed last,
-# once, with its copies per set of fixed-state sizes (regions, loops, loop
-# alternatives), which modules of the same sizes share.
+# once, with its copies per set of fixed-state sizes (regions and loops),
+# which modules of the same sizes share.
 set -euo pipefail
 bin="${1:-target/release/chat-parser-bench}"
 nm -S -C "$bin" | awk '
@@ -34,6 +34,6 @@ nm -S -C "$bin" | awk '
   # Runtime code: the parser machinery, not a module (nor the harness).
   NF >= 4 && !seen[$1]++ && /chat_parser_runtime::(input|table|states|machine|json|escape|utf8|pack|word)/ && !/parsers::/ {
     total += hex($2)
-    if (match($0, /Core<[0-9]+, [0-9]+, [0-9]+>/)) sizes[substr($0, RSTART, RLENGTH)] = 1
+    if (match($0, /Core<[0-9]+, [0-9]+>/)) sizes[substr($0, RSTART, RLENGTH)] = 1
   }
   END { n = 0; for (k in sizes) n++; printf "runtime machinery: %.1f KB in all, over %d sets of fixed-state sizes\n", total / 1024, n }'

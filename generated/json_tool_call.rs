@@ -277,22 +277,15 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.
-pub const HOLD_LIMIT: usize = 92;
+pub const HOLD_LIMIT: usize = 98;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 108;
+pub const WINDOW_BYTES: usize = 114;
 const W: usize = WINDOW_BYTES;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
-pub const PACK: &[&str] = &[
-    "\"parameters\"",
-    "</tool_call>",
-    "\"arguments\"",
-    "<tool_call>",
-    "<|im_end|>",
-    "{\"name\"",
-];
+pub const PACK: &[&str] = &[];
 /// A streaming parser of the model's output: feed it bytes as they
 /// arrive, then `finish`. Fixed-size state, no heap allocation.
 pub type Parser<'t> = chat_parser_runtime::parser::Parser<
@@ -301,7 +294,6 @@ pub type Parser<'t> = chat_parser_runtime::parser::Parser<
     W,
     2usize,
     3usize,
-    2usize,
 >;
 /// This template's state machine (the runtime's parser walks its table).
 #[doc(hidden)]
@@ -317,8 +309,7 @@ impl Machine for Grammar {
             }
             st if st == St::ContentText4 as u16 || st == St::ContentText5 as u16
                 || st == St::ContentText6 as u16 || st == St::ContentText7 as u16
-                || st == St::ContentText8 as u16 || st == St::ContentText9 as u16
-                || st == St::ContentText10 as u16 => {
+                || st == St::ContentText8 as u16 || st == St::ContentText9 as u16 => {
                 const { Fast::of(&STATES[St::ContentText4 as usize], &STOPS, &LITERALS) }
             }
             st if st == St::Json as u16 || st == St::Json2 as u16
@@ -346,25 +337,25 @@ static TABLE: Table = Table {
     entries: [
         St::Content3 as u16,
         St::Content6 as u16,
-        St::Content10 as u16,
-        St::Space40 as u16,
+        St::Content9 as u16,
+        St::Space38 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
-        St::Content10 as u16,
-        St::Space40 as u16,
+        St::Content9 as u16,
+        St::Space38 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
-        St::Content10 as u16,
-        St::Space40 as u16,
+        St::Content9 as u16,
+        St::Space38 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
-        St::Content10 as u16,
-        St::Space40 as u16,
+        St::Content9 as u16,
+        St::Space38 as u16,
     ],
     switches: THINKING_SWITCHES,
     pack: PACK,
     hold_limit: HOLD_LIMIT,
-    full: 568,
+    full: 114,
 };
 /// The machine's states, named for what they read.
 #[derive(Clone, Copy)]
@@ -530,10 +521,9 @@ enum St {
     ToolOpen4,
     Space20,
     LitOpenBracket,
-    Space21,
     LoopHead5,
     LoopRoundDone5,
-    Space22,
+    Space21,
     ToolClose4,
     Choice23,
     Choice24,
@@ -543,10 +533,10 @@ enum St {
     JsonEndMarker7,
     Json7,
     JsonStart7,
-    Space23,
+    Space22,
     LitColon13,
     Choice25,
-    Space24,
+    Space23,
     Choice26,
     LitQuote13,
     ToolName13,
@@ -557,7 +547,7 @@ enum St {
     LitOpenBrace5,
     ToolOpen5,
     Loop4,
-    Space25,
+    Space24,
     Choice27,
     ToolClose5,
     Choice28,
@@ -568,10 +558,10 @@ enum St {
     JsonEndMarker8,
     Json8,
     JsonStart8,
-    Space26,
+    Space25,
     LitColon15,
     Choice30,
-    Space27,
+    Space26,
     Choice31,
     LitQuote15,
     ToolName15,
@@ -591,20 +581,20 @@ enum St {
     JsonStart9,
     Commit5,
     Choice32,
-    Space28,
+    Space27,
     LitColon18,
     Choice33,
-    Space29,
+    Space28,
     LitOpenBrace6,
     ToolOpen6,
     JsonClose10,
     JsonEndMarker10,
     Json10,
     JsonStart10,
-    Space30,
+    Space29,
     LitColon19,
     Choice34,
-    Space31,
+    Space30,
     Choice35,
     LitQuote19,
     ToolName19,
@@ -624,37 +614,34 @@ enum St {
     JsonStart11,
     Commit6,
     Choice36,
-    Space32,
+    Space31,
     LitColon22,
     Choice37,
-    Space33,
+    Space32,
     LitOpenBrace7,
     ToolOpen7,
     Choice38,
     Choice39,
-    Space34,
-    ContentText9,
-    Content9,
-    Space35,
+    Space33,
     Commit7,
     Loop5,
-    ContentText10,
-    Content10,
-    Space36,
+    ContentText9,
+    Content9,
+    Space34,
     Choice40,
-    Space37,
+    Space35,
     Choice41,
-    Space38,
+    Space36,
     Json12,
     JsonStart12,
-    Space39,
+    Space37,
     Choice42,
     Choice43,
-    Space40,
+    Space38,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 281] = {
-    let mut s = [State::Done; 281];
+static STATES: [State; 277] = {
+    let mut s = [State::Done; 277];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -709,7 +696,7 @@ static STATES: [State; 281] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 31, len: 2 },
+        arms: Arms { first: 31, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -1039,7 +1026,7 @@ static STATES: [State; 281] = {
     s[St::LoopHead3 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 98, len: 2 },
+        arms: Arms { first: 99, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -1068,13 +1055,13 @@ static STATES: [State; 281] = {
         next: St::Content8 as u16,
     };
     s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 33, len: 2 },
+        arms: Arms { first: 34, len: 2 },
     };
     s[St::Space14 as usize] = State::Space {
         next: St::Choice13 as u16,
     };
     s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 35, len: 2 },
+        arms: Arms { first: 36, len: 2 },
     };
     s[St::LitCloseBracket as usize] = State::SpacedLiteral {
         text: Lit::CloseBracket as u16,
@@ -1083,7 +1070,7 @@ static STATES: [State; 281] = {
     s[St::LoopHead4 as usize] = State::LoopHead {
         repeat: 1,
         recover: true,
-        arms: Arms { first: 46, len: 1 },
+        arms: Arms { first: 47, len: 1 },
         next: St::LitCloseBracket as u16,
     };
     s[St::LoopRoundDone4 as usize] = State::RoundDone {
@@ -1094,10 +1081,10 @@ static STATES: [State; 281] = {
         next: St::LoopRoundDone4 as u16,
     };
     s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 37, len: 2 },
+        arms: Arms { first: 38, len: 2 },
     };
     s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 39, len: 2 },
+        arms: Arms { first: 40, len: 2 },
     };
     s[St::ArgsClose2 as usize] = State::ArgsClose {
         next: St::Choice16 as u16,
@@ -1110,7 +1097,7 @@ static STATES: [State; 281] = {
         next: St::Choice16 as u16,
     };
     s[St::JsonEndMarker5 as usize] = State::Choice {
-        arms: Arms { first: 41, len: 1 },
+        arms: Arms { first: 42, len: 1 },
     };
     s[St::Json5 as usize] = State::Json {
         content: false,
@@ -1131,13 +1118,13 @@ static STATES: [State; 281] = {
         next: St::Space15 as u16,
     };
     s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 42, len: 2 },
+        arms: Arms { first: 43, len: 2 },
     };
     s[St::Space16 as usize] = State::Space {
         next: St::Choice17 as u16,
     };
     s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 44, len: 2 },
+        arms: Arms { first: 45, len: 2 },
     };
     s[St::LitQuote9 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
@@ -1182,10 +1169,10 @@ static STATES: [State; 281] = {
         next: St::Loop3 as u16,
     };
     s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 47, len: 2 },
+        arms: Arms { first: 48, len: 2 },
     };
     s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 49, len: 2 },
+        arms: Arms { first: 50, len: 2 },
     };
     s[St::ArgsClose3 as usize] = State::ArgsClose {
         next: St::Choice20 as u16,
@@ -1198,7 +1185,7 @@ static STATES: [State; 281] = {
         next: St::Choice20 as u16,
     };
     s[St::JsonEndMarker6 as usize] = State::Choice {
-        arms: Arms { first: 51, len: 1 },
+        arms: Arms { first: 52, len: 1 },
     };
     s[St::Json6 as usize] = State::Json {
         content: false,
@@ -1219,13 +1206,13 @@ static STATES: [State; 281] = {
         next: St::Space18 as u16,
     };
     s[St::Choice21 as usize] = State::Choice {
-        arms: Arms { first: 52, len: 2 },
+        arms: Arms { first: 53, len: 2 },
     };
     s[St::Space19 as usize] = State::Space {
         next: St::Choice21 as u16,
     };
     s[St::Choice22 as usize] = State::Choice {
-        arms: Arms { first: 54, len: 2 },
+        arms: Arms { first: 55, len: 2 },
     };
     s[St::LitQuote11 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
@@ -1266,30 +1253,27 @@ static STATES: [State; 281] = {
         text: Lit::OpenBracket as u16,
         next: St::Space20 as u16,
     };
-    s[St::Space21 as usize] = State::Space {
-        next: St::Choice13 as u16,
-    };
     s[St::LoopHead5 as usize] = State::LoopHead {
         repeat: 2,
         recover: true,
-        arms: Arms { first: 65, len: 1 },
-        next: St::Space21 as u16,
+        arms: Arms { first: 66, len: 1 },
+        next: St::Space14 as u16,
     };
     s[St::LoopRoundDone5 as usize] = State::RoundDone {
         recover: true,
         head: St::LoopHead5 as u16,
     };
-    s[St::Space22 as usize] = State::Space {
+    s[St::Space21 as usize] = State::Space {
         next: St::LoopRoundDone5 as u16,
     };
     s[St::ToolClose4 as usize] = State::ToolClose {
-        next: St::Space22 as u16,
+        next: St::Space21 as u16,
     };
     s[St::Choice23 as usize] = State::Choice {
-        arms: Arms { first: 56, len: 2 },
+        arms: Arms { first: 57, len: 2 },
     };
     s[St::Choice24 as usize] = State::Choice {
-        arms: Arms { first: 58, len: 2 },
+        arms: Arms { first: 59, len: 2 },
     };
     s[St::ArgsClose4 as usize] = State::ArgsClose {
         next: St::Choice24 as u16,
@@ -1302,7 +1286,7 @@ static STATES: [State; 281] = {
         next: St::Choice24 as u16,
     };
     s[St::JsonEndMarker7 as usize] = State::Choice {
-        arms: Arms { first: 60, len: 1 },
+        arms: Arms { first: 61, len: 1 },
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
@@ -1315,21 +1299,21 @@ static STATES: [State; 281] = {
         object_only: true,
         next: St::Json7 as u16,
     };
-    s[St::Space23 as usize] = State::Space {
+    s[St::Space22 as usize] = State::Space {
         next: St::JsonStart7 as u16,
     };
     s[St::LitColon13 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space23 as u16,
+        next: St::Space22 as u16,
     };
     s[St::Choice25 as usize] = State::Choice {
-        arms: Arms { first: 61, len: 2 },
+        arms: Arms { first: 62, len: 2 },
     };
-    s[St::Space24 as usize] = State::Space {
+    s[St::Space23 as usize] = State::Space {
         next: St::Choice25 as u16,
     };
     s[St::Choice26 as usize] = State::Choice {
-        arms: Arms { first: 63, len: 2 },
+        arms: Arms { first: 64, len: 2 },
     };
     s[St::LitQuote13 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
@@ -1367,20 +1351,20 @@ static STATES: [State; 281] = {
         repeat: 2,
         head: St::LoopHead5 as u16,
     };
-    s[St::Space25 as usize] = State::Space {
+    s[St::Space24 as usize] = State::Space {
         next: St::Loop4 as u16,
     };
     s[St::Choice27 as usize] = State::Choice {
-        arms: Arms { first: 66, len: 2 },
+        arms: Arms { first: 67, len: 2 },
     };
     s[St::ToolClose5 as usize] = State::ToolClose {
         next: St::Choice27 as u16,
     };
     s[St::Choice28 as usize] = State::Choice {
-        arms: Arms { first: 68, len: 2 },
+        arms: Arms { first: 69, len: 2 },
     };
     s[St::Choice29 as usize] = State::Choice {
-        arms: Arms { first: 70, len: 2 },
+        arms: Arms { first: 71, len: 2 },
     };
     s[St::ArgsClose5 as usize] = State::ArgsClose {
         next: St::Choice29 as u16,
@@ -1393,7 +1377,7 @@ static STATES: [State; 281] = {
         next: St::Choice29 as u16,
     };
     s[St::JsonEndMarker8 as usize] = State::Choice {
-        arms: Arms { first: 72, len: 1 },
+        arms: Arms { first: 73, len: 1 },
     };
     s[St::Json8 as usize] = State::Json {
         content: false,
@@ -1406,21 +1390,21 @@ static STATES: [State; 281] = {
         object_only: true,
         next: St::Json8 as u16,
     };
-    s[St::Space26 as usize] = State::Space {
+    s[St::Space25 as usize] = State::Space {
         next: St::JsonStart8 as u16,
     };
     s[St::LitColon15 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space26 as u16,
+        next: St::Space25 as u16,
     };
     s[St::Choice30 as usize] = State::Choice {
-        arms: Arms { first: 73, len: 2 },
+        arms: Arms { first: 74, len: 2 },
     };
-    s[St::Space27 as usize] = State::Space {
+    s[St::Space26 as usize] = State::Space {
         next: St::Choice30 as u16,
     };
     s[St::Choice31 as usize] = State::Choice {
-        arms: Arms { first: 75, len: 2 },
+        arms: Arms { first: 76, len: 2 },
     };
     s[St::LitQuote15 as usize] = State::Literal {
         text: Lit::Quote as u16,
@@ -1477,7 +1461,7 @@ static STATES: [State; 281] = {
         next: St::LitComma3 as u16,
     };
     s[St::JsonEndMarker9 as usize] = State::Choice {
-        arms: Arms { first: 77, len: 1 },
+        arms: Arms { first: 78, len: 1 },
     };
     s[St::Json9 as usize] = State::Json {
         content: false,
@@ -1494,24 +1478,24 @@ static STATES: [State; 281] = {
         next: St::JsonStart9 as u16,
     };
     s[St::Choice32 as usize] = State::Choice {
-        arms: Arms { first: 78, len: 2 },
+        arms: Arms { first: 79, len: 2 },
     };
-    s[St::Space28 as usize] = State::Space {
+    s[St::Space27 as usize] = State::Space {
         next: St::Choice32 as u16,
     };
     s[St::LitColon18 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space28 as u16,
+        next: St::Space27 as u16,
     };
     s[St::Choice33 as usize] = State::Choice {
-        arms: Arms { first: 80, len: 3 },
+        arms: Arms { first: 81, len: 3 },
     };
-    s[St::Space29 as usize] = State::Space {
+    s[St::Space28 as usize] = State::Space {
         next: St::Choice33 as u16,
     };
     s[St::LitOpenBrace6 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
-        next: St::Space29 as u16,
+        next: St::Space28 as u16,
     };
     s[St::ToolOpen6 as usize] = State::ToolOpen {
         next: St::LitOpenBrace6 as u16,
@@ -1521,7 +1505,7 @@ static STATES: [State; 281] = {
         next: St::Choice29 as u16,
     };
     s[St::JsonEndMarker10 as usize] = State::Choice {
-        arms: Arms { first: 83, len: 1 },
+        arms: Arms { first: 84, len: 1 },
     };
     s[St::Json10 as usize] = State::Json {
         content: false,
@@ -1534,21 +1518,21 @@ static STATES: [State; 281] = {
         object_only: true,
         next: St::Json10 as u16,
     };
-    s[St::Space30 as usize] = State::Space {
+    s[St::Space29 as usize] = State::Space {
         next: St::JsonStart10 as u16,
     };
     s[St::LitColon19 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space30 as u16,
+        next: St::Space29 as u16,
     };
     s[St::Choice34 as usize] = State::Choice {
-        arms: Arms { first: 84, len: 2 },
+        arms: Arms { first: 85, len: 2 },
     };
-    s[St::Space31 as usize] = State::Space {
+    s[St::Space30 as usize] = State::Space {
         next: St::Choice34 as u16,
     };
     s[St::Choice35 as usize] = State::Choice {
-        arms: Arms { first: 86, len: 2 },
+        arms: Arms { first: 87, len: 2 },
     };
     s[St::LitQuote19 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
@@ -1605,7 +1589,7 @@ static STATES: [State; 281] = {
         next: St::LitComma4 as u16,
     };
     s[St::JsonEndMarker11 as usize] = State::Choice {
-        arms: Arms { first: 88, len: 1 },
+        arms: Arms { first: 89, len: 1 },
     };
     s[St::Json11 as usize] = State::Json {
         content: false,
@@ -1622,101 +1606,89 @@ static STATES: [State; 281] = {
         next: St::JsonStart11 as u16,
     };
     s[St::Choice36 as usize] = State::Choice {
-        arms: Arms { first: 89, len: 2 },
+        arms: Arms { first: 90, len: 2 },
     };
-    s[St::Space32 as usize] = State::Space {
+    s[St::Space31 as usize] = State::Space {
         next: St::Choice36 as u16,
     };
     s[St::LitColon22 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space32 as u16,
+        next: St::Space31 as u16,
     };
     s[St::Choice37 as usize] = State::Choice {
-        arms: Arms { first: 91, len: 3 },
+        arms: Arms { first: 92, len: 3 },
     };
-    s[St::Space33 as usize] = State::Space {
+    s[St::Space32 as usize] = State::Space {
         next: St::Choice37 as u16,
     };
     s[St::LitOpenBrace7 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
-        next: St::Space33 as u16,
+        next: St::Space32 as u16,
     };
     s[St::ToolOpen7 as usize] = State::ToolOpen {
         next: St::LitOpenBrace7 as u16,
     };
     s[St::Choice38 as usize] = State::Choice {
-        arms: Arms { first: 94, len: 2 },
+        arms: Arms { first: 95, len: 2 },
     };
     s[St::Choice39 as usize] = State::Choice {
-        arms: Arms { first: 96, len: 2 },
+        arms: Arms { first: 97, len: 2 },
     };
-    s[St::Space34 as usize] = State::Space {
+    s[St::Space33 as usize] = State::Space {
         next: St::Choice39 as u16,
     };
-    s[St::ContentText9 as usize] = State::Text {
-        kind: Kind::Content,
-        trim: false,
-        stops: 1,
-        next: St::LoopRoundDone3 as u16,
-    };
-    s[St::Content9 as usize] = State::TextStart {
-        next: St::ContentText9 as u16,
-    };
-    s[St::Space35 as usize] = State::Space {
-        next: St::Content9 as u16,
-    };
     s[St::Commit7 as usize] = State::Commit {
-        next: St::Space35 as u16,
+        next: St::Space13 as u16,
     };
     s[St::Loop5 as usize] = State::EnterLoop {
         repeat: 0,
         head: St::LoopHead3 as u16,
     };
-    s[St::ContentText10 as usize] = State::Text {
+    s[St::ContentText9 as usize] = State::Text {
         kind: Kind::Content,
         trim: false,
         stops: 1,
         next: St::Loop5 as u16,
     };
-    s[St::Content10 as usize] = State::TextStart {
-        next: St::ContentText10 as u16,
+    s[St::Content9 as usize] = State::TextStart {
+        next: St::ContentText9 as u16,
     };
-    s[St::Space36 as usize] = State::Space {
+    s[St::Space34 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
     s[St::Choice40 as usize] = State::Choice {
-        arms: Arms { first: 100, len: 2 },
+        arms: Arms { first: 102, len: 2 },
     };
-    s[St::Space37 as usize] = State::Space {
+    s[St::Space35 as usize] = State::Space {
         next: St::Choice40 as u16,
     };
     s[St::Choice41 as usize] = State::Choice {
-        arms: Arms { first: 102, len: 2 },
+        arms: Arms { first: 104, len: 2 },
     };
-    s[St::Space38 as usize] = State::Space {
+    s[St::Space36 as usize] = State::Space {
         next: St::Choice41 as u16,
     };
     s[St::Json12 as usize] = State::Json {
         content: true,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space38 as u16,
+        next: St::Space36 as u16,
     };
     s[St::JsonStart12 as usize] = State::JsonStart {
         python: false,
         object_only: false,
         next: St::Json12 as u16,
     };
-    s[St::Space39 as usize] = State::Space {
+    s[St::Space37 as usize] = State::Space {
         next: St::JsonStart12 as u16,
     };
     s[St::Choice42 as usize] = State::Choice {
-        arms: Arms { first: 104, len: 2 },
-    };
-    s[St::Choice43 as usize] = State::Choice {
         arms: Arms { first: 106, len: 2 },
     };
-    s[St::Space40 as usize] = State::Space {
+    s[St::Choice43 as usize] = State::Choice {
+        arms: Arms { first: 108, len: 2 },
+    };
+    s[St::Space38 as usize] = State::Space {
         next: St::Choice43 as u16,
     };
     s
@@ -1743,9 +1715,9 @@ enum Lit {
     Parameters2,
     Name2,
     ToolCall,
+    Name3,
     CloseBracket,
     OpenBracket,
-    Name3,
     QuoteQuoteQuote,
     Json,
 }
@@ -1768,15 +1740,15 @@ static LITERALS: [&str; 22] = [
     "\"parameters\"",
     "\"name\"",
     "<tool_call>",
+    "{\"name\"",
     "]",
     "[",
-    "{\"name\"",
     "```",
     "json",
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 108] = [
+static ARMS: [Arm; 110] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1934,6 +1906,11 @@ static ARMS: [Arm; 108] = [
     },
     Arm {
         guard: 29,
+        to: St::Space12 as u16,
+        limit: Some(1u8),
+    },
+    Arm {
+        guard: 31,
         to: St::Space12 as u16,
         limit: Some(1u8),
     },
@@ -2099,22 +2076,22 @@ static ARMS: [Arm; 108] = [
     },
     Arm {
         guard: 15,
-        to: St::Space24 as u16,
+        to: St::Space23 as u16,
         limit: None,
     },
     Arm {
-        guard: 36,
+        guard: 31,
         to: St::ToolOpen5 as u16,
         limit: None,
     },
     Arm {
         guard: 40,
-        to: St::Space25 as u16,
+        to: St::Space24 as u16,
         limit: None,
     },
     Arm {
         guard: 2,
-        to: St::Space21 as u16,
+        to: St::Space14 as u16,
         limit: None,
     },
     Arm {
@@ -2159,7 +2136,7 @@ static ARMS: [Arm; 108] = [
     },
     Arm {
         guard: 15,
-        to: St::Space27 as u16,
+        to: St::Space26 as u16,
         limit: None,
     },
     Arm {
@@ -2214,7 +2191,7 @@ static ARMS: [Arm; 108] = [
     },
     Arm {
         guard: 15,
-        to: St::Space31 as u16,
+        to: St::Space30 as u16,
         limit: None,
     },
     Arm {
@@ -2258,7 +2235,7 @@ static ARMS: [Arm; 108] = [
         limit: None,
     },
     Arm {
-        guard: 34,
+        guard: 36,
         to: St::LitOpenBracket as u16,
         limit: None,
     },
@@ -2269,7 +2246,12 @@ static ARMS: [Arm; 108] = [
     },
     Arm {
         guard: 29,
-        to: St::Space34 as u16,
+        to: St::Space33 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 31,
+        to: St::Space33 as u16,
         limit: None,
     },
     Arm {
@@ -2279,7 +2261,7 @@ static ARMS: [Arm; 108] = [
     },
     Arm {
         guard: 0,
-        to: St::Space36 as u16,
+        to: St::Space34 as u16,
         limit: None,
     },
     Arm {
@@ -2289,7 +2271,7 @@ static ARMS: [Arm; 108] = [
     },
     Arm {
         guard: 41,
-        to: St::Space37 as u16,
+        to: St::Space35 as u16,
         limit: None,
     },
     Arm {
@@ -2299,12 +2281,12 @@ static ARMS: [Arm; 108] = [
     },
     Arm {
         guard: 42,
-        to: St::Space39 as u16,
+        to: St::Space37 as u16,
         limit: None,
     },
     Arm {
         guard: 2,
-        to: St::Space39 as u16,
+        to: St::Space37 as u16,
         limit: None,
     },
     Arm {
@@ -2350,15 +2332,15 @@ static GUARDS: [Guard; 43] = [
     Guard::Lit(Lit::Parameters2 as u16),
     Guard::Lit(Lit::Name2 as u16),
     Guard::Lit(Lit::ToolCall as u16),
+    Guard::Lit(Lit::Name3 as u16),
+    Guard::Peek(30),
     Guard::Lit(Lit::OpenBracket as u16),
     Guard::Space,
     Guard::Lit(Lit::Name3 as u16),
-    Guard::Seq { first: 30, len: 3 },
-    Guard::Peek(33),
-    Guard::Lit(Lit::Name3 as u16),
+    Guard::Seq { first: 32, len: 3 },
     Guard::Peek(35),
     Guard::Space,
-    Guard::Peek(35),
+    Guard::Peek(30),
     Guard::Seq { first: 37, len: 2 },
     Guard::Peek(39),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
@@ -2366,8 +2348,8 @@ static GUARDS: [Guard; 43] = [
 ];
 /// Text ends at ["<|im_end|>"].
 static STOPS_0: [&str; 1] = ["<|im_end|>"];
-/// Text ends at ["<tool_call>", "<|im_end|>"].
-static STOPS_1: [&str; 2] = ["<tool_call>", "<|im_end|>"];
+/// Text ends at ["<tool_call>", "{\"name\"", "<|im_end|>"].
+static STOPS_1: [&str; 3] = ["<tool_call>", "{\"name\"", "<|im_end|>"];
 /// Text ends at ["'"].
 static STOPS_2: [&str; 1] = ["'"];
 /// Text ends at ["\""].
@@ -2394,19 +2376,19 @@ static RESUMES: [LoopResume; 5] = [
         recover: St::Content4 as u16,
     },
     LoopResume {
-        entry: St::Content10 as u16,
+        entry: St::Content9 as u16,
         repeat: 0,
         head: St::LoopHead3 as u16,
         recover: St::Content7 as u16,
     },
     LoopResume {
-        entry: St::Content10 as u16,
+        entry: St::Content9 as u16,
         repeat: 1,
         head: St::LoopHead4 as u16,
         recover: St::LoopHead4 as u16,
     },
     LoopResume {
-        entry: St::Content10 as u16,
+        entry: St::Content9 as u16,
         repeat: 2,
         head: St::LoopHead5 as u16,
         recover: St::LoopHead5 as u16,

@@ -350,7 +350,6 @@ pub type Parser<'t> = chat_parser_runtime::parser::Parser<
     W,
     2usize,
     2usize,
-    1usize,
 >;
 /// This template's state machine (the runtime's parser walks its table).
 #[doc(hidden)]

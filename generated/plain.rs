@@ -71,7 +71,6 @@ pub type Parser<'t> = chat_parser_runtime::parser::Parser<
     W,
     1usize,
     1usize,
-    1usize,
 >;
 /// This template's state machine (the runtime's parser walks its table).
 #[doc(hidden)]

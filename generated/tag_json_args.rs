@@ -160,7 +160,6 @@ pub type Parser<'t> = chat_parser_runtime::parser::Parser<
     W,
     1usize,
     1usize,
-    2usize,
 >;
 /// This template's state machine (the runtime's parser walks its table).
 #[doc(hidden)]

@@ -334,11 +334,11 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.
-pub const HOLD_LIMIT: usize = 99;
+pub const HOLD_LIMIT: usize = 98;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 115;
+pub const WINDOW_BYTES: usize = 114;
 const W: usize = WINDOW_BYTES;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
@@ -351,7 +351,6 @@ pub type Parser<'t> = chat_parser_runtime::parser::Parser<
     W,
     1usize,
     1usize,
-    3usize,
 >;
 /// This template's state machine (the runtime's parser walks its table).
 #[doc(hidden)]
@@ -419,7 +418,7 @@ static TABLE: Table = Table {
     switches: THINKING_SWITCHES,
     pack: PACK,
     hold_limit: HOLD_LIMIT,
-    full: 115,
+    full: 114,
 };
 /// The machine's states, named for what they read.
 #[derive(Clone, Copy)]

@@ -118,9 +118,9 @@ impl Input<[u8]> {
     /// state that reports them unchanged) is decided here, inlined into the
     /// caller; everything else goes to the out-of-line [`Self::feed_slow`].
     #[inline(always)]
-    pub fn feed<M: Machine, const R: usize, const P: usize, const A: usize>(
+    pub fn feed<M: Machine, const R: usize, const P: usize>(
         &mut self,
-        core: &mut Core<'_, R, P, A>,
+        core: &mut Core<'_, R, P>,
         entry: &u16,
         bytes: &[u8],
         sink: &mut impl Sink,
@@ -144,7 +144,7 @@ impl Input<[u8]> {
                         core.fast_consumed(s.len() - self.len as usize);
                         return;
                     }
-                } else if self.feed_chars::<M, R, P, A>(core, 0, bytes, sink) {
+                } else if self.feed_chars::<M, R, P>(core, 0, bytes, sink) {
                     return;
                 }
             }
@@ -152,7 +152,7 @@ impl Input<[u8]> {
             && bytes.len() <= 8
             && self.held != Held::Packed
             && (self.len == 0 || (self.len as usize <= HELD_SMALL && core.pos == 0))
-            && self.feed_chars::<M, R, P, A>(core, self.len as usize, bytes, sink)
+            && self.feed_chars::<M, R, P>(core, self.len as usize, bytes, sink)
         {
             return;
         }
@@ -173,9 +173,9 @@ impl Input<[u8]> {
     /// with the UTF-8 check and every fast row inlined: a module's states
     /// left room for them when literals became numbers).
     #[inline(never)]
-    fn feed_chars<M: Machine, const R: usize, const P: usize, const A: usize>(
+    fn feed_chars<M: Machine, const R: usize, const P: usize>(
         &mut self,
-        core: &mut Core<'_, R, P, A>,
+        core: &mut Core<'_, R, P>,
         held: usize,
         bytes: &[u8],
         sink: &mut impl Sink,
@@ -231,9 +231,9 @@ impl Input<[u8]> {
     /// held: up to the start of a stop it ends with, which is then held);
     /// false, and nothing changed, otherwise.
     #[inline(never)]
-    fn feed_joined<const R: usize, const P: usize, const A: usize>(
+    fn feed_joined<const R: usize, const P: usize>(
         &mut self,
-        core: &mut Core<'_, R, P, A>,
+        core: &mut Core<'_, R, P>,
         m: &'static Table,
         held: usize,
         bytes: &[u8],
@@ -285,9 +285,9 @@ impl Input<[u8]> {
     /// ends with, and holds that start, as the machine would
     /// ([`Table::fast_partial`]); false (nothing changed) otherwise.
     #[inline(never)]
-    fn hold_partial<const R: usize, const P: usize, const A: usize>(
+    fn hold_partial<const R: usize, const P: usize>(
         &mut self,
-        core: &mut Core<'_, R, P, A>,
+        core: &mut Core<'_, R, P>,
         m: &'static Table,
         s: &str,
         sink: &mut impl Sink,
@@ -321,9 +321,9 @@ impl Input<[u8]> {
 
     /// [`Self::feed`] for a chunk the fast path did not take.
     #[inline(never)]
-    fn feed_slow<const R: usize, const P: usize, const A: usize>(
+    fn feed_slow<const R: usize, const P: usize>(
         &mut self,
-        core: &mut Core<'_, R, P, A>,
+        core: &mut Core<'_, R, P>,
         m: &'static Table,
         entry: &u16,
         bytes: &[u8],
@@ -413,9 +413,9 @@ impl Input<[u8]> {
     }
 
     /// Ends the output: runs the machine over what was held back.
-    pub fn finish<const R: usize, const P: usize, const A: usize>(
+    pub fn finish<const R: usize, const P: usize>(
         &mut self,
-        core: &mut Core<'_, R, P, A>,
+        core: &mut Core<'_, R, P>,
         m: &'static Table,
         entry: u16,
         sink: &mut impl Sink,
@@ -477,9 +477,9 @@ impl Input<[u8]> {
         }
     }
 
-    fn push<const R: usize, const P: usize, const A: usize>(
+    fn push<const R: usize, const P: usize>(
         &mut self,
-        core: &mut Core<'_, R, P, A>,
+        core: &mut Core<'_, R, P>,
         m: &'static Table,
         entry: u16,
         mut s: &str,

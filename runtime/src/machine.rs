@@ -113,13 +113,21 @@ pub struct Region {
     /// opened fewer than 2^16 calls and the difference is exact.
     calls_before: u16,
     repeat: u8,
-    /// The round's alternative (the low 7 bits) and [`COMMITTED`].
+    /// The round's alternative (the low 6 bits), [`LIMITED`] and
+    /// [`COMMITTED`].
     alt: u8,
 }
 
 /// [`Region::alt`]'s bit for a round that is certain (it will not rewind
 /// to its start).
 const COMMITTED: u8 = 0x80;
+/// [`Region::alt`]'s bit for a round of a limited alternative: it counts
+/// in its loop's [`Rounds::limited`], and gives its count back when it
+/// turns back into content.
+const LIMITED: u8 = 0x40;
+/// The most alternatives a loop may have (`Region::alt`'s low bits; the
+/// generator checks every grammar against it).
+pub const MAX_ALTERNATIVES: usize = LIMITED as usize;
 
 impl Region {
     #[inline]
@@ -128,23 +136,31 @@ impl Region {
     }
 
     #[inline]
+    fn limited(&self) -> bool {
+        self.alt & LIMITED != 0
+    }
+
+    #[inline]
     fn alt(&self) -> u8 {
-        self.alt & !COMMITTED
+        self.alt & (LIMITED - 1)
     }
 }
 
 /// A loop's counters (one per loop of the grammar).
 #[derive(Debug, Clone, Copy)]
-pub struct Rounds<const A: usize> {
-    counts: [u8; A],
+pub struct Rounds {
+    /// The rounds its limited alternatives took: they share one count
+    /// (`ir::Node::Repeat`), so one call is one call whatever form it came
+    /// in.
+    limited: u8,
     /// The alternative that failed at `failed_pos` (not retried there).
     failed_alt: u8,
     failed_pos: u32,
 }
 
-impl<const A: usize> Default for Rounds<A> {
+impl Default for Rounds {
     fn default() -> Self {
-        Rounds { counts: [0; A], failed_alt: u8::MAX, failed_pos: 0 }
+        Rounds { limited: 0, failed_alt: u8::MAX, failed_pos: 0 }
     }
 }
 
@@ -222,8 +238,8 @@ impl Flags {
 }
 
 /// The fixed-size state of a generated parser: `R` nested regions, `P`
-/// loops with at most `A` alternatives each.
-pub struct Core<'t, const R: usize, const P: usize, const A: usize> {
+/// loops (of at most [`MAX_ALTERNATIVES`] alternatives each).
+pub struct Core<'t, const R: usize, const P: usize> {
     /// The current state.
     pub st: u16,
     /// Input position (in the text of the current step).
@@ -234,7 +250,7 @@ pub struct Core<'t, const R: usize, const P: usize, const A: usize> {
     calls: u32,
     regions: [Region; R],
     n_regions: u8,
-    rounds: [Rounds<A>; P],
+    rounds: [Rounds; P],
     pending: Pending,
     /// Text up to a stop: where its unreported part starts.
     acc_from: u32,
@@ -516,11 +532,9 @@ pub struct Found {
     pub done: bool,
 }
 
-impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
+impl<'t, const R: usize, const P: usize> Core<'t, R, P> {
     /// A parser at `start`, checking call names against `tools`.
     pub fn new(start: u16, tools: &'t [Tool<'t>]) -> Self {
-        // A region keeps its alternative in 7 bits.
-        const { assert!(A <= COMMITTED as usize, "a loop has more than 128 alternatives") };
         Core {
             st: start,
             pos: 0,
@@ -809,26 +823,29 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
     }
 
     /// Whether alternative `alt` of a loop may take another round here.
+    /// The limited alternatives share one count (only they count rounds):
+    /// `limit` bounds the rounds all of them took.
     pub fn may_try(&self, repeat: usize, alt: usize, limit: Option<u8>) -> bool {
         let Some(r) = self.rounds.get(repeat) else { return false };
-        if limit.is_some_and(|max| r.counts.get(alt).copied().unwrap_or(0) >= max) {
+        if limit.is_some_and(|max| r.limited >= max) {
             return false;
         }
         !(r.failed_alt as usize == alt && r.failed_pos as usize == self.pos)
     }
 
-    /// A round of a loop starts at `start` (its guard matched up to `end`).
-    /// With `recover`, the round is a region that can turn back into content.
-    pub fn start_round(&mut self, repeat: usize, alt: usize, recover: bool, start: usize, end: usize) -> bool {
-        if let Some(c) = self.rounds.get_mut(repeat).and_then(|r| r.counts.get_mut(alt)) {
-            *c = c.saturating_add(1);
+    /// A round of a loop starts at `start` (its guard matched up to `end`),
+    /// counted where the alternative is `limited`. With `recover`, the
+    /// round is a region that can turn back into content.
+    pub fn start_round(&mut self, repeat: usize, alt: usize, limited: bool, recover: bool, start: usize, end: usize) -> bool {
+        if let (true, Some(r)) = (limited, self.rounds.get_mut(repeat)) {
+            r.limited = r.limited.saturating_add(1);
         }
         if recover {
             if self.n_regions as usize >= R {
                 return false;
             }
             self.regions[self.n_regions as usize] =
-                Region { pos: start as u32, calls_before: self.calls as u16, repeat: repeat as u8, alt: alt as u8 & !COMMITTED };
+                Region { pos: start as u32, calls_before: self.calls as u16, repeat: repeat as u8, alt: (alt as u8 & (LIMITED - 1)) | if limited { LIMITED } else { 0 } };
             self.n_regions += 1;
         }
         self.pos = end;
@@ -884,8 +901,8 @@ impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
                 self.give_back_one_char(text, sink);
             }
         } else {
-            if let Some(c) = self.rounds.get_mut(repeat).and_then(|r| r.counts.get_mut(region.alt() as usize)) {
-                *c = c.saturating_sub(1);
+            if let (true, Some(r)) = (region.limited(), self.rounds.get_mut(repeat)) {
+                r.limited = r.limited.saturating_sub(1);
             }
             self.forget_pending();
             self.calls = self.calls.wrapping_sub(u32::from((self.calls as u16).wrapping_sub(region.calls_before)));
@@ -1371,8 +1388,8 @@ fn args_escaped_chunk(prefix: &str, text: &str, sink: &mut impl Sink) {
 /// JSON; see [`JsonScanner::scan_marked`]). (A free function so the scanner
 /// and the reporter borrow different fields.)
 #[inline(never)]
-pub fn json_step<const R: usize, const P: usize, const A: usize>(
-    core: &mut Core<'_, R, P, A>,
+pub fn json_step<const R: usize, const P: usize>(
+    core: &mut Core<'_, R, P>,
     text: &str,
     content: bool,
     marker: &str,
@@ -1400,7 +1417,7 @@ pub fn json_step<const R: usize, const P: usize, const A: usize>(
 /// Completes a JSON value left open before the call's end marker
 /// ([`JsonScanner::close_open`]), reporting the closers as the value's text.
 #[inline(never)]
-pub fn json_close<const R: usize, const P: usize, const A: usize>(core: &mut Core<'_, R, P, A>, content: bool, sink: &mut impl Sink) {
+pub fn json_close<const R: usize, const P: usize>(core: &mut Core<'_, R, P>, content: bool, sink: &mut impl Sink) {
     core.json.close_open(&mut |piece: &str| sink.event(json_event(content, piece)));
 }
 
@@ -1644,7 +1661,7 @@ pub fn floor_boundary(text: &str, mut n: usize) -> usize {
     n
 }
 
-impl<'t, const R: usize, const P: usize, const A: usize> Core<'t, R, P, A> {
+impl<'t, const R: usize, const P: usize> Core<'t, R, P> {
     /// A name given by the grammar: reporting it commits the call.
     pub fn literal_name(&mut self, text: &str, name: &'static str, sink: &mut impl Sink) {
         self.emit_pos = self.pos;

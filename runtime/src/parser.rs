@@ -19,15 +19,15 @@ use crate::{Parse, Sink};
 
 /// A streaming parser of a model's output: feed it bytes as they arrive,
 /// then `finish`. Fixed-size state (`W` bytes of window, `R` regions, `P`
-/// loops, `A` loop alternatives: the module's sizes), no heap allocation.
-pub struct Parser<'t, M, const W: usize, const R: usize, const P: usize, const A: usize> {
-    core: Core<'t, R, P, A>,
+/// loops: the module's sizes), no heap allocation.
+pub struct Parser<'t, M, const W: usize, const R: usize, const P: usize> {
+    core: Core<'t, R, P>,
     entry: u16,
     input: Input<[u8; W]>,
     machine: PhantomData<M>,
 }
 
-impl<'t, M: Machine, const W: usize, const R: usize, const P: usize, const A: usize> Parser<'t, M, W, R, P, A> {
+impl<'t, M: Machine, const W: usize, const R: usize, const P: usize> Parser<'t, M, W, R, P> {
     /// A parser for a request with these options (the grammar variant they
     /// select, and the tools names and argument types are checked against).
     pub fn new(options: Options<'t>) -> Self {
@@ -46,7 +46,7 @@ impl<'t, M: Machine, const W: usize, const R: usize, const P: usize, const A: us
     #[inline]
     pub fn feed(&mut self, bytes: &[u8], sink: &mut impl Sink) {
         let input: &mut Input = &mut self.input;
-        input.feed::<M, R, P, A>(&mut self.core, &self.entry, bytes, sink);
+        input.feed::<M, R, P>(&mut self.core, &self.entry, bytes, sink);
     }
 
     /// Ends the output: reports what was held back, and ends a call the
@@ -57,7 +57,7 @@ impl<'t, M: Machine, const W: usize, const R: usize, const P: usize, const A: us
     }
 }
 
-impl<M: Machine, const W: usize, const R: usize, const P: usize, const A: usize> Parse for Parser<'_, M, W, R, P, A> {
+impl<M: Machine, const W: usize, const R: usize, const P: usize> Parse for Parser<'_, M, W, R, P> {
     #[inline]
     fn feed<S: Sink>(&mut self, bytes: &[u8], sink: &mut S) {
         Parser::feed(self, bytes, sink)

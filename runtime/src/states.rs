@@ -12,7 +12,7 @@ use crate::Sink;
 
 /// The state's step result for a guard-like match: go on at `p`, wait, or fail.
 #[inline]
-fn advance<const R: usize, const P: usize, const A: usize>(c: &mut Core<'_, R, P, A>, g: G, next: u16) -> Flow {
+fn advance<const R: usize, const P: usize>(c: &mut Core<'_, R, P>, g: G, next: u16) -> Flow {
     match g {
         G::Match(p) => {
             c.pos = p;
@@ -24,7 +24,7 @@ fn advance<const R: usize, const P: usize, const A: usize>(c: &mut Core<'_, R, P
     }
 }
 
-impl<const R: usize, const P: usize, const A: usize> Core<'_, R, P, A> {
+impl<const R: usize, const P: usize> Core<'_, R, P> {
     /// The grammar is done: anything after it makes the rest content.
     pub fn done_state(&mut self, t: &str) -> Flow {
         if self.pos < t.len() {
@@ -209,7 +209,7 @@ impl<const R: usize, const P: usize, const A: usize> Core<'_, R, P, A> {
         let start = self.pos;
         match guard(t, self.pos, last) {
             G::Match(p) => {
-                if !self.start_round(repeat, alt, recover, start, p) {
+                if !self.start_round(repeat, alt, limit.is_some(), recover, start, p) {
                     return Some(Flow::Fail);
                 }
                 self.st = body;

@@ -436,7 +436,7 @@ pub trait Machine {
 
     /// [`Table::fast_in`] with the current state's row.
     #[inline(always)]
-    fn fast_step<S: Sink, const R: usize, const P: usize, const A: usize>(c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool {
+    fn fast_step<S: Sink, const R: usize, const P: usize>(c: &mut Core<'_, R, P>, chunk: &str, word: Word, sink: &mut S) -> bool {
         Self::TABLE.fast_in(Self::fast_row(c.st), c, chunk, word, sink)
     }
 }
@@ -483,7 +483,7 @@ impl Table {
 
     /// The first of `arms` whose guard matches, taken (or waited for);
     /// `None` when none does.
-    fn first_arm<const R: usize, const P: usize, const A: usize>(&self, arms: Arms, c: &mut Core<'_, R, P, A>, t: &str, last: bool) -> Option<Flow> {
+    fn first_arm<const R: usize, const P: usize>(&self, arms: Arms, c: &mut Core<'_, R, P>, t: &str, last: bool) -> Option<Flow> {
         self.arms(arms).iter().find_map(|arm| c.choose(self.guard(arm.guard, t, c.pos, last), arm.to))
     }
 
@@ -513,7 +513,7 @@ impl Table {
     /// commits in the same step, so it is checked there too, and whole and
     /// streamed output break the same markup.
     #[inline]
-    pub fn over_hold<const R: usize, const P: usize, const A: usize>(&self, c: &Core<'_, R, P, A>, t: &str, to: usize) -> bool {
+    pub fn over_hold<const R: usize, const P: usize>(&self, c: &Core<'_, R, P>, t: &str, to: usize) -> bool {
         // Held markup starts at or after 0: a window no longer than the
         // limit cannot hold too much (the common case in streaming, where
         // the window is a few chunks), and `keep` need not be worked out.
@@ -532,12 +532,12 @@ impl Table {
 
     /// Runs the current state once: what comes next.
     #[inline(always)]
-    pub fn step<S: Sink, const R: usize, const P: usize, const A: usize>(&self, c: &mut Core<'_, R, P, A>, t: &str, last: bool, sink: &mut S) -> Flow {
+    pub fn step<S: Sink, const R: usize, const P: usize>(&self, c: &mut Core<'_, R, P>, t: &str, last: bool, sink: &mut S) -> Flow {
         let Some(&state) = self.states.get(c.st as usize) else {
             c.set_degraded();
             return Flow::Go;
         };
-        let go = |c: &mut Core<'_, R, P, A>, next: u16| {
+        let go = |c: &mut Core<'_, R, P>, next: u16| {
             c.st = next;
             Flow::Go
         };
@@ -631,16 +631,16 @@ impl Table {
     /// false when the machine must run. `word` is the chunk as a [`Word`]
     /// when it has at most 8 bytes, else [`Word::NONE`].
     #[inline(always)]
-    pub fn fast<S: Sink, const R: usize, const P: usize, const A: usize>(&self, c: &mut Core<'_, R, P, A>, chunk: &str, word: Word, sink: &mut S) -> bool {
+    pub fn fast<S: Sink, const R: usize, const P: usize>(&self, c: &mut Core<'_, R, P>, chunk: &str, word: Word, sink: &mut S) -> bool {
         self.fast_in(self.fast_row(c.st), c, chunk, word, sink)
     }
 
     /// [`Self::fast`] given the current state's fast path.
     #[inline(always)]
-    pub fn fast_in<S: Sink, const R: usize, const P: usize, const A: usize>(
+    pub fn fast_in<S: Sink, const R: usize, const P: usize>(
         &self,
         fast: Fast,
-        c: &mut Core<'_, R, P, A>,
+        c: &mut Core<'_, R, P>,
         chunk: &str,
         word: Word,
         sink: &mut S,
@@ -659,9 +659,9 @@ impl Table {
     /// [`Self::fast`] in a text state.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn fast_text<S: Sink, const R: usize, const P: usize, const A: usize>(
+    fn fast_text<S: Sink, const R: usize, const P: usize>(
         &self,
-        c: &mut Core<'_, R, P, A>,
+        c: &mut Core<'_, R, P>,
         kind: Kind,
         trim: bool,
         [first, second]: [u8; 2],
@@ -689,9 +689,9 @@ impl Table {
     /// before it and returns the length of that start, for the caller to
     /// hold back. `None` (and nothing reported) when the machine must run.
     #[inline(never)]
-    pub fn fast_partial<S: Sink, const R: usize, const P: usize, const A: usize>(
+    pub fn fast_partial<S: Sink, const R: usize, const P: usize>(
         &self,
-        c: &mut Core<'_, R, P, A>,
+        c: &mut Core<'_, R, P>,
         chunk: &str,
         max: usize,
         sink: &mut S,
@@ -711,7 +711,7 @@ impl Table {
     /// to the last region when a step fails (or the held markup grows over
     /// the hold limit), and reporting the rest as content once degraded.
     #[inline(never)]
-    pub fn run<S: Sink, const R: usize, const P: usize, const A: usize>(&self, c: &mut Core<'_, R, P, A>, entry: u16, text: &str, last: bool, sink: &mut S) {
+    pub fn run<S: Sink, const R: usize, const P: usize>(&self, c: &mut Core<'_, R, P>, entry: u16, text: &str, last: bool, sink: &mut S) {
         loop {
             if c.degraded() {
                 c.degrade(text, sink);

@@ -271,10 +271,10 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
     let pack_strs = pack.iter().map(|m| Literal::string(m));
     let regions = states.max_regions.max(1);
     let loops = states.max_loops.max(1);
-    let alts = states.max_alts.max(1);
-    // The runtime keeps a round's alternative in 7 bits (`machine::Region`).
-    if alts > 128 {
-        return Err(CodegenError(format!("{}: a loop has {alts} alternatives (at most 128)", spec.template)));
+    // The runtime keeps a round's alternative in a few bits (`machine::Region`).
+    let max = chat_parser_runtime::machine::MAX_ALTERNATIVES;
+    if states.max_alts > max {
+        return Err(CodegenError(format!("{}: a loop has {} alternatives (at most {max})", spec.template, states.max_alts)));
     }
 
     let rows: Vec<TokenStream> = states
@@ -454,7 +454,7 @@ pub fn module_tokens(spec: &FormatSpec) -> Result<TokenStream, CodegenError> {
 
         /// A streaming parser of the model's output: feed it bytes as they
         /// arrive, then `finish`. Fixed-size state, no heap allocation.
-        pub type Parser<'t> = chat_parser_runtime::parser::Parser<'t, Grammar, W, #regions, #loops, #alts>;
+        pub type Parser<'t> = chat_parser_runtime::parser::Parser<'t, Grammar, W, #regions, #loops>;
 
         /// This template's state machine (the runtime's parser walks its table).
         #[doc(hidden)]

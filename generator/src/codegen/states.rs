@@ -145,7 +145,7 @@ impl States {
 
     /// Adds one variant's grammar; returns its entry state.
     pub fn add_variant(&mut self, root: &Node) -> u16 {
-        let mut v = Variant { loops: Vec::new() };
+        let mut v = Variant { loops: Vec::new(), compiled: Default::default() };
         let entry = self.compile(root, DONE, &mut v);
         self.max_loops = self.max_loops.max(v.loops.len());
         self.max_regions = self.max_regions.max(region_depth(root));
@@ -187,14 +187,21 @@ impl States {
         // variant, so states with loops are shared only where the loops get
         // the same numbers; the variant then registers the shared loops as
         // its own (for its resume table).
-        let key = (format!("{node:?}"), next, v.loops.len());
-        if let Some((id, loops)) = self.compiled.get(&key) {
-            v.loops.extend(loops.iter().copied());
-            return *id;
+        let text = format!("{node:?}");
+        if let Some(&id) = v.compiled.get(&(text.clone(), next)) {
+            return id;
         }
-        let before = v.loops.len();
-        let id = self.compile_node(node, next, v);
-        self.compiled.insert(key, (id, v.loops[before..].to_vec()));
+        let key = (text, next, v.loops.len());
+        let id = if let Some((id, loops)) = self.compiled.get(&key) {
+            v.loops.extend(loops.iter().copied());
+            *id
+        } else {
+            let before = v.loops.len();
+            let id = self.compile_node(node, next, v);
+            self.compiled.insert(key.clone(), (id, v.loops[before..].to_vec()));
+            id
+        };
+        v.compiled.insert((key.0, next), id);
         id
     }
 
@@ -496,6 +503,11 @@ pub fn uses_ident(tokens: &TokenStream, name: &str) -> bool {
 
 struct Variant {
     loops: Vec<LoopResume>,
+    /// What this variant compiled: a node compiled again with the same
+    /// successor (the calls after their opener and where the model left it
+    /// out) is the same states, loops included. (Two alternatives run one
+    /// at a time, so their loops may share numbers.)
+    compiled: std::collections::HashMap<(String, u16), u16>,
 }
 
 /// A state's constant name, from what it does: `Content up to [...]` →
@@ -825,6 +837,10 @@ fn longer_lead(best: Option<(usize, bool)>, (lead, from_start): (usize, bool)) -
 struct Prefix {
     bytes: usize,
     gaps: usize,
+    /// What a look-ahead read past `bytes`, which the nodes after it read
+    /// again (`&{"name"` before the `{"name"` of a call object): held once,
+    /// not twice.
+    ahead: usize,
     done: bool,
 }
 
@@ -836,11 +852,14 @@ impl Prefix {
     /// What the window holds for it: the bytes, and whitespace at
     /// [`SLACK`] per gap up to [`ROUND_SLACK`] in all.
     fn held(self) -> usize {
-        self.bytes + (self.gaps * SLACK).min(ROUND_SLACK)
+        self.bytes + (self.gaps * SLACK).min(ROUND_SLACK) + self.ahead
     }
 
     fn then(self, next: Prefix) -> Prefix {
-        Prefix { bytes: self.bytes + next.bytes, gaps: self.gaps + next.gaps, done: next.done }
+        // The look-ahead is read again by `next`: only what reaches past
+        // `next`'s own bytes is held beyond them.
+        let ahead = next.ahead.max(self.ahead.saturating_sub(next.bytes));
+        Prefix { bytes: self.bytes + next.bytes, gaps: self.gaps + next.gaps, ahead, done: next.done }
     }
 }
 
@@ -864,15 +883,24 @@ fn prefix(node: &Node, costs: &Costs<'_>) -> Prefix {
             for a in alts {
                 let g = prefix(&a.guard, costs);
                 let p = if g.done { g } else { g.then(prefix(&a.body, costs)) };
-                best = Prefix { bytes: best.bytes.max(p.bytes), gaps: best.gaps.max(p.gaps), done: best.done && p.done };
+                // (What is held past the longest alternative's bytes: an
+                // alternative's look-ahead only where it reaches further.)
+                let bytes = best.bytes.max(p.bytes);
+                let ahead = (best.bytes + best.ahead).max(p.bytes + p.ahead) - bytes;
+                best = Prefix { bytes, gaps: best.gaps.max(p.gaps), ahead, done: best.done && p.done };
             }
             best
         }
-        Node::Peek(inner) => Prefix { done: false, ..prefix(inner, costs) },
+        Node::Peek(inner) => {
+            // (Its whitespace is counted as read: the cap on a round's
+            // whitespace covers it.)
+            let p = prefix(inner, costs);
+            Prefix { bytes: 0, gaps: p.gaps, ahead: p.bytes + p.ahead, done: false }
+        }
         Node::Until { stops, kind, .. } => {
             let longest = stops.iter().map(|s| costs.partial(s)).max().unwrap_or(0);
             match kind {
-                TextKind::ToolName | TextKind::ToolIdName => Prefix { bytes: crate::ir::MAX_NAME_LEN + longest, gaps: 0, done: true },
+                TextKind::ToolName | TextKind::ToolIdName => Prefix { bytes: crate::ir::MAX_NAME_LEN + longest, gaps: 0, ahead: 0, done: true },
                 TextKind::Discard => Prefix::markup(DISCARD_ROOM + longest),
                 _ => Prefix::markup(ID_ROOM + longest),
             }

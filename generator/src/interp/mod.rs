@@ -682,7 +682,9 @@ impl<'g> StreamParser<'g> {
                 let alts_ref = alts;
                 let limits_ref = limits;
                 for (i, alt) in alts_ref.iter().enumerate() {
-                    if limits_ref.get(i).copied().flatten().is_some_and(|max| counts[i] >= max) {
+                    // Only limited alternatives count (the count they share).
+                    let limit = limits_ref.get(i).copied().flatten();
+                    if limit.is_some_and(|max| counts.iter().sum::<u32>() >= max) {
                         continue;
                     }
                     if failed_at == Some((i, self.pos)) {
@@ -691,7 +693,7 @@ impl<'g> StreamParser<'g> {
                     let start = self.pos;
                     match guard(&alt.guard, &self.text, self.pos, last, &mut self.ws) {
                         Guard::Match(end) => {
-                            counts[i] += 1;
+                            counts[i] += u32::from(limit.is_some());
                             let depth = self.stack.len();
                             let region = if recover.is_some() {
                                 self.regions.push(Region {

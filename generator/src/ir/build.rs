@@ -477,16 +477,24 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
         // reports no content beside calls): the fence is markup. Only where
         // a call starts right after the fence's first line: other code
         // blocks stay content.
+        // (Not for the call objects of `unwrapped_call_object`: a
+        // fence as a stop of their content makes every Markdown code span
+        // leave the streaming fast path, +50% instructions on QwQ's text.)
         let fenced = match &guard {
-            Node::Peek(start) => Some(Alt::lenient(
-                Node::seq(vec![Node::lit(FENCE), Node::optional(Node::lit("json"), Node::Empty), Node::Space, Node::Peek(start.clone())]),
-                Node::seq(vec![calls.clone(), Node::optional(Node::lit(FENCE), Node::Space)]),
-            )),
+            Node::Peek(start) => Some(fenced_calls(start, &calls)),
             _ => None,
         };
+        // The calls after the opener, where the model left it out: the
+        // same node as the opener's body (one copy of its states).
+        let unwrapped = unwrapped_call_object(spec).map(|start| (start.clone(), Node::Peek(Box::new(Node::lit(start))), calls.clone()));
         alts.push(Alt { guard, body: calls });
         // One call (or one section of calls) unless parallel calls are on.
         limits.push((!options.parallel_tool_calls).then_some(1));
+        if let Some((trigger, guard, body)) = unwrapped {
+            stops.push(trigger);
+            alts.push(Alt::lenient(guard, body));
+            limits.push((!options.parallel_tool_calls).then_some(1));
+        }
         if let Some(fenced) = fenced {
             stops.push(FENCE.to_string());
             alts.push(fenced);
@@ -1026,6 +1034,35 @@ fn bare_json_calls(spec: &FormatSpec) -> bool {
 fn json_object_calls(spec: &FormatSpec) -> bool {
     let f = &spec.tools.format;
     f.mode == ToolFormatMode::JsonNative && !f.tools_array_wrapped && !f.per_call_start.trim().is_empty()
+}
+
+/// Calls as JSON objects with no markup around them (`start`, a look-ahead
+/// at a call object's first key), fenced as a Markdown code block: the
+/// fence and its `json` are markup where a call starts right after the
+/// fence's first line; the closing fence after the calls too.
+fn fenced_calls(start: &Node, calls: &Node) -> Alt {
+    Alt::lenient(
+        Node::seq(vec![Node::lit(FENCE), Node::optional(Node::lit("json"), Node::Empty), Node::Space, Node::Peek(Box::new(start.clone()))]),
+        Node::seq(vec![calls.clone(), Node::optional(Node::lit(FENCE), Node::Space)]),
+    )
+}
+
+/// The call object of a format that wraps each one in its own tags
+/// (`<tool_call>{"name": …}</tool_call>`, the Hermes line) written
+/// without the opener: `{"name": "get_weather", "arguments": {…}}` alone
+/// (Qwen2.5 does, hermes-agent #5867; llama.cpp's Hermes parser reads
+/// it). The object's start in the template's quotes (`{"name"`), looked at
+/// to read what follows the opener: a call only where the name is a
+/// declared tool and the object is whole, so JSON in prose stays content;
+/// the wrapper's closer is read where the model writes it. For parsers
+/// only; `None` for other formats.
+fn unwrapped_call_object(spec: &FormatSpec) -> Option<String> {
+    let f = &spec.tools.format;
+    if !json_object_calls(spec) || !f.section_start.trim().is_empty() || f.fun_name_is_key || !is_tag(f.per_call_start.trim()) {
+        return None;
+    }
+    let q = if f.python_dict_arguments { "'" } else { "\"" };
+    Some(format!("{{{q}{}{q}", f.name_field))
 }
 
 /// Whether a JSON call object's wrapper (`<tool_call>…</tool_call>`) may

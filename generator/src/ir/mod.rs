@@ -167,7 +167,10 @@ pub enum Node {
     Choice(Vec<Alt>),
     /// A loop over guarded alternatives: each round takes the first
     /// alternative whose guard matches; the loop ends when none does or the
-    /// matching alternative used up its limit (`limits[i]`, `None` = no limit).
+    /// matching alternative used up its limit (`limits[i]`, `None` = no
+    /// limit). The limited alternatives share one count of rounds: with
+    /// `Some(1)` on every form a call may take (wrapped, bare, fenced,
+    /// under an alias), a loop takes one call whichever form it comes in.
     /// With `recover: Some(resume)`, a body that fails before its call is
     /// committed turns back into content: one character of content is
     /// reported, `resume` runs (the content that follows) and the loop goes on
