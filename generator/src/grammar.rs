@@ -413,7 +413,8 @@ impl Writer {
                 if args {
                     out.push(Op::TaggedArgs);
                 } else {
-                    // Limits are per alternative; the loop takes the largest.
+                    // The strict alternatives' limits (they share one
+                    // count, `Node::Repeat`): the loop takes the largest.
                     let max = limits.iter().map(|l| l.map_or(u16::MAX, |n| n.min(u16::MAX as u32 - 1) as u16)).max().unwrap_or(u16::MAX);
                     out.push(Op::Repeat { max });
                     out.push(Op::Alt(alts.len() as u16));

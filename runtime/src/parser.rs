@@ -4,7 +4,7 @@
 //! A module names it with its own machine and sizes,
 //!
 //! ```text
-//! pub type Parser<'t> = chat_parser_runtime::parser::Parser<'t, Grammar, W, 1, 1, 2>;
+//! pub type Parser<'t> = chat_parser_runtime::parser::Parser<'t, Grammar, W, 1, 1>;
 //! ```
 //!
 //! so `module::Parser::new(options)`, `feed` and `finish` are the same code

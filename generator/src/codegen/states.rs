@@ -145,7 +145,7 @@ impl States {
 
     /// Adds one variant's grammar; returns its entry state.
     pub fn add_variant(&mut self, root: &Node) -> u16 {
-        let mut v = Variant { loops: Vec::new(), compiled: Default::default() };
+        let mut v = Variant { loops: Vec::new(), compiled: Default::default(), reused_from: usize::MAX };
         let entry = self.compile(root, DONE, &mut v);
         self.max_loops = self.max_loops.max(v.loops.len());
         self.max_regions = self.max_regions.max(region_depth(root));
@@ -188,20 +188,29 @@ impl States {
         // the same numbers; the variant then registers the shared loops as
         // its own (for its resume table).
         let text = format!("{node:?}");
-        if let Some(&id) = v.compiled.get(&(text.clone(), next)) {
+        if let Some(&(id, lowest)) = v.compiled.get(&(text.clone(), next)) {
+            v.reused_from = v.reused_from.min(lowest);
             return id;
         }
-        let key = (text, next, v.loops.len());
+        let before = v.loops.len();
+        let key = (text, next, before);
+        let outer = std::mem::replace(&mut v.reused_from, usize::MAX);
         let id = if let Some((id, loops)) = self.compiled.get(&key) {
             v.loops.extend(loops.iter().copied());
             *id
         } else {
-            let before = v.loops.len();
             let id = self.compile_node(node, next, v);
-            self.compiled.insert(key.clone(), (id, v.loops[before..].to_vec()));
+            // Shared with other variants only when its states name no loop
+            // numbered before it (reused within this variant): another
+            // variant numbers those loops otherwise.
+            if v.reused_from >= before {
+                self.compiled.insert(key.clone(), (id, v.loops[before..].to_vec()));
+            }
             id
         };
-        v.compiled.insert((key.0, next), id);
+        let lowest = before.min(v.reused_from);
+        v.reused_from = outer.min(lowest);
+        v.compiled.insert((key.0, next), (id, lowest));
         id
     }
 
@@ -506,8 +515,12 @@ struct Variant {
     /// What this variant compiled: a node compiled again with the same
     /// successor (the calls after their opener and where the model left it
     /// out) is the same states, loops included. (Two alternatives run one
-    /// at a time, so their loops may share numbers.)
-    compiled: std::collections::HashMap<(String, u16), u16>,
+    /// at a time, so their loops may share numbers.) With each, the lowest
+    /// loop number its states name.
+    compiled: std::collections::HashMap<(String, u16), (u16, usize)>,
+    /// The lowest loop number named by states reused from `compiled` since
+    /// the node being compiled started.
+    reused_from: usize,
 }
 
 /// A state's constant name, from what it does: `Content up to [...]` →

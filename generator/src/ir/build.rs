@@ -1052,10 +1052,13 @@ fn fenced_calls(start: &Node, calls: &Node) -> Alt {
 /// without the opener: `{"name": "get_weather", "arguments": {…}}` alone
 /// (Qwen2.5 does, hermes-agent #5867; llama.cpp's Hermes parser reads
 /// it). The object's start in the template's quotes (`{"name"`), looked at
-/// to read what follows the opener: a call only where the name is a
-/// declared tool and the object is whole, so JSON in prose stays content;
-/// the wrapper's closer is read where the model writes it. For parsers
-/// only; `None` for other formats.
+/// to read what follows the opener, as the opener's body reads it: a call
+/// only where the name is a declared tool and the object is whole, so JSON
+/// in prose stays content; the wrapper's closer is read where the model
+/// writes it. (As inside the wrapper, the arguments may be left out:
+/// `{"name": "get_time"}` is a call with `{}`. Reading it otherwise would
+/// copy the opener's body, 300 lines of each module.) For parsers only;
+/// `None` for other formats.
 fn unwrapped_call_object(spec: &FormatSpec) -> Option<String> {
     let f = &spec.tools.format;
     if !json_object_calls(spec) || !f.section_start.trim().is_empty() || f.fun_name_is_key || !is_tag(f.per_call_start.trim()) {

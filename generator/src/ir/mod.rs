@@ -166,9 +166,9 @@ pub enum Node {
     /// The first alternative whose guard matches; fails if none does.
     Choice(Vec<Alt>),
     /// A loop over guarded alternatives: each round takes the first
-    /// alternative whose guard matches; the loop ends when none does or the
-    /// matching alternative used up its limit (`limits[i]`, `None` = no
-    /// limit). The limited alternatives share one count of rounds: with
+    /// alternative whose guard matches and whose limit (`limits[i]`, `None`
+    /// = no limit) is not used up; the loop ends when there is none. The
+    /// limited alternatives share one count of rounds: with
     /// `Some(1)` on every form a call may take (wrapped, bare, fenced,
     /// under an alias), a loop takes one call whichever form it comes in.
     /// With `recover: Some(resume)`, a body that fails before its call is
