@@ -720,7 +720,7 @@ static STATES: [State; 238] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 40, len: 3 },
+        arms: Arms { first: 42, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -898,7 +898,7 @@ static STATES: [State; 238] = {
         next: St::Choice7 as u16,
     };
     s[St::LoopHead3 as usize] = State::Loop {
-        arms: Arms { first: 25, len: 1 },
+        arms: Arms { first: 26, len: 1 },
         next: St::ArgsClose2 as u16,
     };
     s[St::Space7 as usize] = State::Space {
@@ -926,7 +926,7 @@ static STATES: [State; 238] = {
         next: St::Space8 as u16,
     };
     s[St::JsonStart3 as usize] = State::JsonStart {
-        python: false,
+        python: true,
         object_only: false,
         next: St::Json3 as u16,
     };
@@ -940,7 +940,7 @@ static STATES: [State; 238] = {
         next: St::Space8 as u16,
     };
     s[St::JsonStart4 as usize] = State::JsonStart {
-        python: true,
+        python: false,
         object_only: false,
         next: St::Json4 as u16,
     };
@@ -957,7 +957,7 @@ static STATES: [State; 238] = {
         next: St::ArgAutoText as u16,
     };
     s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 22, len: 3 },
+        arms: Arms { first: 22, len: 4 },
     };
     s[St::ValueByArgumentType as usize] = State::ByArgType {
         string: St::ArgString as u16,
@@ -1004,29 +1004,29 @@ static STATES: [State; 238] = {
         next: St::ToolOpen2 as u16,
     };
     s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 26, len: 2 },
+        arms: Arms { first: 27, len: 2 },
     };
     s[St::Space12 as usize] = State::Space {
         next: St::Choice10 as u16,
     };
     s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 28, len: 2 },
+        arms: Arms { first: 29, len: 2 },
     };
     s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 30, len: 2 },
+        arms: Arms { first: 31, len: 2 },
     };
     s[St::ArgsClose3 as usize] = State::ArgsClose {
         next: St::Choice12 as u16,
     };
     s[St::LoopHead4 as usize] = State::Loop {
-        arms: Arms { first: 39, len: 1 },
+        arms: Arms { first: 41, len: 1 },
         next: St::ArgsClose3 as u16,
     };
     s[St::Space13 as usize] = State::Space {
         next: St::LoopHead4 as u16,
     };
     s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 32, len: 4 },
+        arms: Arms { first: 33, len: 4 },
     };
     s[St::ArgStringText2 as usize] = State::Text {
         kind: Kind::ArgString,
@@ -1047,7 +1047,7 @@ static STATES: [State; 238] = {
         next: St::Space14 as u16,
     };
     s[St::JsonStart5 as usize] = State::JsonStart {
-        python: false,
+        python: true,
         object_only: false,
         next: St::Json5 as u16,
     };
@@ -1061,7 +1061,7 @@ static STATES: [State; 238] = {
         next: St::Space14 as u16,
     };
     s[St::JsonStart6 as usize] = State::JsonStart {
-        python: true,
+        python: false,
         object_only: false,
         next: St::Json6 as u16,
     };
@@ -1078,7 +1078,7 @@ static STATES: [State; 238] = {
         next: St::ArgAutoText2 as u16,
     };
     s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 36, len: 3 },
+        arms: Arms { first: 37, len: 4 },
     };
     s[St::ValueByArgumentType2 as usize] = State::ByArgType {
         string: St::ArgString2 as u16,
@@ -1139,7 +1139,7 @@ static STATES: [State; 238] = {
     s[St::LoopHead5 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 82, len: 3 },
+        arms: Arms { first: 86, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -1171,10 +1171,10 @@ static STATES: [State; 238] = {
         next: St::Space18 as u16,
     };
     s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 43, len: 2 },
+        arms: Arms { first: 45, len: 2 },
     };
     s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 45, len: 2 },
+        arms: Arms { first: 47, len: 2 },
     };
     s[St::ArgsClose4 as usize] = State::ArgsClose {
         next: St::Choice16 as u16,
@@ -1187,7 +1187,7 @@ static STATES: [State; 238] = {
         next: St::Choice16 as u16,
     };
     s[St::JsonEndMarker3 as usize] = State::Choice {
-        arms: Arms { first: 47, len: 1 },
+        arms: Arms { first: 49, len: 1 },
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
@@ -1208,13 +1208,13 @@ static STATES: [State; 238] = {
         next: St::Space19 as u16,
     };
     s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 48, len: 2 },
+        arms: Arms { first: 50, len: 2 },
     };
     s[St::Space20 as usize] = State::Space {
         next: St::Choice17 as u16,
     };
     s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 50, len: 2 },
+        arms: Arms { first: 52, len: 2 },
     };
     s[St::LitQuote5 as usize] = State::Literal {
         text: Lit::Quote as u16,
@@ -1271,7 +1271,7 @@ static STATES: [State; 238] = {
         next: St::LitComma2 as u16,
     };
     s[St::JsonEndMarker4 as usize] = State::Choice {
-        arms: Arms { first: 52, len: 1 },
+        arms: Arms { first: 54, len: 1 },
     };
     s[St::Json8 as usize] = State::Json {
         content: false,
@@ -1288,7 +1288,7 @@ static STATES: [State; 238] = {
         next: St::JsonStart8 as u16,
     };
     s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 53, len: 2 },
+        arms: Arms { first: 55, len: 2 },
     };
     s[St::Space21 as usize] = State::Space {
         next: St::Choice19 as u16,
@@ -1298,7 +1298,7 @@ static STATES: [State; 238] = {
         next: St::Space21 as u16,
     };
     s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 55, len: 3 },
+        arms: Arms { first: 57, len: 3 },
     };
     s[St::Space22 as usize] = State::Space {
         next: St::Choice20 as u16,
@@ -1311,20 +1311,20 @@ static STATES: [State; 238] = {
         next: St::LitOpenBrace2 as u16,
     };
     s[St::Choice21 as usize] = State::Choice {
-        arms: Arms { first: 58, len: 2 },
+        arms: Arms { first: 60, len: 2 },
     };
     s[St::ArgsClose5 as usize] = State::ArgsClose {
         next: St::Choice21 as u16,
     };
     s[St::LoopHead6 as usize] = State::Loop {
-        arms: Arms { first: 67, len: 1 },
+        arms: Arms { first: 70, len: 1 },
         next: St::ArgsClose5 as u16,
     };
     s[St::Space23 as usize] = State::Space {
         next: St::LoopHead6 as u16,
     };
     s[St::Choice22 as usize] = State::Choice {
-        arms: Arms { first: 60, len: 4 },
+        arms: Arms { first: 62, len: 4 },
     };
     s[St::ArgStringText3 as usize] = State::Text {
         kind: Kind::ArgString,
@@ -1345,7 +1345,7 @@ static STATES: [State; 238] = {
         next: St::Space24 as u16,
     };
     s[St::JsonStart9 as usize] = State::JsonStart {
-        python: false,
+        python: true,
         object_only: false,
         next: St::Json9 as u16,
     };
@@ -1359,7 +1359,7 @@ static STATES: [State; 238] = {
         next: St::Space24 as u16,
     };
     s[St::JsonStart10 as usize] = State::JsonStart {
-        python: true,
+        python: false,
         object_only: false,
         next: St::Json10 as u16,
     };
@@ -1376,7 +1376,7 @@ static STATES: [State; 238] = {
         next: St::ArgAutoText3 as u16,
     };
     s[St::Choice23 as usize] = State::Choice {
-        arms: Arms { first: 64, len: 3 },
+        arms: Arms { first: 66, len: 4 },
     };
     s[St::ValueByArgumentType3 as usize] = State::ByArgType {
         string: St::ArgString3 as u16,
@@ -1423,29 +1423,29 @@ static STATES: [State; 238] = {
         next: St::ToolOpen5 as u16,
     };
     s[St::Choice24 as usize] = State::Choice {
-        arms: Arms { first: 68, len: 2 },
+        arms: Arms { first: 71, len: 2 },
     };
     s[St::Space28 as usize] = State::Space {
         next: St::Choice24 as u16,
     };
     s[St::Choice25 as usize] = State::Choice {
-        arms: Arms { first: 70, len: 2 },
+        arms: Arms { first: 73, len: 2 },
     };
     s[St::Choice26 as usize] = State::Choice {
-        arms: Arms { first: 72, len: 2 },
+        arms: Arms { first: 75, len: 2 },
     };
     s[St::ArgsClose6 as usize] = State::ArgsClose {
         next: St::Choice26 as u16,
     };
     s[St::LoopHead7 as usize] = State::Loop {
-        arms: Arms { first: 81, len: 1 },
+        arms: Arms { first: 85, len: 1 },
         next: St::ArgsClose6 as u16,
     };
     s[St::Space29 as usize] = State::Space {
         next: St::LoopHead7 as u16,
     };
     s[St::Choice27 as usize] = State::Choice {
-        arms: Arms { first: 74, len: 4 },
+        arms: Arms { first: 77, len: 4 },
     };
     s[St::ArgStringText4 as usize] = State::Text {
         kind: Kind::ArgString,
@@ -1466,7 +1466,7 @@ static STATES: [State; 238] = {
         next: St::Space30 as u16,
     };
     s[St::JsonStart11 as usize] = State::JsonStart {
-        python: false,
+        python: true,
         object_only: false,
         next: St::Json11 as u16,
     };
@@ -1480,7 +1480,7 @@ static STATES: [State; 238] = {
         next: St::Space30 as u16,
     };
     s[St::JsonStart12 as usize] = State::JsonStart {
-        python: true,
+        python: false,
         object_only: false,
         next: St::Json12 as u16,
     };
@@ -1497,7 +1497,7 @@ static STATES: [State; 238] = {
         next: St::ArgAutoText4 as u16,
     };
     s[St::Choice28 as usize] = State::Choice {
-        arms: Arms { first: 78, len: 3 },
+        arms: Arms { first: 81, len: 4 },
     };
     s[St::ValueByArgumentType4 as usize] = State::ByArgType {
         string: St::ArgString4 as u16,
@@ -1559,13 +1559,13 @@ static STATES: [State; 238] = {
         next: St::EndOfOutput as u16,
     };
     s[St::Choice29 as usize] = State::Choice {
-        arms: Arms { first: 85, len: 2 },
+        arms: Arms { first: 89, len: 2 },
     };
     s[St::Space35 as usize] = State::Space {
         next: St::Choice29 as u16,
     };
     s[St::Choice30 as usize] = State::Choice {
-        arms: Arms { first: 87, len: 2 },
+        arms: Arms { first: 91, len: 2 },
     };
     s[St::Space36 as usize] = State::Space {
         next: St::Choice30 as u16,
@@ -1585,10 +1585,10 @@ static STATES: [State; 238] = {
         next: St::JsonStart13 as u16,
     };
     s[St::Choice31 as usize] = State::Choice {
-        arms: Arms { first: 89, len: 2 },
+        arms: Arms { first: 93, len: 2 },
     };
     s[St::Choice32 as usize] = State::Choice {
-        arms: Arms { first: 91, len: 2 },
+        arms: Arms { first: 95, len: 2 },
     };
     s[St::Space38 as usize] = State::Space {
         next: St::Choice32 as u16,
@@ -1615,6 +1615,8 @@ enum Lit {
     CloseFunction,
     CloseParameter,
     Parameter,
+    OpenBraceQuote2,
+    OpenBracketQuote,
     OpenBracket,
     True,
     False,
@@ -1626,7 +1628,7 @@ enum Lit {
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 24] = [
+static LITERALS: [&str; 26] = [
     "<|im_end|>",
     "</tool_call>",
     "}",
@@ -1642,6 +1644,8 @@ static LITERALS: [&str; 24] = [
     "</function>",
     "</parameter>",
     "<parameter=",
+    "{'",
+    "['",
     "[",
     "True",
     "False",
@@ -1654,7 +1658,7 @@ static LITERALS: [&str; 24] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 93] = [
+static ARMS: [Arm; 97] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1766,13 +1770,18 @@ static ARMS: [Arm; 93] = [
         limit: None,
     },
     Arm {
-        guard: 44,
+        guard: 42,
         to: St::Space9 as u16,
         limit: None,
     },
     Arm {
-        guard: 64,
+        guard: 52,
         to: St::Space10 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 72,
+        to: St::Space9 as u16,
         limit: None,
     },
     Arm {
@@ -1781,7 +1790,7 @@ static ARMS: [Arm; 93] = [
         limit: None,
     },
     Arm {
-        guard: 67,
+        guard: 75,
         to: St::ArgName2 as u16,
         limit: None,
     },
@@ -1836,13 +1845,18 @@ static ARMS: [Arm; 93] = [
         limit: None,
     },
     Arm {
-        guard: 44,
+        guard: 42,
         to: St::Space15 as u16,
         limit: None,
     },
     Arm {
-        guard: 64,
+        guard: 52,
         to: St::Space16 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 72,
+        to: St::Space15 as u16,
         limit: None,
     },
     Arm {
@@ -1851,17 +1865,17 @@ static ARMS: [Arm; 93] = [
         limit: None,
     },
     Arm {
-        guard: 67,
+        guard: 75,
         to: St::ArgName4 as u16,
         limit: None,
     },
     Arm {
-        guard: 68,
+        guard: 76,
         to: St::Space12 as u16,
         limit: Some(1u8),
     },
     Arm {
-        guard: 69,
+        guard: 77,
         to: St::ToolOpen3 as u16,
         limit: Some(1u8),
     },
@@ -1976,13 +1990,18 @@ static ARMS: [Arm; 93] = [
         limit: None,
     },
     Arm {
-        guard: 44,
+        guard: 42,
         to: St::Space25 as u16,
         limit: None,
     },
     Arm {
-        guard: 64,
+        guard: 52,
         to: St::Space26 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 72,
+        to: St::Space25 as u16,
         limit: None,
     },
     Arm {
@@ -1991,7 +2010,7 @@ static ARMS: [Arm; 93] = [
         limit: None,
     },
     Arm {
-        guard: 67,
+        guard: 75,
         to: St::ArgName6 as u16,
         limit: None,
     },
@@ -2046,13 +2065,18 @@ static ARMS: [Arm; 93] = [
         limit: None,
     },
     Arm {
-        guard: 44,
+        guard: 42,
         to: St::Space31 as u16,
         limit: None,
     },
     Arm {
-        guard: 64,
+        guard: 52,
         to: St::Space32 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 72,
+        to: St::Space31 as u16,
         limit: None,
     },
     Arm {
@@ -2061,17 +2085,17 @@ static ARMS: [Arm; 93] = [
         limit: None,
     },
     Arm {
-        guard: 67,
+        guard: 75,
         to: St::ArgName8 as u16,
         limit: None,
     },
     Arm {
-        guard: 68,
+        guard: 76,
         to: St::Space28 as u16,
         limit: None,
     },
     Arm {
-        guard: 69,
+        guard: 77,
         to: St::ToolOpen6 as u16,
         limit: None,
     },
@@ -2091,7 +2115,7 @@ static ARMS: [Arm; 93] = [
         limit: None,
     },
     Arm {
-        guard: 70,
+        guard: 78,
         to: St::Space35 as u16,
         limit: None,
     },
@@ -2101,7 +2125,7 @@ static ARMS: [Arm; 93] = [
         limit: None,
     },
     Arm {
-        guard: 71,
+        guard: 79,
         to: St::Space37 as u16,
         limit: None,
     },
@@ -2111,7 +2135,7 @@ static ARMS: [Arm; 93] = [
         limit: None,
     },
     Arm {
-        guard: 70,
+        guard: 78,
         to: St::Choice31 as u16,
         limit: None,
     },
@@ -2122,7 +2146,7 @@ static ARMS: [Arm; 93] = [
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 72] = [
+static GUARDS: [Guard; 80] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseToolCall as u16),
@@ -2158,6 +2182,14 @@ static GUARDS: [Guard; 72] = [
     Guard::Peek(31),
     Guard::Lit(Lit::Parameter as u16),
     Guard::Peek(33),
+    Guard::Lit(Lit::OpenBraceQuote2 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::OpenBracketQuote as u16),
+    Guard::Empty,
+    Guard::Space,
+    Guard::Choice { first: 35, len: 2 },
+    Guard::Seq { first: 39, len: 2 },
+    Guard::Peek(41),
     Guard::Lit(Lit::OpenBrace as u16),
     Guard::Empty,
     Guard::Lit(Lit::OpenBracket as u16),
@@ -2165,9 +2197,9 @@ static GUARDS: [Guard; 72] = [
     Guard::Lit(Lit::Quote as u16),
     Guard::Empty,
     Guard::Space,
-    Guard::Choice { first: 35, len: 3 },
-    Guard::Seq { first: 41, len: 2 },
-    Guard::Peek(43),
+    Guard::Choice { first: 43, len: 3 },
+    Guard::Seq { first: 49, len: 2 },
+    Guard::Peek(51),
     Guard::Lit(Lit::True as u16),
     Guard::Empty,
     Guard::Lit(Lit::False as u16),
@@ -2183,14 +2215,14 @@ static GUARDS: [Guard; 72] = [
     Guard::Lit(Lit::Parameter as u16),
     Guard::Empty,
     Guard::Space,
-    Guard::Choice { first: 45, len: 3 },
+    Guard::Choice { first: 53, len: 3 },
     Guard::Space,
-    Guard::Choice { first: 51, len: 4 },
-    Guard::Seq { first: 59, len: 4 },
-    Guard::Peek(63),
+    Guard::Choice { first: 59, len: 4 },
+    Guard::Seq { first: 67, len: 4 },
+    Guard::Peek(71),
     Guard::Space,
     Guard::Lit(Lit::Parameter as u16),
-    Guard::Seq { first: 65, len: 2 },
+    Guard::Seq { first: 73, len: 2 },
     Guard::Lit(Lit::ToolCall as u16),
     Guard::Lit(Lit::Function as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
