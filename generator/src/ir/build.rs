@@ -791,7 +791,13 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         let calls = if f.tools_array_wrapped {
             Node::seq(vec![Node::Space, Node::lit("["), list_rest(Node::seq(vec![marker(per_call_start), Node::Space, call.clone()]))])
         } else if !per_call_start.is_empty() {
-            Node::seq(vec![Node::Space, Node::lit(per_call_start), per_call_rest(spec, parallel)])
+            // The first call's own opener, which models leave out right
+            // after the section's (`<｜tool▁calls▁begin｜>get_weather<｜tool▁sep｜>…`,
+            // DeepSeek; llama.cpp's DeepSeek parsers read it as optional):
+            // read where written. The name after the section's opener is
+            // then checked as any call's.
+            let opener = Node::Choice(vec![Alt { guard: Node::lit(per_call_start), body: Node::Empty }, Alt::lenient(Node::Empty, Node::Empty)]);
+            Node::seq(vec![Node::Space, opener, per_call_rest(spec, parallel)])
         } else if !json && !name_prefix.is_empty() {
             // Calls follow each other inside the section, each opened by the
             // function-name prefix (`<invoke name="...">`), or by the
