@@ -1632,8 +1632,8 @@ fn typed_value(python: bool, ends: &[String], otherwise: Node) -> Node {
     // sglang's GLM and MiniMax parsers fall back to `ast.literal_eval`.
     // Only as the whole value (`Truely` is text).
     let whole = Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::one_of(PYTHON[1..].iter().copied()), Node::Space, Node::one_of(ends.iter().cloned())])));
-    // So do they a Python dict or list (GLM 4.6:
-    // `<arg_value>{'a': 1, 'b': None}</arg_value>`), found by its first
+    // They write a Python dict or list there too (GLM 4.6:
+    // `<arg_value>{'a': 1, 'b': None}</arg_value>`): found by its first
     // key or item quoted with `'`.
     Node::Choice(vec![
         Alt::lenient(opens(&["{'", "['"]), json(true)),
