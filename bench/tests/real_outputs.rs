@@ -148,14 +148,23 @@ fn generated_with(file: &str, options: &ParseOptions, kwargs: &serde_json::Map<S
     tools.with_options(options, |o| {
         let o = chat_parser_runtime::Options { chat_template_kwargs: &kwargs, ..o };
         let mut parser = AnyParser::new(file, o).expect("a parser for every corpus template");
-        let mut collect = Collect::new();
-        for piece in pieces {
-            parser.feed(piece, &mut collect);
-            collect.take();
-        }
-        parser.finish(&mut collect);
-        collect.done(output)
+        run(output, pieces, |piece, collect| match piece {
+            Some(piece) => parser.feed(piece, collect),
+            None => parser.finish(collect),
+        })
     })
+}
+
+/// Feeds `pieces` to a parser (`step(Some(piece))`), then finishes it
+/// (`step(None)`), collecting what it reports for each piece.
+fn run(output: &str, pieces: &[&[u8]], mut step: impl FnMut(Option<&[u8]>, &mut Collect)) -> Parse {
+    let mut collect = Collect::new();
+    for piece in pieces {
+        step(Some(piece), &mut collect);
+        collect.take();
+    }
+    step(None, &mut collect);
+    collect.done(output)
 }
 
 /// The reference parser of one template for one request's options, built
@@ -172,12 +181,8 @@ struct Reference {
 
 impl Reference {
     fn new(spec: &FormatSpec, options: &ParseOptions) -> Reference {
-        Reference {
-            grammar: build(spec, options),
-            tools: tool_signatures(options),
-            hold: chat_parser_generator::codegen::hold_limit(spec),
-            pack: chat_parser_generator::codegen::pack_table(spec),
-        }
+        let (hold, pack) = chat_parser_generator::codegen::hold_limit_and_pack(spec);
+        Reference { grammar: build(spec, options), tools: tool_signatures(options), hold, pack }
     }
 
     fn parse(&self, output: &str, pieces: &[&[u8]]) -> Parse {
@@ -185,13 +190,10 @@ impl Reference {
             .with_tools(self.tools.clone())
             .with_hold_limit(self.hold)
             .with_pack(self.pack.clone());
-        let mut collect = Collect::new();
-        for piece in pieces {
-            parser.feed(piece, &mut collect);
-            collect.take();
-        }
-        parser.finish(&mut collect);
-        collect.done(output)
+        run(output, pieces, |piece, collect| match piece {
+            Some(piece) => parser.feed(piece, collect),
+            None => parser.finish(collect),
+        })
     }
 
     /// The whole output in one piece.

@@ -75,7 +75,8 @@ pub fn chunks<'a>(input: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
 /// The reference parser's events.
 pub fn reference(spec: &FormatSpec, options: &ParseOptions, pieces: &[&[u8]]) -> Vec<Ev> {
     let grammar = build(spec, options);
-    let mut p = StreamParser::new(&grammar).with_tools(tool_signatures(options)).with_hold_limit(chat_parser_generator::codegen::hold_limit(spec)).with_pack(chat_parser_generator::codegen::pack_table(spec));
+    let (hold, pack) = chat_parser_generator::codegen::hold_limit_and_pack(spec);
+    let mut p = StreamParser::new(&grammar).with_tools(tool_signatures(options)).with_hold_limit(hold).with_pack(pack);
     let mut ev = Events::default();
     for piece in pieces {
         p.feed(piece, &mut ev);

@@ -98,9 +98,15 @@ pub fn variants(spec: &FormatSpec) -> (Vec<Node>, Vec<usize>) {
 /// generated parser ([`crate::interp::StreamParser::with_hold_limit`] and
 /// [`crate::interp::StreamParser::with_pack`]).
 pub fn hold_limit(spec: &FormatSpec) -> usize {
+    hold_limit_and_pack(spec).0
+}
+
+/// [`hold_limit`] and [`pack_table`] together, from one build of the
+/// grammar's variants (each builds them all).
+pub fn hold_limit_and_pack(spec: &FormatSpec) -> (usize, Vec<String>) {
     let (grammars, _) = variants(spec);
     let pack = pack_table_of(&grammars);
-    hold_of(&grammars, &states::Costs { pack: &pack })
+    (hold_of(&grammars, &states::Costs { pack: &pack }), pack)
 }
 
 fn hold_of(grammars: &[crate::ir::Node], costs: &states::Costs<'_>) -> usize {
