@@ -79,17 +79,29 @@ fn gemma_layout(spec: &mut FormatSpec) {
 /// behaviour, which no render shows) and the `<think>` block these models
 /// write (only LFM2.5's source mentions `</think>`, to strip it from
 /// history).
+///
+/// LFM2.5-Instruct's template names no token at all (its tool list is
+/// plain text), yet the model still writes the family's call tokens around
+/// its list (vLLM's LFM2 parser reads both models so). Its bare list stays
+/// the form grammars write; the tokens are read as a section alias. They
+/// are the one string here no render or source gives: the tokenizer's.
 fn python_call_list(spec: &mut FormatSpec, source: &str) {
     let f = &mut spec.tools.format;
     if f.section_start.trim().is_empty() {
         if let Some((start, end)) = list_tokens(source) {
             f.section_start = start.replace("_list_", "_call_");
             f.section_end = end.replace("_list_", "_call_");
+        } else {
+            let tokens = (LFM_CALL_TOKENS.0.to_string(), LFM_CALL_TOKENS.1.to_string());
+            if !f.section_aliases.contains(&tokens) {
+                f.section_aliases.push(tokens);
+            }
         }
     }
     f.mode = crate::spec::ToolFormatMode::PythonCalls;
     f.tools_array_wrapped = false;
-    for token in [f.section_start.clone(), f.section_end.clone()] {
+    let aliases = f.section_aliases.iter().flat_map(|(start, end)| [start.clone(), end.clone()]);
+    for token in [f.section_start.clone(), f.section_end.clone()].into_iter().chain(aliases.collect::<Vec<_>>()) {
         if !token.is_empty() && !spec.preserved_tokens.contains(&token) {
             spec.preserved_tokens.push(token);
         }
@@ -217,6 +229,9 @@ fn macro_literals(source: &str, name: &str) -> Option<Vec<String>> {
 
 /// The special tokens around a tool list in the template (`<|tool_list_start|>`,
 /// `<|tool_list_end|>`).
+/// The call tokens of the LFM2 tokenizers, for a template that writes none.
+const LFM_CALL_TOKENS: (&str, &str) = ("<|tool_call_start|>", "<|tool_call_end|>");
+
 fn list_tokens(source: &str) -> Option<(String, String)> {
     let token = |suffix: &str| -> Option<String> {
         let at = source.find(suffix)?;
