@@ -40,9 +40,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<>]))))) | never-matches\nvalue-part-5 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-6 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-7 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<=]))))) | never-matches\nvalue-part-8 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-9 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-10 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-11 ::= ([^/<p] | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-7))) | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-8)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-12 ::= (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-6))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-6))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-11)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-5)))))* value-part-12) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r >] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^\\n /0123456789<>_]))))) | never-matches\nvalue-part-5 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-6 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<=]))))) | never-matches\nvalue-part-7 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-8 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-9 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-10 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-11 ::= (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never-matches\nvalue-part-12 ::= ([^/<p] | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-6))) | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-8)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-13 ::= (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-13) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r >] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<>]/))))) | never_matches\nvalue_part_5: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_6: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_7: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<=]/))))) | never_matches\nvalue_part_8: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_9: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_10: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_11: (/[^\\/<p]/ | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_7))) | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_8)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_12: (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_6))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_6))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_11)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_5)))))* value_part_12) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r >]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^\\n \\/0123456789<>_]/))))) | never_matches\nvalue_part_5: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_6: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<=]/))))) | never_matches\nvalue_part_7: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_8: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_9: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_10: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_11: (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never_matches\nvalue_part_12: (/[^\\/<p]/ | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_6))) | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_8)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_13: (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_13) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r >]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -56,6 +56,21 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                 ">",
                 "<parameter=",
                 "</parameter>",
+                "</parameter/",
+                "</parameter_",
+                "</parameter<",
+                "</parameter ",
+                "</parameter\n",
+                "</parameter0",
+                "</parameter1",
+                "</parameter2",
+                "</parameter3",
+                "</parameter4",
+                "</parameter5",
+                "</parameter6",
+                "</parameter7",
+                "</parameter8",
+                "</parameter9",
                 "</function>",
                 "</tool_call>",
                 "<parameter=",
@@ -73,10 +88,14 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(7),
+                    Op::Seq(5),
                     Op::Name { stops: 2, count: 1 },
                     Op::Space,
                     Op::Lit(2),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(3),
                     Op::Seq(0),
                     Op::TaggedArgs,
                     Op::Seq(2),
@@ -91,7 +110,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgString,
                         stops: 4,
-                        count: 4,
+                        count: 19,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
@@ -118,7 +137,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgAuto,
                         stops: 4,
-                        count: 4,
+                        count: 19,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
@@ -130,13 +149,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(5),
+                    Op::Lit(20),
                     Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(6),
+                    Op::Lit(21),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -158,10 +177,14 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(7),
+                    Op::Seq(5),
                     Op::Name { stops: 2, count: 1 },
                     Op::Space,
                     Op::Lit(2),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(3),
                     Op::Seq(0),
                     Op::TaggedArgs,
                     Op::Seq(2),
@@ -176,7 +199,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgString,
                         stops: 4,
-                        count: 4,
+                        count: 19,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
@@ -203,7 +226,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgAuto,
                         stops: 4,
-                        count: 4,
+                        count: 19,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
@@ -215,13 +238,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(5),
+                    Op::Lit(20),
                     Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(6),
+                    Op::Lit(21),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -244,10 +267,14 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(0),
                     Op::Space,
                     Op::Call,
-                    Op::Seq(7),
+                    Op::Seq(5),
                     Op::Name { stops: 2, count: 1 },
                     Op::Space,
                     Op::Lit(2),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(3),
                     Op::Seq(0),
                     Op::TaggedArgs,
                     Op::Seq(2),
@@ -262,7 +289,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgString,
                         stops: 4,
-                        count: 4,
+                        count: 19,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
@@ -289,7 +316,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Text {
                         role: TextRole::ArgAuto,
                         stops: 4,
-                        count: 4,
+                        count: 19,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
@@ -301,13 +328,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(5),
+                    Op::Lit(20),
                     Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(6),
+                    Op::Lit(21),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -373,18 +400,16 @@ impl Machine for Grammar {
                 || st == St::Json3 as u16 || st == St::Json4 as u16
                 || st == St::Json5 as u16 || st == St::Json6 as u16
                 || st == St::Json7 as u16 || st == St::Json8 as u16
-                || st == St::Json9 as u16 || st == St::Json10 as u16
-                || st == St::Json11 as u16 || st == St::Json12 as u16 => {
+                || st == St::Json9 as u16 || st == St::Json10 as u16 => {
                 const { Fast::of(&STATES[St::Json as usize], &STOPS, &LITERALS) }
             }
-            st if st == St::ArgStringText as u16 || st == St::ArgStringText2 as u16
-                || st == St::ArgStringText3 as u16 || st == St::ArgStringText4 as u16 => {
+            st if st == St::ArgStringText as u16 || st == St::ArgStringText2 as u16 => {
                 const {
                     Fast::of(&STATES[St::ArgStringText as usize], &STOPS, &LITERALS)
                 }
             }
-            st if st == St::Json13 as u16 => {
-                const { Fast::of(&STATES[St::Json13 as usize], &STOPS, &LITERALS) }
+            st if st == St::Json11 as u16 => {
+                const { Fast::of(&STATES[St::Json11 as usize], &STOPS, &LITERALS) }
             }
             _ => Fast::No,
         }
@@ -401,19 +426,19 @@ static TABLE: Table = Table {
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space38 as u16,
+        St::Space32 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space38 as u16,
+        St::Space32 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space38 as u16,
+        St::Space32 as u16,
         St::Content3 as u16,
         St::Content6 as u16,
         St::Content9 as u16,
-        St::Space38 as u16,
+        St::Space32 as u16,
     ],
     switches: THINKING_SWITCHES,
     pack: PACK,
@@ -483,189 +508,153 @@ enum St {
     LitOpenBrace,
     ToolOpen,
     Choice7,
-    ArgsClose2,
-    LoopHead3,
     Space7,
-    Choice8,
-    ArgStringText,
-    ArgString,
-    Space8,
+    JsonClose3,
+    JsonEndMarker3,
     Json3,
     JsonStart3,
+    Space8,
+    ArgsClose2,
+    LoopHead3,
     Space9,
+    Choice8,
+    DiscardText,
+    Discard,
+    Choice9,
+    ArgStringText,
+    ArgString,
+    Space10,
     Json4,
     JsonStart4,
-    Space10,
+    Space11,
+    Json5,
+    JsonStart5,
+    Space12,
     ArgAutoText,
     ArgAuto,
-    Choice9,
+    Choice10,
     ValueByArgumentType,
     LitGreater,
     ArgName,
     ArgName2,
     ArgsOpen2,
+    Choice11,
     LitGreater2,
     ToolName5,
     ToolName6,
-    Space11,
+    Space13,
     ToolOpen2,
     LitFunction,
-    Choice10,
-    Space12,
-    Choice11,
     Choice12,
-    ArgsClose3,
-    LoopHead4,
-    Space13,
-    Choice13,
-    ArgStringText2,
-    ArgString2,
     Space14,
-    Json5,
-    JsonStart5,
-    Space15,
-    Json6,
-    JsonStart6,
-    Space16,
-    ArgAutoText2,
-    ArgAuto2,
-    Choice14,
-    ValueByArgumentType2,
-    LitGreater3,
-    ArgName3,
-    ArgName4,
-    ArgsOpen3,
-    LitGreater4,
-    ToolName7,
-    ToolName8,
-    Space17,
-    ToolOpen3,
     Commit3,
     Loop2,
     ContentText6,
     Content6,
-    LoopHead5,
+    LoopHead4,
     LoopRoundDone3,
     ContentText7,
     Content7,
     ContentText8,
     Content8,
-    Space18,
+    Space15,
     ToolClose2,
-    Choice15,
-    Choice16,
-    ArgsClose4,
-    ArgsOpen4,
-    JsonClose3,
-    JsonEndMarker3,
-    Json7,
-    JsonStart7,
-    Space19,
+    Choice13,
+    Choice14,
+    ArgsClose3,
+    ArgsOpen3,
+    JsonClose4,
+    JsonEndMarker4,
+    Json6,
+    JsonStart6,
+    Space16,
     LitColon5,
-    Choice17,
-    Space20,
-    Choice18,
+    Choice15,
+    Space17,
+    Choice16,
     LitQuote5,
-    ToolName9,
-    ToolName10,
+    ToolName7,
+    ToolName8,
     LitQuote6,
     LitColon6,
     LitQuote7,
-    ToolName11,
-    ToolName12,
+    ToolName9,
+    ToolName10,
     LitQuote8,
     LitColon7,
     LitName2,
     LitComma2,
-    JsonClose4,
-    JsonEndMarker4,
+    JsonClose5,
+    JsonEndMarker5,
+    Json7,
+    JsonStart7,
+    Commit4,
+    Choice17,
+    Space18,
+    LitColon8,
+    Choice18,
+    Space19,
+    LitOpenBrace2,
+    ToolOpen3,
+    Choice19,
+    Space20,
+    JsonClose6,
+    JsonEndMarker6,
     Json8,
     JsonStart8,
-    Commit4,
-    Choice19,
     Space21,
-    LitColon8,
-    Choice20,
+    ArgsClose4,
+    LoopHead5,
     Space22,
-    LitOpenBrace2,
-    ToolOpen4,
+    Choice20,
+    DiscardText2,
+    Discard2,
     Choice21,
-    ArgsClose5,
-    LoopHead6,
+    ArgStringText2,
+    ArgString2,
     Space23,
-    Choice22,
-    ArgStringText3,
-    ArgString3,
-    Space24,
     Json9,
     JsonStart9,
-    Space25,
+    Space24,
     Json10,
     JsonStart10,
-    Space26,
-    ArgAutoText3,
-    ArgAuto3,
+    Space25,
+    ArgAutoText2,
+    ArgAuto2,
+    Choice22,
+    ValueByArgumentType2,
+    LitGreater3,
+    ArgName3,
+    ArgName4,
+    ArgsOpen4,
     Choice23,
-    ValueByArgumentType3,
-    LitGreater5,
-    ArgName5,
-    ArgName6,
-    ArgsOpen5,
-    LitGreater6,
-    ToolName13,
-    ToolName14,
-    Space27,
-    ToolOpen5,
+    LitGreater4,
+    ToolName11,
+    ToolName12,
+    Space26,
+    ToolOpen4,
     LitFunction2,
     Choice24,
-    Space28,
-    Choice25,
-    Choice26,
-    ArgsClose6,
-    LoopHead7,
-    Space29,
-    Choice27,
-    ArgStringText4,
-    ArgString4,
-    Space30,
-    Json11,
-    JsonStart11,
-    Space31,
-    Json12,
-    JsonStart12,
-    Space32,
-    ArgAutoText4,
-    ArgAuto4,
-    Choice28,
-    ValueByArgumentType4,
-    LitGreater7,
-    ArgName7,
-    ArgName8,
-    ArgsOpen6,
-    LitGreater8,
-    ToolName15,
-    ToolName16,
-    Space33,
-    ToolOpen6,
+    Space27,
     Commit5,
     Loop3,
     ContentText9,
     Content9,
-    Space34,
-    Choice29,
-    Space35,
-    Choice30,
-    Space36,
-    Json13,
-    JsonStart13,
-    Space37,
-    Choice31,
-    Choice32,
-    Space38,
+    Space28,
+    Choice25,
+    Space29,
+    Choice26,
+    Space30,
+    Json11,
+    JsonStart11,
+    Space31,
+    Choice27,
+    Choice28,
+    Space32,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 238] = {
-    let mut s = [State::Done; 238];
+static STATES: [State; 202] = {
+    let mut s = [State::Done; 202];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -720,7 +709,7 @@ static STATES: [State; 238] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 42, len: 3 },
+        arms: Arms { first: 36, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -894,74 +883,110 @@ static STATES: [State; 238] = {
     s[St::Choice7 as usize] = State::Choice {
         arms: Arms { first: 16, len: 2 },
     };
-    s[St::ArgsClose2 as usize] = State::ArgsClose {
+    s[St::Space7 as usize] = State::Space {
         next: St::Choice7 as u16,
     };
-    s[St::LoopHead3 as usize] = State::Loop {
-        arms: Arms { first: 26, len: 1 },
-        next: St::ArgsClose2 as u16,
+    s[St::JsonClose3 as usize] = State::JsonClose {
+        content: false,
+        next: St::Space7 as u16,
     };
-    s[St::Space7 as usize] = State::Space {
-        next: St::LoopHead3 as u16,
-    };
-    s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 18, len: 4 },
-    };
-    s[St::ArgStringText as usize] = State::Text {
-        kind: Kind::ArgString,
-        trim: true,
-        stops: 3,
-        next: St::Choice8 as u16,
-    };
-    s[St::ArgString as usize] = State::TextStart {
-        next: St::ArgStringText as u16,
-    };
-    s[St::Space8 as usize] = State::Space {
-        next: St::Choice8 as u16,
+    s[St::JsonEndMarker3 as usize] = State::Choice {
+        arms: Arms { first: 18, len: 2 },
     };
     s[St::Json3 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
-        open_end: NONE,
-        next: St::Space8 as u16,
+        open_end: St::JsonEndMarker3 as u16,
+        next: St::Space7 as u16,
     };
     s[St::JsonStart3 as usize] = State::JsonStart {
-        python: true,
-        object_only: false,
+        python: false,
+        object_only: true,
         next: St::Json3 as u16,
     };
-    s[St::Space9 as usize] = State::Space {
+    s[St::Space8 as usize] = State::Space {
         next: St::JsonStart3 as u16,
+    };
+    s[St::ArgsClose2 as usize] = State::ArgsClose {
+        next: St::Choice7 as u16,
+    };
+    s[St::LoopHead3 as usize] = State::Loop {
+        arms: Arms { first: 31, len: 1 },
+        next: St::ArgsClose2 as u16,
+    };
+    s[St::Space9 as usize] = State::Space {
+        next: St::LoopHead3 as u16,
+    };
+    s[St::Choice8 as usize] = State::Choice {
+        arms: Arms { first: 20, len: 2 },
+    };
+    s[St::DiscardText as usize] = State::Text {
+        kind: Kind::Discard,
+        trim: false,
+        stops: 3,
+        next: St::Choice8 as u16,
+    };
+    s[St::Discard as usize] = State::TextStart {
+        next: St::DiscardText as u16,
+    };
+    s[St::Choice9 as usize] = State::Choice {
+        arms: Arms { first: 22, len: 5 },
+    };
+    s[St::ArgStringText as usize] = State::Text {
+        kind: Kind::ArgString,
+        trim: true,
+        stops: 4,
+        next: St::Choice9 as u16,
+    };
+    s[St::ArgString as usize] = State::TextStart {
+        next: St::ArgStringText as u16,
+    };
+    s[St::Space10 as usize] = State::Space {
+        next: St::Choice9 as u16,
     };
     s[St::Json4 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space8 as u16,
+        next: St::Space10 as u16,
     };
     s[St::JsonStart4 as usize] = State::JsonStart {
-        python: false,
+        python: true,
         object_only: false,
         next: St::Json4 as u16,
     };
-    s[St::Space10 as usize] = State::Space {
+    s[St::Space11 as usize] = State::Space {
         next: St::JsonStart4 as u16,
+    };
+    s[St::Json5 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: NONE,
+        next: St::Space10 as u16,
+    };
+    s[St::JsonStart5 as usize] = State::JsonStart {
+        python: false,
+        object_only: false,
+        next: St::Json5 as u16,
+    };
+    s[St::Space12 as usize] = State::Space {
+        next: St::JsonStart5 as u16,
     };
     s[St::ArgAutoText as usize] = State::Text {
         kind: Kind::ArgAuto,
         trim: true,
-        stops: 3,
-        next: St::Choice8 as u16,
+        stops: 4,
+        next: St::Choice9 as u16,
     };
     s[St::ArgAuto as usize] = State::TextStart {
         next: St::ArgAutoText as u16,
     };
-    s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 22, len: 4 },
+    s[St::Choice10 as usize] = State::Choice {
+        arms: Arms { first: 27, len: 4 },
     };
     s[St::ValueByArgumentType as usize] = State::ByArgType {
         string: St::ArgString as u16,
-        json: St::Choice9 as u16,
+        json: St::Choice10 as u16,
         auto: St::ArgAuto as u16,
     };
     s[St::LitGreater as usize] = State::Literal {
@@ -971,7 +996,7 @@ static STATES: [State; 238] = {
     s[St::ArgName as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
-        stops: 4,
+        stops: 5,
         next: St::LitGreater as u16,
     };
     s[St::ArgName2 as usize] = State::TextStart {
@@ -980,145 +1005,37 @@ static STATES: [State; 238] = {
     s[St::ArgsOpen2 as usize] = State::ArgsOpen {
         next: St::LoopHead3 as u16,
     };
+    s[St::Choice11 as usize] = State::Choice {
+        arms: Arms { first: 32, len: 2 },
+    };
     s[St::LitGreater2 as usize] = State::SpacedLiteral {
         text: Lit::Greater as u16,
-        next: St::ArgsOpen2 as u16,
+        next: St::Choice11 as u16,
     };
     s[St::ToolName5 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
-        stops: 4,
+        stops: 5,
         next: St::LitGreater2 as u16,
     };
     s[St::ToolName6 as usize] = State::TextStart {
         next: St::ToolName5 as u16,
     };
-    s[St::Space11 as usize] = State::Space {
+    s[St::Space13 as usize] = State::Space {
         next: St::ToolName6 as u16,
     };
     s[St::ToolOpen2 as usize] = State::ToolOpen {
-        next: St::Space11 as u16,
+        next: St::Space13 as u16,
     };
     s[St::LitFunction as usize] = State::Literal {
         text: Lit::Function as u16,
         next: St::ToolOpen2 as u16,
     };
-    s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 27, len: 2 },
-    };
-    s[St::Space12 as usize] = State::Space {
-        next: St::Choice10 as u16,
-    };
-    s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 29, len: 2 },
-    };
     s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 31, len: 2 },
-    };
-    s[St::ArgsClose3 as usize] = State::ArgsClose {
-        next: St::Choice12 as u16,
-    };
-    s[St::LoopHead4 as usize] = State::Loop {
-        arms: Arms { first: 41, len: 1 },
-        next: St::ArgsClose3 as u16,
-    };
-    s[St::Space13 as usize] = State::Space {
-        next: St::LoopHead4 as u16,
-    };
-    s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 33, len: 4 },
-    };
-    s[St::ArgStringText2 as usize] = State::Text {
-        kind: Kind::ArgString,
-        trim: true,
-        stops: 3,
-        next: St::Choice13 as u16,
-    };
-    s[St::ArgString2 as usize] = State::TextStart {
-        next: St::ArgStringText2 as u16,
+        arms: Arms { first: 34, len: 2 },
     };
     s[St::Space14 as usize] = State::Space {
-        next: St::Choice13 as u16,
-    };
-    s[St::Json5 as usize] = State::Json {
-        content: false,
-        marker: Lit::Empty as u16,
-        open_end: NONE,
-        next: St::Space14 as u16,
-    };
-    s[St::JsonStart5 as usize] = State::JsonStart {
-        python: true,
-        object_only: false,
-        next: St::Json5 as u16,
-    };
-    s[St::Space15 as usize] = State::Space {
-        next: St::JsonStart5 as u16,
-    };
-    s[St::Json6 as usize] = State::Json {
-        content: false,
-        marker: Lit::Empty as u16,
-        open_end: NONE,
-        next: St::Space14 as u16,
-    };
-    s[St::JsonStart6 as usize] = State::JsonStart {
-        python: false,
-        object_only: false,
-        next: St::Json6 as u16,
-    };
-    s[St::Space16 as usize] = State::Space {
-        next: St::JsonStart6 as u16,
-    };
-    s[St::ArgAutoText2 as usize] = State::Text {
-        kind: Kind::ArgAuto,
-        trim: true,
-        stops: 3,
-        next: St::Choice13 as u16,
-    };
-    s[St::ArgAuto2 as usize] = State::TextStart {
-        next: St::ArgAutoText2 as u16,
-    };
-    s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 37, len: 4 },
-    };
-    s[St::ValueByArgumentType2 as usize] = State::ByArgType {
-        string: St::ArgString2 as u16,
-        json: St::Choice14 as u16,
-        auto: St::ArgAuto2 as u16,
-    };
-    s[St::LitGreater3 as usize] = State::Literal {
-        text: Lit::Greater as u16,
-        next: St::ValueByArgumentType2 as u16,
-    };
-    s[St::ArgName3 as usize] = State::Name {
-        kind: Kind::ArgName,
-        trim: false,
-        stops: 4,
-        next: St::LitGreater3 as u16,
-    };
-    s[St::ArgName4 as usize] = State::TextStart {
-        next: St::ArgName3 as u16,
-    };
-    s[St::ArgsOpen3 as usize] = State::ArgsOpen {
-        next: St::LoopHead4 as u16,
-    };
-    s[St::LitGreater4 as usize] = State::SpacedLiteral {
-        text: Lit::Greater as u16,
-        next: St::ArgsOpen3 as u16,
-    };
-    s[St::ToolName7 as usize] = State::Name {
-        kind: Kind::ToolName,
-        trim: false,
-        stops: 4,
-        next: St::LitGreater4 as u16,
-    };
-    s[St::ToolName8 as usize] = State::TextStart {
-        next: St::ToolName7 as u16,
-    };
-    s[St::Space17 as usize] = State::Space {
-        next: St::ToolName8 as u16,
-    };
-    s[St::ToolOpen3 as usize] = State::ToolOpen {
-        next: St::Space17 as u16,
+        next: St::Choice12 as u16,
     };
     s[St::Commit3 as usize] = State::Commit {
         next: St::Space2 as u16,
@@ -1136,21 +1053,21 @@ static STATES: [State; 238] = {
     s[St::Content6 as usize] = State::TextStart {
         next: St::ContentText6 as u16,
     };
-    s[St::LoopHead5 as usize] = State::LoopHead {
+    s[St::LoopHead4 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 86, len: 3 },
+        arms: Arms { first: 74, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
         recover: true,
-        head: St::LoopHead5 as u16,
+        head: St::LoopHead4 as u16,
     };
     s[St::ContentText7 as usize] = State::Text {
         kind: Kind::Content,
         trim: false,
         stops: 1,
-        next: St::LoopHead5 as u16,
+        next: St::LoopHead4 as u16,
     };
     s[St::Content7 as usize] = State::TextStart {
         next: St::ContentText7 as u16,
@@ -1164,74 +1081,74 @@ static STATES: [State; 238] = {
     s[St::Content8 as usize] = State::TextStart {
         next: St::ContentText8 as u16,
     };
-    s[St::Space18 as usize] = State::Space {
+    s[St::Space15 as usize] = State::Space {
         next: St::Content8 as u16,
     };
     s[St::ToolClose2 as usize] = State::ToolClose {
-        next: St::Space18 as u16,
+        next: St::Space15 as u16,
     };
-    s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 45, len: 2 },
+    s[St::Choice13 as usize] = State::Choice {
+        arms: Arms { first: 39, len: 2 },
     };
-    s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 47, len: 2 },
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 41, len: 2 },
     };
-    s[St::ArgsClose4 as usize] = State::ArgsClose {
-        next: St::Choice16 as u16,
+    s[St::ArgsClose3 as usize] = State::ArgsClose {
+        next: St::Choice14 as u16,
     };
-    s[St::ArgsOpen4 as usize] = State::ArgsOpen {
-        next: St::ArgsClose4 as u16,
+    s[St::ArgsOpen3 as usize] = State::ArgsOpen {
+        next: St::ArgsClose3 as u16,
     };
-    s[St::JsonClose3 as usize] = State::JsonClose {
+    s[St::JsonClose4 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice16 as u16,
+        next: St::Choice14 as u16,
     };
-    s[St::JsonEndMarker3 as usize] = State::Choice {
-        arms: Arms { first: 49, len: 1 },
+    s[St::JsonEndMarker4 as usize] = State::Choice {
+        arms: Arms { first: 43, len: 1 },
     };
-    s[St::Json7 as usize] = State::Json {
+    s[St::Json6 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
-        open_end: St::JsonEndMarker3 as u16,
-        next: St::Choice16 as u16,
+        open_end: St::JsonEndMarker4 as u16,
+        next: St::Choice14 as u16,
     };
-    s[St::JsonStart7 as usize] = State::JsonStart {
+    s[St::JsonStart6 as usize] = State::JsonStart {
         python: false,
         object_only: true,
-        next: St::Json7 as u16,
+        next: St::Json6 as u16,
     };
-    s[St::Space19 as usize] = State::Space {
-        next: St::JsonStart7 as u16,
+    s[St::Space16 as usize] = State::Space {
+        next: St::JsonStart6 as u16,
     };
     s[St::LitColon5 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
-        next: St::Space19 as u16,
+        next: St::Space16 as u16,
     };
-    s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 50, len: 2 },
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 44, len: 2 },
     };
-    s[St::Space20 as usize] = State::Space {
-        next: St::Choice17 as u16,
+    s[St::Space17 as usize] = State::Space {
+        next: St::Choice15 as u16,
     };
-    s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 52, len: 2 },
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 46, len: 2 },
     };
     s[St::LitQuote5 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice18 as u16,
+        next: St::Choice16 as u16,
     };
-    s[St::ToolName9 as usize] = State::Name {
+    s[St::ToolName7 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
         next: St::LitQuote5 as u16,
     };
-    s[St::ToolName10 as usize] = State::TextStart {
-        next: St::ToolName9 as u16,
+    s[St::ToolName8 as usize] = State::TextStart {
+        next: St::ToolName7 as u16,
     };
     s[St::LitQuote6 as usize] = State::SpacedLiteral {
         text: Lit::Quote as u16,
-        next: St::ToolName10 as u16,
+        next: St::ToolName8 as u16,
     };
     s[St::LitColon6 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
@@ -1239,20 +1156,20 @@ static STATES: [State; 238] = {
     };
     s[St::LitQuote7 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice16 as u16,
+        next: St::Choice14 as u16,
     };
-    s[St::ToolName11 as usize] = State::Name {
+    s[St::ToolName9 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
         next: St::LitQuote7 as u16,
     };
-    s[St::ToolName12 as usize] = State::TextStart {
-        next: St::ToolName11 as u16,
+    s[St::ToolName10 as usize] = State::TextStart {
+        next: St::ToolName9 as u16,
     };
     s[St::LitQuote8 as usize] = State::SpacedLiteral {
         text: Lit::Quote as u16,
-        next: St::ToolName12 as u16,
+        next: St::ToolName10 as u16,
     };
     s[St::LitColon7 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
@@ -1266,285 +1183,213 @@ static STATES: [State; 238] = {
         text: Lit::Comma as u16,
         next: St::LitName2 as u16,
     };
-    s[St::JsonClose4 as usize] = State::JsonClose {
+    s[St::JsonClose5 as usize] = State::JsonClose {
         content: false,
         next: St::LitComma2 as u16,
     };
-    s[St::JsonEndMarker4 as usize] = State::Choice {
-        arms: Arms { first: 54, len: 1 },
+    s[St::JsonEndMarker5 as usize] = State::Choice {
+        arms: Arms { first: 48, len: 1 },
+    };
+    s[St::Json7 as usize] = State::Json {
+        content: false,
+        marker: Lit::Empty as u16,
+        open_end: St::JsonEndMarker5 as u16,
+        next: St::LitComma2 as u16,
+    };
+    s[St::JsonStart7 as usize] = State::JsonStart {
+        python: false,
+        object_only: true,
+        next: St::Json7 as u16,
+    };
+    s[St::Commit4 as usize] = State::Commit {
+        next: St::JsonStart7 as u16,
+    };
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 49, len: 2 },
+    };
+    s[St::Space18 as usize] = State::Space {
+        next: St::Choice17 as u16,
+    };
+    s[St::LitColon8 as usize] = State::SpacedLiteral {
+        text: Lit::Colon as u16,
+        next: St::Space18 as u16,
+    };
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 51, len: 3 },
+    };
+    s[St::Space19 as usize] = State::Space {
+        next: St::Choice18 as u16,
+    };
+    s[St::LitOpenBrace2 as usize] = State::Literal {
+        text: Lit::OpenBrace as u16,
+        next: St::Space19 as u16,
+    };
+    s[St::ToolOpen3 as usize] = State::ToolOpen {
+        next: St::LitOpenBrace2 as u16,
+    };
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 54, len: 2 },
+    };
+    s[St::Space20 as usize] = State::Space {
+        next: St::Choice19 as u16,
+    };
+    s[St::JsonClose6 as usize] = State::JsonClose {
+        content: false,
+        next: St::Space20 as u16,
+    };
+    s[St::JsonEndMarker6 as usize] = State::Choice {
+        arms: Arms { first: 56, len: 2 },
     };
     s[St::Json8 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
-        open_end: St::JsonEndMarker4 as u16,
-        next: St::LitComma2 as u16,
+        open_end: St::JsonEndMarker6 as u16,
+        next: St::Space20 as u16,
     };
     s[St::JsonStart8 as usize] = State::JsonStart {
         python: false,
         object_only: true,
         next: St::Json8 as u16,
     };
-    s[St::Commit4 as usize] = State::Commit {
+    s[St::Space21 as usize] = State::Space {
         next: St::JsonStart8 as u16,
     };
-    s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 55, len: 2 },
-    };
-    s[St::Space21 as usize] = State::Space {
+    s[St::ArgsClose4 as usize] = State::ArgsClose {
         next: St::Choice19 as u16,
     };
-    s[St::LitColon8 as usize] = State::SpacedLiteral {
-        text: Lit::Colon as u16,
-        next: St::Space21 as u16,
-    };
-    s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 57, len: 3 },
+    s[St::LoopHead5 as usize] = State::Loop {
+        arms: Arms { first: 69, len: 1 },
+        next: St::ArgsClose4 as u16,
     };
     s[St::Space22 as usize] = State::Space {
+        next: St::LoopHead5 as u16,
+    };
+    s[St::Choice20 as usize] = State::Choice {
+        arms: Arms { first: 58, len: 2 },
+    };
+    s[St::DiscardText2 as usize] = State::Text {
+        kind: Kind::Discard,
+        trim: false,
+        stops: 3,
         next: St::Choice20 as u16,
     };
-    s[St::LitOpenBrace2 as usize] = State::Literal {
-        text: Lit::OpenBrace as u16,
-        next: St::Space22 as u16,
-    };
-    s[St::ToolOpen4 as usize] = State::ToolOpen {
-        next: St::LitOpenBrace2 as u16,
+    s[St::Discard2 as usize] = State::TextStart {
+        next: St::DiscardText2 as u16,
     };
     s[St::Choice21 as usize] = State::Choice {
-        arms: Arms { first: 60, len: 2 },
+        arms: Arms { first: 60, len: 5 },
     };
-    s[St::ArgsClose5 as usize] = State::ArgsClose {
-        next: St::Choice21 as u16,
-    };
-    s[St::LoopHead6 as usize] = State::Loop {
-        arms: Arms { first: 70, len: 1 },
-        next: St::ArgsClose5 as u16,
-    };
-    s[St::Space23 as usize] = State::Space {
-        next: St::LoopHead6 as u16,
-    };
-    s[St::Choice22 as usize] = State::Choice {
-        arms: Arms { first: 62, len: 4 },
-    };
-    s[St::ArgStringText3 as usize] = State::Text {
+    s[St::ArgStringText2 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
-        stops: 3,
-        next: St::Choice22 as u16,
+        stops: 4,
+        next: St::Choice21 as u16,
     };
-    s[St::ArgString3 as usize] = State::TextStart {
-        next: St::ArgStringText3 as u16,
+    s[St::ArgString2 as usize] = State::TextStart {
+        next: St::ArgStringText2 as u16,
     };
-    s[St::Space24 as usize] = State::Space {
-        next: St::Choice22 as u16,
+    s[St::Space23 as usize] = State::Space {
+        next: St::Choice21 as u16,
     };
     s[St::Json9 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space24 as u16,
+        next: St::Space23 as u16,
     };
     s[St::JsonStart9 as usize] = State::JsonStart {
         python: true,
         object_only: false,
         next: St::Json9 as u16,
     };
-    s[St::Space25 as usize] = State::Space {
+    s[St::Space24 as usize] = State::Space {
         next: St::JsonStart9 as u16,
     };
     s[St::Json10 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space24 as u16,
+        next: St::Space23 as u16,
     };
     s[St::JsonStart10 as usize] = State::JsonStart {
         python: false,
         object_only: false,
         next: St::Json10 as u16,
     };
-    s[St::Space26 as usize] = State::Space {
+    s[St::Space25 as usize] = State::Space {
         next: St::JsonStart10 as u16,
     };
-    s[St::ArgAutoText3 as usize] = State::Text {
+    s[St::ArgAutoText2 as usize] = State::Text {
         kind: Kind::ArgAuto,
         trim: true,
-        stops: 3,
-        next: St::Choice22 as u16,
+        stops: 4,
+        next: St::Choice21 as u16,
     };
-    s[St::ArgAuto3 as usize] = State::TextStart {
-        next: St::ArgAutoText3 as u16,
+    s[St::ArgAuto2 as usize] = State::TextStart {
+        next: St::ArgAutoText2 as u16,
     };
-    s[St::Choice23 as usize] = State::Choice {
-        arms: Arms { first: 66, len: 4 },
+    s[St::Choice22 as usize] = State::Choice {
+        arms: Arms { first: 65, len: 4 },
     };
-    s[St::ValueByArgumentType3 as usize] = State::ByArgType {
-        string: St::ArgString3 as u16,
-        json: St::Choice23 as u16,
-        auto: St::ArgAuto3 as u16,
+    s[St::ValueByArgumentType2 as usize] = State::ByArgType {
+        string: St::ArgString2 as u16,
+        json: St::Choice22 as u16,
+        auto: St::ArgAuto2 as u16,
     };
-    s[St::LitGreater5 as usize] = State::Literal {
+    s[St::LitGreater3 as usize] = State::Literal {
         text: Lit::Greater as u16,
-        next: St::ValueByArgumentType3 as u16,
+        next: St::ValueByArgumentType2 as u16,
     };
-    s[St::ArgName5 as usize] = State::Name {
+    s[St::ArgName3 as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
-        stops: 4,
-        next: St::LitGreater5 as u16,
+        stops: 5,
+        next: St::LitGreater3 as u16,
     };
-    s[St::ArgName6 as usize] = State::TextStart {
-        next: St::ArgName5 as u16,
+    s[St::ArgName4 as usize] = State::TextStart {
+        next: St::ArgName3 as u16,
     };
-    s[St::ArgsOpen5 as usize] = State::ArgsOpen {
-        next: St::LoopHead6 as u16,
+    s[St::ArgsOpen4 as usize] = State::ArgsOpen {
+        next: St::LoopHead5 as u16,
     };
-    s[St::LitGreater6 as usize] = State::SpacedLiteral {
+    s[St::Choice23 as usize] = State::Choice {
+        arms: Arms { first: 70, len: 2 },
+    };
+    s[St::LitGreater4 as usize] = State::SpacedLiteral {
         text: Lit::Greater as u16,
-        next: St::ArgsOpen5 as u16,
+        next: St::Choice23 as u16,
     };
-    s[St::ToolName13 as usize] = State::Name {
+    s[St::ToolName11 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
-        stops: 4,
-        next: St::LitGreater6 as u16,
+        stops: 5,
+        next: St::LitGreater4 as u16,
     };
-    s[St::ToolName14 as usize] = State::TextStart {
-        next: St::ToolName13 as u16,
+    s[St::ToolName12 as usize] = State::TextStart {
+        next: St::ToolName11 as u16,
     };
-    s[St::Space27 as usize] = State::Space {
-        next: St::ToolName14 as u16,
+    s[St::Space26 as usize] = State::Space {
+        next: St::ToolName12 as u16,
     };
-    s[St::ToolOpen5 as usize] = State::ToolOpen {
-        next: St::Space27 as u16,
+    s[St::ToolOpen4 as usize] = State::ToolOpen {
+        next: St::Space26 as u16,
     };
     s[St::LitFunction2 as usize] = State::Literal {
         text: Lit::Function as u16,
-        next: St::ToolOpen5 as u16,
+        next: St::ToolOpen4 as u16,
     };
     s[St::Choice24 as usize] = State::Choice {
-        arms: Arms { first: 71, len: 2 },
+        arms: Arms { first: 72, len: 2 },
     };
-    s[St::Space28 as usize] = State::Space {
+    s[St::Space27 as usize] = State::Space {
         next: St::Choice24 as u16,
     };
-    s[St::Choice25 as usize] = State::Choice {
-        arms: Arms { first: 73, len: 2 },
-    };
-    s[St::Choice26 as usize] = State::Choice {
-        arms: Arms { first: 75, len: 2 },
-    };
-    s[St::ArgsClose6 as usize] = State::ArgsClose {
-        next: St::Choice26 as u16,
-    };
-    s[St::LoopHead7 as usize] = State::Loop {
-        arms: Arms { first: 85, len: 1 },
-        next: St::ArgsClose6 as u16,
-    };
-    s[St::Space29 as usize] = State::Space {
-        next: St::LoopHead7 as u16,
-    };
-    s[St::Choice27 as usize] = State::Choice {
-        arms: Arms { first: 77, len: 4 },
-    };
-    s[St::ArgStringText4 as usize] = State::Text {
-        kind: Kind::ArgString,
-        trim: true,
-        stops: 3,
-        next: St::Choice27 as u16,
-    };
-    s[St::ArgString4 as usize] = State::TextStart {
-        next: St::ArgStringText4 as u16,
-    };
-    s[St::Space30 as usize] = State::Space {
-        next: St::Choice27 as u16,
-    };
-    s[St::Json11 as usize] = State::Json {
-        content: false,
-        marker: Lit::Empty as u16,
-        open_end: NONE,
-        next: St::Space30 as u16,
-    };
-    s[St::JsonStart11 as usize] = State::JsonStart {
-        python: true,
-        object_only: false,
-        next: St::Json11 as u16,
-    };
-    s[St::Space31 as usize] = State::Space {
-        next: St::JsonStart11 as u16,
-    };
-    s[St::Json12 as usize] = State::Json {
-        content: false,
-        marker: Lit::Empty as u16,
-        open_end: NONE,
-        next: St::Space30 as u16,
-    };
-    s[St::JsonStart12 as usize] = State::JsonStart {
-        python: false,
-        object_only: false,
-        next: St::Json12 as u16,
-    };
-    s[St::Space32 as usize] = State::Space {
-        next: St::JsonStart12 as u16,
-    };
-    s[St::ArgAutoText4 as usize] = State::Text {
-        kind: Kind::ArgAuto,
-        trim: true,
-        stops: 3,
-        next: St::Choice27 as u16,
-    };
-    s[St::ArgAuto4 as usize] = State::TextStart {
-        next: St::ArgAutoText4 as u16,
-    };
-    s[St::Choice28 as usize] = State::Choice {
-        arms: Arms { first: 81, len: 4 },
-    };
-    s[St::ValueByArgumentType4 as usize] = State::ByArgType {
-        string: St::ArgString4 as u16,
-        json: St::Choice28 as u16,
-        auto: St::ArgAuto4 as u16,
-    };
-    s[St::LitGreater7 as usize] = State::Literal {
-        text: Lit::Greater as u16,
-        next: St::ValueByArgumentType4 as u16,
-    };
-    s[St::ArgName7 as usize] = State::Name {
-        kind: Kind::ArgName,
-        trim: false,
-        stops: 4,
-        next: St::LitGreater7 as u16,
-    };
-    s[St::ArgName8 as usize] = State::TextStart {
-        next: St::ArgName7 as u16,
-    };
-    s[St::ArgsOpen6 as usize] = State::ArgsOpen {
-        next: St::LoopHead7 as u16,
-    };
-    s[St::LitGreater8 as usize] = State::SpacedLiteral {
-        text: Lit::Greater as u16,
-        next: St::ArgsOpen6 as u16,
-    };
-    s[St::ToolName15 as usize] = State::Name {
-        kind: Kind::ToolName,
-        trim: false,
-        stops: 4,
-        next: St::LitGreater8 as u16,
-    };
-    s[St::ToolName16 as usize] = State::TextStart {
-        next: St::ToolName15 as u16,
-    };
-    s[St::Space33 as usize] = State::Space {
-        next: St::ToolName16 as u16,
-    };
-    s[St::ToolOpen6 as usize] = State::ToolOpen {
-        next: St::Space33 as u16,
-    };
     s[St::Commit5 as usize] = State::Commit {
-        next: St::Space18 as u16,
+        next: St::Space15 as u16,
     };
     s[St::Loop3 as usize] = State::EnterLoop {
         repeat: 0,
-        head: St::LoopHead5 as u16,
+        head: St::LoopHead4 as u16,
     };
     s[St::ContentText9 as usize] = State::Text {
         kind: Kind::Content,
@@ -1555,43 +1400,43 @@ static STATES: [State; 238] = {
     s[St::Content9 as usize] = State::TextStart {
         next: St::ContentText9 as u16,
     };
-    s[St::Space34 as usize] = State::Space {
+    s[St::Space28 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice29 as usize] = State::Choice {
-        arms: Arms { first: 89, len: 2 },
+    s[St::Choice25 as usize] = State::Choice {
+        arms: Arms { first: 77, len: 2 },
     };
-    s[St::Space35 as usize] = State::Space {
-        next: St::Choice29 as u16,
+    s[St::Space29 as usize] = State::Space {
+        next: St::Choice25 as u16,
     };
-    s[St::Choice30 as usize] = State::Choice {
-        arms: Arms { first: 91, len: 2 },
+    s[St::Choice26 as usize] = State::Choice {
+        arms: Arms { first: 79, len: 2 },
     };
-    s[St::Space36 as usize] = State::Space {
-        next: St::Choice30 as u16,
+    s[St::Space30 as usize] = State::Space {
+        next: St::Choice26 as u16,
     };
-    s[St::Json13 as usize] = State::Json {
+    s[St::Json11 as usize] = State::Json {
         content: true,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space36 as u16,
+        next: St::Space30 as u16,
     };
-    s[St::JsonStart13 as usize] = State::JsonStart {
+    s[St::JsonStart11 as usize] = State::JsonStart {
         python: false,
         object_only: false,
-        next: St::Json13 as u16,
+        next: St::Json11 as u16,
     };
-    s[St::Space37 as usize] = State::Space {
-        next: St::JsonStart13 as u16,
+    s[St::Space31 as usize] = State::Space {
+        next: St::JsonStart11 as u16,
     };
-    s[St::Choice31 as usize] = State::Choice {
-        arms: Arms { first: 93, len: 2 },
+    s[St::Choice27 as usize] = State::Choice {
+        arms: Arms { first: 81, len: 2 },
     };
-    s[St::Choice32 as usize] = State::Choice {
-        arms: Arms { first: 95, len: 2 },
+    s[St::Choice28 as usize] = State::Choice {
+        arms: Arms { first: 83, len: 2 },
     };
-    s[St::Space38 as usize] = State::Space {
-        next: St::Choice32 as u16,
+    s[St::Space32 as usize] = State::Space {
+        next: St::Choice28 as u16,
     };
     s
 };
@@ -1615,20 +1460,36 @@ enum Lit {
     CloseFunction,
     CloseParameter,
     Parameter,
+    Greater,
+    CloseParameter2,
     OpenBraceQuote2,
     OpenBracketQuote,
     OpenBracket,
     True,
     False,
     None,
-    Greater,
+    CloseParameter3,
+    CloseParameter4,
+    CloseParameter5,
+    CloseParameter6,
+    CloseParameter7,
+    CloseParameter0,
+    CloseParameter1,
+    CloseParameter22,
+    CloseParameter32,
+    CloseParameter42,
+    CloseParameter52,
+    CloseParameter62,
+    CloseParameter72,
+    CloseParameter8,
+    CloseParameter9,
     Function,
     ToolCall,
     QuoteQuoteQuote,
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 26] = [
+static LITERALS: [&str; 42] = [
     "<|im_end|>",
     "</tool_call>",
     "}",
@@ -1644,13 +1505,29 @@ static LITERALS: [&str; 26] = [
     "</function>",
     "</parameter>",
     "<parameter=",
+    ">",
+    "</parameter",
     "{'",
     "['",
     "[",
     "True",
     "False",
     "None",
-    ">",
+    "</parameter/",
+    "</parameter_",
+    "</parameter<",
+    "</parameter ",
+    "</parameter\n",
+    "</parameter0",
+    "</parameter1",
+    "</parameter2",
+    "</parameter3",
+    "</parameter4",
+    "</parameter5",
+    "</parameter6",
+    "</parameter7",
+    "</parameter8",
+    "</parameter9",
     "<function=",
     "<tool_call>",
     "```",
@@ -1658,7 +1535,7 @@ static LITERALS: [&str; 26] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 97] = [
+static ARMS: [Arm; 85] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1751,37 +1628,62 @@ static ARMS: [Arm; 97] = [
     },
     Arm {
         guard: 28,
-        to: St::Space7 as u16,
+        to: St::JsonClose3 as u16,
         limit: None,
     },
     Arm {
-        guard: 30,
-        to: St::Space7 as u16,
+        guard: 8,
+        to: St::JsonClose3 as u16,
         limit: None,
     },
     Arm {
-        guard: 32,
-        to: St::Space7 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 34,
-        to: St::Space7 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 42,
+        guard: 40,
         to: St::Space9 as u16,
         limit: None,
     },
     Arm {
-        guard: 52,
-        to: St::Space10 as u16,
+        guard: 4,
+        to: St::Space9 as u16,
         limit: None,
     },
     Arm {
-        guard: 72,
+        guard: 33,
         to: St::Space9 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 35,
+        to: St::Space9 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 37,
+        to: St::Space9 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 39,
+        to: St::Space9 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 41,
+        to: St::Discard as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 49,
+        to: St::Space11 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 59,
+        to: St::Space12 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 109,
+        to: St::Space11 as u16,
         limit: None,
     },
     Arm {
@@ -1790,8 +1692,18 @@ static ARMS: [Arm; 97] = [
         limit: None,
     },
     Arm {
-        guard: 75,
+        guard: 112,
         to: St::ArgName2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 32,
+        to: St::Space8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ArgsOpen2 as u16,
         limit: None,
     },
     Arm {
@@ -1805,78 +1717,13 @@ static ARMS: [Arm; 97] = [
         limit: None,
     },
     Arm {
-        guard: 3,
-        to: St::ToolClose as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::ToolClose as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 27,
-        to: St::Choice11 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::Choice11 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 28,
-        to: St::Space13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 30,
-        to: St::Space13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 32,
-        to: St::Space13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 34,
-        to: St::Space13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 42,
-        to: St::Space15 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 52,
-        to: St::Space16 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 72,
-        to: St::Space15 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::ArgAuto2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 75,
-        to: St::ArgName4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 76,
-        to: St::Space12 as u16,
+        guard: 113,
+        to: St::Space14 as u16,
         limit: Some(1u8),
     },
     Arm {
-        guard: 77,
-        to: St::ToolOpen3 as u16,
+        guard: 114,
+        to: St::ToolOpen2 as u16,
         limit: Some(1u8),
     },
     Arm {
@@ -1896,17 +1743,17 @@ static ARMS: [Arm; 97] = [
     },
     Arm {
         guard: 7,
-        to: St::Choice15 as u16,
+        to: St::Choice13 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice15 as u16,
+        to: St::Choice13 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::JsonClose3 as u16,
+        to: St::JsonClose4 as u16,
         limit: None,
     },
     Arm {
@@ -1921,17 +1768,17 @@ static ARMS: [Arm; 97] = [
     },
     Arm {
         guard: 9,
-        to: St::ArgsOpen4 as u16,
+        to: St::ArgsOpen3 as u16,
         limit: None,
     },
     Arm {
         guard: 14,
-        to: St::Space20 as u16,
+        to: St::Space17 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::JsonClose4 as u16,
+        to: St::JsonClose5 as u16,
         limit: None,
     },
     Arm {
@@ -1961,62 +1808,97 @@ static ARMS: [Arm; 97] = [
     },
     Arm {
         guard: 27,
-        to: St::Choice15 as u16,
+        to: St::Choice13 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice15 as u16,
+        to: St::Choice13 as u16,
         limit: None,
     },
     Arm {
         guard: 28,
-        to: St::Space23 as u16,
+        to: St::JsonClose6 as u16,
         limit: None,
     },
     Arm {
-        guard: 30,
-        to: St::Space23 as u16,
+        guard: 8,
+        to: St::JsonClose6 as u16,
         limit: None,
     },
     Arm {
-        guard: 32,
-        to: St::Space23 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 34,
-        to: St::Space23 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 42,
-        to: St::Space25 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 52,
-        to: St::Space26 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 72,
-        to: St::Space25 as u16,
+        guard: 40,
+        to: St::Space22 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::ArgAuto3 as u16,
+        to: St::Space22 as u16,
         limit: None,
     },
     Arm {
-        guard: 75,
-        to: St::ArgName6 as u16,
+        guard: 33,
+        to: St::Space22 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 35,
+        to: St::Space22 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 37,
+        to: St::Space22 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 39,
+        to: St::Space22 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 41,
+        to: St::Discard2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 49,
+        to: St::Space24 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 59,
+        to: St::Space25 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 109,
+        to: St::Space24 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ArgAuto2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 112,
+        to: St::ArgName4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 32,
+        to: St::Space21 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ArgsOpen4 as u16,
         limit: None,
     },
     Arm {
         guard: 24,
-        to: St::ToolOpen4 as u16,
+        to: St::ToolOpen3 as u16,
         limit: None,
     },
     Arm {
@@ -2025,78 +1907,13 @@ static ARMS: [Arm; 97] = [
         limit: None,
     },
     Arm {
-        guard: 3,
-        to: St::ToolClose2 as u16,
+        guard: 113,
+        to: St::Space27 as u16,
         limit: None,
     },
     Arm {
-        guard: 4,
-        to: St::ToolClose2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 27,
-        to: St::Choice25 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 8,
-        to: St::Choice25 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 28,
-        to: St::Space29 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 30,
-        to: St::Space29 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 32,
-        to: St::Space29 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 34,
-        to: St::Space29 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 42,
-        to: St::Space31 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 52,
-        to: St::Space32 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 72,
-        to: St::Space31 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::ArgAuto4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 75,
-        to: St::ArgName8 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 76,
-        to: St::Space28 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 77,
-        to: St::ToolOpen6 as u16,
+        guard: 114,
+        to: St::ToolOpen4 as u16,
         limit: None,
     },
     Arm {
@@ -2106,7 +1923,7 @@ static ARMS: [Arm; 97] = [
     },
     Arm {
         guard: 0,
-        to: St::Space34 as u16,
+        to: St::Space28 as u16,
         limit: None,
     },
     Arm {
@@ -2115,38 +1932,38 @@ static ARMS: [Arm; 97] = [
         limit: None,
     },
     Arm {
-        guard: 78,
-        to: St::Space35 as u16,
+        guard: 115,
+        to: St::Space29 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::Choice29 as u16,
+        to: St::Choice25 as u16,
         limit: None,
     },
     Arm {
-        guard: 79,
-        to: St::Space37 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::Space37 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 78,
-        to: St::Choice31 as u16,
+        guard: 116,
+        to: St::Space31 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::JsonStart13 as u16,
+        to: St::Space31 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 115,
+        to: St::Choice27 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::JsonStart11 as u16,
         limit: None,
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 80] = [
+static GUARDS: [Guard; 117] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseToolCall as u16),
@@ -2175,21 +1992,28 @@ static GUARDS: [Guard; 80] = [
     Guard::Space,
     Guard::Lit(Lit::CloseFunction as u16),
     Guard::Seq { first: 25, len: 2 },
+    Guard::Peek(27),
+    Guard::Space,
+    Guard::Lit(Lit::OpenBrace as u16),
+    Guard::Seq { first: 29, len: 2 },
+    Guard::Peek(31),
     Guard::Lit(Lit::CloseParameter as u16),
     Guard::Lit(Lit::CloseFunction as u16),
-    Guard::Peek(29),
+    Guard::Peek(34),
     Guard::Lit(Lit::CloseToolCall as u16),
-    Guard::Peek(31),
+    Guard::Peek(36),
     Guard::Lit(Lit::Parameter as u16),
-    Guard::Peek(33),
+    Guard::Peek(38),
+    Guard::Lit(Lit::Greater as u16),
+    Guard::Lit(Lit::CloseParameter2 as u16),
     Guard::Lit(Lit::OpenBraceQuote2 as u16),
     Guard::Empty,
     Guard::Lit(Lit::OpenBracketQuote as u16),
     Guard::Empty,
     Guard::Space,
-    Guard::Choice { first: 35, len: 2 },
-    Guard::Seq { first: 39, len: 2 },
-    Guard::Peek(41),
+    Guard::Choice { first: 42, len: 2 },
+    Guard::Seq { first: 46, len: 2 },
+    Guard::Peek(48),
     Guard::Lit(Lit::OpenBrace as u16),
     Guard::Empty,
     Guard::Lit(Lit::OpenBracket as u16),
@@ -2197,9 +2021,9 @@ static GUARDS: [Guard; 80] = [
     Guard::Lit(Lit::Quote as u16),
     Guard::Empty,
     Guard::Space,
-    Guard::Choice { first: 43, len: 3 },
-    Guard::Seq { first: 49, len: 2 },
-    Guard::Peek(51),
+    Guard::Choice { first: 50, len: 3 },
+    Guard::Seq { first: 56, len: 2 },
+    Guard::Peek(58),
     Guard::Lit(Lit::True as u16),
     Guard::Empty,
     Guard::Lit(Lit::False as u16),
@@ -2208,6 +2032,36 @@ static GUARDS: [Guard; 80] = [
     Guard::Empty,
     Guard::Lit(Lit::CloseParameter as u16),
     Guard::Empty,
+    Guard::Lit(Lit::CloseParameter3 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter4 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter5 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter6 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter7 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter0 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter1 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter22 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter32 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter42 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter52 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter62 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter72 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter8 as u16),
+    Guard::Empty,
+    Guard::Lit(Lit::CloseParameter9 as u16),
+    Guard::Empty,
     Guard::Lit(Lit::CloseFunction as u16),
     Guard::Empty,
     Guard::Lit(Lit::CloseToolCall as u16),
@@ -2215,14 +2069,17 @@ static GUARDS: [Guard; 80] = [
     Guard::Lit(Lit::Parameter as u16),
     Guard::Empty,
     Guard::Space,
-    Guard::Choice { first: 53, len: 3 },
+    Guard::Choice { first: 60, len: 3 },
     Guard::Space,
-    Guard::Choice { first: 59, len: 4 },
-    Guard::Seq { first: 67, len: 4 },
-    Guard::Peek(71),
+    Guard::Choice {
+        first: 66,
+        len: 19,
+    },
+    Guard::Seq { first: 104, len: 4 },
+    Guard::Peek(108),
     Guard::Space,
     Guard::Lit(Lit::Parameter as u16),
-    Guard::Seq { first: 73, len: 2 },
+    Guard::Seq { first: 110, len: 2 },
     Guard::Lit(Lit::ToolCall as u16),
     Guard::Lit(Lit::Function as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
@@ -2234,22 +2091,40 @@ static STOPS_0: [&str; 1] = ["<|im_end|>"];
 static STOPS_1: [&str; 3] = ["<tool_call>", "<function=", "<|im_end|>"];
 /// Text ends at ["\""].
 static STOPS_2: [&str; 1] = ["\""];
-/// Text ends at ["</parameter>", "</function>", "</tool_call>", "<parameter="].
-static STOPS_3: [&str; 4] = [
+/// Text ends at [">", "<", " ", "\n"].
+static STOPS_3: [&str; 4] = [">", "<", " ", "\n"];
+/// Text ends at ["</parameter>", "</parameter/", "</parameter_", "</parameter<", "</parameter ", "</parameter\n", "</parameter0", "</parameter1", "</parameter2", "</parameter3", "</parameter4", "</parameter5", "</parameter6", "</parameter7", "</parameter8", "</parameter9", "</function>", "</tool_call>", "<parameter="].
+static STOPS_4: [&str; 19] = [
     "</parameter>",
+    "</parameter/",
+    "</parameter_",
+    "</parameter<",
+    "</parameter ",
+    "</parameter\n",
+    "</parameter0",
+    "</parameter1",
+    "</parameter2",
+    "</parameter3",
+    "</parameter4",
+    "</parameter5",
+    "</parameter6",
+    "</parameter7",
+    "</parameter8",
+    "</parameter9",
     "</function>",
     "</tool_call>",
     "<parameter=",
 ];
 /// Text ends at [">"].
-static STOPS_4: [&str; 1] = [">"];
+static STOPS_5: [&str; 1] = [">"];
 /// What ends each kind of text (`State::Text { stops, .. }`).
-static STOPS: [StopSet; 5] = [
+static STOPS: [StopSet; 6] = [
     StopSet::new(&STOPS_0),
     StopSet::new(&STOPS_1),
     StopSet::new(&STOPS_2),
     StopSet::new(&STOPS_3),
     StopSet::new(&STOPS_4),
+    StopSet::new(&STOPS_5),
 ];
 /// Where each loop resumes after a broken round, per grammar variant.
 static RESUMES: [LoopResume; 3] = [
@@ -2268,7 +2143,7 @@ static RESUMES: [LoopResume; 3] = [
     LoopResume {
         entry: St::Content9 as u16,
         repeat: 0,
-        head: St::LoopHead5 as u16,
+        head: St::LoopHead4 as u16,
         recover: St::Content7 as u16,
     },
 ];

@@ -146,7 +146,7 @@ impl States {
     /// Adds one variant's grammar; returns its entry state.
     pub fn add_variant(&mut self, root: &Node) -> u16 {
         let mut v = Variant { loops: Vec::new(), compiled: Default::default(), reused_from: usize::MAX };
-        let entry = self.compile(root, DONE, &mut v);
+        let entry = self.compile(&root.for_parsers(), DONE, &mut v);
         self.max_loops = self.max_loops.max(v.loops.len());
         self.max_regions = self.max_regions.max(region_depth(root));
         self.max_alts = self.max_alts.max(max_alts(root));

@@ -779,8 +779,25 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         // The list is the section: `[` opens it where no marker does
         // (LFM2.5 writes the bare list; the names after it are checked
         // against the declared tools, so `[1]` in prose stays content).
+        // A bare list whose tokens models also write (LFM2.5-Instruct's, a
+        // section alias) is read the same way bare or wrapped: its values
+        // end at the alias's end token too, and so does the list, where the
+        // token is written (lenient). One body serves both, so a module
+        // holds the list's states once.
+        if let Some((start, end)) = f.section_aliases.first().filter(|_| section_start.is_empty()) {
+            let mut wrapped = spec.clone();
+            (wrapped.tools.format.section_start, wrapped.tools.format.section_end) = (start.clone(), end.clone());
+            let (_, _, section) = tool_section(&wrapped, parallel);
+            return ("[".to_string(), Node::lit("["), section);
+        }
+        let of_bare_list = f.section_aliases.iter().any(|(start, end)| start.trim() == section_start && end.trim() == f.section_end.trim());
+        let end = if of_bare_list {
+            Node::seq(vec![Node::Space, Node::lenient_optional(lit(&f.section_end), Node::Empty)])
+        } else {
+            after_list(&f.section_end)
+        };
         let list = list_rest(Node::seq(vec![Node::Space, call]));
-        let section = Node::seq(vec![list, after_list(&f.section_end), Node::Space]);
+        let section = Node::seq(vec![list, end, Node::Space]);
         if section_start.is_empty() {
             return ("[".to_string(), Node::lit("["), section);
         }
@@ -1695,7 +1712,9 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
     // `<parameter=a>\n1\n<parameter=b>` as two arguments too).
     let mut outer = call_closers(spec, true);
     outer.push(name_prefix.clone());
+    let stem = closing_tag_stem(&value_suffix);
     let mut value_stops = vec![value_suffix.clone()];
+    value_stops.extend(stem.iter().flat_map(|stem| MISSPELLED_CLOSER_ENDS.iter().map(move |end| format!("{stem}{end}"))));
     value_stops.extend(outer.iter().filter(|o| **o != value_suffix).cloned());
     let value = |kind: ValueKind| -> Node {
         let v = match kind {
@@ -1703,7 +1722,14 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
             ValueKind::Auto | ValueKind::StringOrNull => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout },
             ValueKind::Json => typed_value(python, &value_stops, Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout }),
         };
-        Node::seq(vec![marker_or_missing(&value_prefix), v, closer_after(Node::Empty, &value_suffix, &outer), Node::Space])
+        let close = match (&stem, closer_after(Node::Empty, &value_suffix, &outer)) {
+            (Some(stem), Node::Choice(mut alts)) => {
+                alts.push(misspelled_closer(stem));
+                Node::Choice(alts)
+            }
+            (_, close) => close,
+        };
+        Node::seq(vec![marker_or_missing(&value_prefix), v, close, Node::Space])
     };
     let by_schema = || Node::ByArgType {
         string: Box::new(value(ValueKind::String)),
@@ -1734,11 +1760,46 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         ]),
     });
     let n = alts.len();
-    Node::seq(vec![
+    let tagged = Node::seq(vec![
         Node::Mark(Mark::ArgsOpen),
         Node::Repeat { alts, limits: vec![None; n], recover: None },
         Node::Mark(Mark::ArgsClose),
-    ])
+    ]);
+    Node::Choice(vec![json_arguments_instead(spec, python), Alt { guard: Node::Empty, body: tagged }])
+}
+
+/// The arguments as one JSON object where the template writes them tag by
+/// tag (DeepSeek V3.2: `<｜DSML｜invoke name="f">\n{"city": "Paris"}\n
+/// </｜DSML｜invoke>`; sglang's DSML detector reads the invoke's body as JSON
+/// when it is an object). Lenient: grammars keep the tags. Without it the
+/// call ended at the `{` with no arguments and the object became content.
+fn json_arguments_instead(spec: &FormatSpec, python: bool) -> Alt {
+    let opens = Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit("{")])));
+    let object = Node::Json { kind: JsonKind::ToolArgs, schema: None, python, marker: String::new(), ends: call_closers(spec, true) };
+    Alt::lenient(opens, Node::seq(vec![Node::Space, object, Node::Space]))
+}
+
+/// A closing tag without its `>` (`</parameter`): models misspell the end
+/// of a value's closer (Qwen3.5 and 3.6 write `</parameter/>`,
+/// `</parameter1>`, `</parameter_function>`, or `</parameter` cut short;
+/// sglang #27336 reads them all as the closer). `None` for other markers.
+fn closing_tag_stem(closer: &str) -> Option<String> {
+    (closer.starts_with("</") && is_tag(closer)).then(|| closer[..closer.len() - 1].to_string())
+}
+
+/// What ends a value as a misspelled closer after the stem: a character a
+/// tag's name does not go on with. A letter does not: `</parameters>` in a
+/// value (XML the model edits) is text, as before.
+const MISSPELLED_CLOSER_ENDS: [&str; 15] = ["/", "_", "<", " ", "\n", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+
+/// The lenient end of a value at a misspelled closer (the stem, then one of
+/// [`MISSPELLED_CLOSER_ENDS`]): what the model wrote up to the tag's `>` is
+/// dropped (a word's worth: it stops at whitespace and at the next tag), and
+/// the `>` where written. After the exact closer in a choice, which the stem
+/// is a prefix of.
+fn misspelled_closer(stem: &str) -> Alt {
+    let rest = Node::Until { stops: [">", "<", " ", "\n"].map(str::to_string).to_vec(), kind: TextKind::Discard, trim_newlines: false };
+    Alt::lenient(Node::lit(stem), Node::seq(vec![rest, Node::optional(Node::lit(">"), Node::Empty)]))
 }
 
 /// After an argument's name: the markup that ends it (`name_end`), then

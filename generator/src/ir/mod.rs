@@ -216,6 +216,38 @@ pub enum Node {
 }
 
 impl Node {
+    /// The node as parsers read it: the same tree without its
+    /// [`Mark::Lenient`] marks, which only tell grammars which alternatives
+    /// to leave out. Code generation compiles this form, so markup that
+    /// differs only by leniency (a call's body read inside its wrapper and
+    /// without it) is the same states.
+    ///
+    /// ```
+    /// use chat_parser_generator::ir::{Alt, Node};
+    /// let strict = Node::Choice(vec![Alt { guard: Node::lit("a"), body: Node::Empty }]);
+    /// let lenient = Node::Choice(vec![Alt::lenient(Node::lit("a"), Node::Empty)]);
+    /// assert_ne!(strict, lenient);
+    /// assert_eq!(strict.for_parsers(), lenient.for_parsers());
+    /// ```
+    pub fn for_parsers(&self) -> Node {
+        let alts = |alts: &[Alt]| alts.iter().map(|a| Alt { guard: a.guard.for_parsers(), body: a.body.for_parsers() }).collect();
+        match self {
+            Node::Mark(Mark::Lenient) => Node::Empty,
+            Node::Seq(items) => Node::seq(items.iter().map(Node::for_parsers).collect()),
+            Node::Choice(a) => Node::Choice(alts(a)),
+            Node::Repeat { alts: a, limits, recover } => {
+                Node::Repeat { alts: alts(a), limits: limits.clone(), recover: recover.as_ref().map(|r| Box::new(r.for_parsers())) }
+            }
+            Node::Peek(inner) => Node::Peek(Box::new(inner.for_parsers())),
+            Node::ByArgType { string, json, auto } => Node::ByArgType {
+                string: Box::new(string.for_parsers()),
+                json: Box::new(json.for_parsers()),
+                auto: Box::new(auto.for_parsers()),
+            },
+            other => other.clone(),
+        }
+    }
+
     pub fn lit(s: impl Into<String>) -> Node {
         Node::Literal(s.into())
     }
