@@ -44,6 +44,36 @@ const CORRECTIONS: &[Correction] = &[
         },
         apply: |spec| set_reasoning(spec, "<think>", "</think>"),
     },
+    // NVIDIA Nemotron Nano v2: the generation prompt opens `<think>\n`,
+    // and the template never renders reasoning (it keeps only what follows
+    // `</think>` in history), so the diff takes the opener for a content
+    // wrapper. The model reasons up to `</think>` and answers after it, as
+    // llama.cpp's and vLLM's Nemotron v2 parsers read it: the reply starts
+    // in its reasoning (delimiter style, as Laguna), and a call at a line's
+    // start ends it. Thinking is switched off by `/no_think` in a message,
+    // which renders the block closed (`<think></think>`, a literal of the
+    // source): the prompt without thinking.
+    Correction {
+        name: "Nemotron Nano v2 thinking",
+        applies: |s, spec| {
+            s.contains("content.split('</think>')")
+                && s.contains("<SPECIAL_12>")
+                && s.contains("'<think></think>'")
+                && spec.reasoning.mode == ReasoningMode::None
+                && spec.content.start.trim() == "<think>"
+        },
+        apply: |spec| {
+            // (The newline the prompt writes after the opener, and the
+            // model before the closer: layout.)
+            set_reasoning(spec, "", "\n</think>");
+            spec.reasoning.ended_by_calls = true;
+            spec.content = ContentSpec { end_of_turn: std::mem::take(&mut spec.content.end_of_turn), ..ContentSpec::default() };
+            let g = &mut spec.generation_prompt;
+            if let Some(prompt) = g.thinking.trim_end().strip_suffix("<think>") {
+                g.no_thinking = format!("{prompt}<think></think>");
+            }
+        },
+    },
     // Poolside Laguna: the generation prompt prefills <think>, reasoning ends
     // at </think> and the answer at </assistant>.
     Correction {

@@ -389,16 +389,7 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
                     echo.push(Alt { guard: Node::Empty, body: Node::Empty });
                     items.push(Node::Choice(echo));
                 }
-                let block = block_rest.clone();
-                if call_openers.is_empty() {
-                    items.push(block);
-                } else {
-                    // A call right at the start of the reply (the prompt's
-                    // block ends the line before it) ends the block at once.
-                    let openers = Node::one_of(call_openers.iter().cloned());
-                    let at_once = Node::Peek(Box::new(Node::seq(vec![Node::Space, openers])));
-                    items.push(Node::Choice(vec![Alt { guard: at_once, body: Node::Space }, Alt { guard: Node::Empty, body: block }]));
-                }
+                items.push(block_unless_calling(&block_rest, &call_openers));
             } else if !from_start.is_empty() {
                 // Reasoning stays content, so the content starts with what the prompt opened.
                 items.push(Node::Mark(Mark::Prefilled(TextKind::Content, from_start.to_string())));
@@ -419,7 +410,7 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
                 // reasoning and only the end marker closes it. A streaming
                 // parser cannot wait for a marker that may never come, so a
                 // reply without the end marker is all reasoning.
-                items.push(block_rest.clone());
+                items.push(block_unless_calling(&block_rest, &call_openers));
             }
         }
     }
@@ -588,6 +579,18 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
     }
     items.push(Node::End);
     Node::seq(items)
+}
+
+/// The reasoning block the reply starts in (`block`), unless a call starts
+/// the reply (where calls end the block: `call_openers`); the block ended
+/// the line before it.
+fn block_unless_calling(block: &Node, call_openers: &[String]) -> Node {
+    if call_openers.is_empty() {
+        return block.clone();
+    }
+    let openers = Node::one_of(call_openers.iter().cloned());
+    let at_once = Node::Peek(Box::new(Node::seq(vec![Node::Space, openers])));
+    Node::Choice(vec![Alt { guard: at_once, body: Node::Space }, Alt { guard: Node::Empty, body: block.clone() }])
 }
 
 /// The template's end-of-turn markers ([`crate::spec::ContentSpec::end_of_turn`]):
@@ -1440,6 +1443,14 @@ fn list_closers(spec: &FormatSpec) -> Vec<String> {
 /// a quoted value then ends at its quote before the section's end
 /// ([`raw_value_stops`]).
 fn python_call(outer: &[String]) -> Node {
+    Node::seq(vec![Node::Mark(Mark::ToolOpen), named(Node::Empty, &["(".to_string()], &|| python_arguments(outer))])
+}
+
+/// A Python call's arguments after its name, `(a=1, b='x')`: keyword
+/// arguments, each value a string in either quote style or a Python
+/// literal, reported as one JSON object. `outer`: the closers a missing
+/// `)` may be left out before.
+fn python_arguments(outer: &[String]) -> Node {
     let raw = |q: &str| Alt {
         guard: Node::lit(q),
         body: Node::seq(vec![
@@ -1466,20 +1477,17 @@ fn python_call(outer: &[String]) -> Node {
             Node::Space,
         ])
     };
-    let after = || {
-        let more = Node::Repeat { alts: vec![Alt { guard: Node::lit(","), body: arg() }], limits: vec![None], recover: None };
-        Node::seq(vec![
-            Node::lit("("),
-            Node::Mark(Mark::ArgsOpen),
-            Node::Space,
-            Node::Choice(vec![
-                Alt { guard: Node::lit(")"), body: Node::Empty },
-                Alt { guard: Node::Empty, body: Node::seq(vec![arg(), more, closer_after(Node::Empty, ")", outer)]) },
-            ]),
-            Node::Mark(Mark::ArgsClose),
-        ])
-    };
-    Node::seq(vec![Node::Mark(Mark::ToolOpen), named(Node::Empty, &["(".to_string()], &after)])
+    let more = Node::Repeat { alts: vec![Alt { guard: Node::lit(","), body: arg() }], limits: vec![None], recover: None };
+    Node::seq(vec![
+        Node::lit("("),
+        Node::Mark(Mark::ArgsOpen),
+        Node::Space,
+        Node::Choice(vec![
+            Alt { guard: Node::lit(")"), body: Node::Empty },
+            Alt { guard: Node::Empty, body: Node::seq(vec![arg(), more, closer_after(Node::Empty, ")", outer)]) },
+        ]),
+        Node::Mark(Mark::ArgsClose),
+    ])
 }
 
 /// A call in a tag format, from the function name prefix on.
@@ -1530,6 +1538,11 @@ fn name_stops(spec: &FormatSpec) -> Vec<String> {
     }
     if t.format.mode == ToolFormatMode::TagWithJson {
         stops.push("{".to_string());
+    }
+    // (Object-literal arguments may come as a Python call's: see
+    // `tagged_arguments`.)
+    if !t.arguments.string_quote.trim().is_empty() {
+        stops.push("(".to_string());
     }
     if stops.is_empty() {
         stops.push("\n".to_string());
@@ -1664,7 +1677,13 @@ fn typed_value(python: bool, ends: &[String], otherwise: Node) -> Node {
 fn tagged_arguments(spec: &FormatSpec) -> Node {
     let a = &spec.tools.arguments;
     if !a.string_quote.trim().is_empty() {
-        return object_arguments(spec);
+        // Gemma 4 also writes them as a Python call's, in long agentic
+        // contexts (`call:get_weather(city="Paris")`: omlx #1846,
+        // hermes-agent #7449): read as keyword arguments. Lenient: grammars
+        // keep the object literal.
+        let opens = Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit("(")])));
+        let keywords = Alt::lenient(opens, Node::seq(vec![Node::Space, python_arguments(&call_closers(spec, true))]));
+        return Node::Choice(vec![keywords, Alt { guard: Node::Empty, body: object_arguments(spec) }]);
     }
     let python = spec.tools.format.python_scalar_arguments || spec.tools.format.python_dict_arguments;
     let name_prefix = a.name_prefix.trim().to_string();
