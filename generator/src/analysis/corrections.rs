@@ -67,7 +67,8 @@ const CORRECTIONS: &[Correction] = &[
             // model before the closer: layout.)
             set_reasoning(spec, "", "\n</think>");
             spec.reasoning.ended_by_calls = true;
-            spec.content = ContentSpec { end_of_turn: std::mem::take(&mut spec.content.end_of_turn), ..ContentSpec::default() };
+            let c = &mut spec.content;
+            *c = ContentSpec { end_of_turn: std::mem::take(&mut c.end_of_turn), requires_nonnull_content: c.requires_nonnull_content, ..ContentSpec::default() };
             let g = &mut spec.generation_prompt;
             if let Some(prompt) = g.thinking.trim_end().strip_suffix("<think>") {
                 g.no_thinking = format!("{prompt}<think></think>");

@@ -227,11 +227,11 @@ fn macro_literals(source: &str, name: &str) -> Option<Vec<String>> {
     Some(out)
 }
 
-/// The special tokens around a tool list in the template (`<|tool_list_start|>`,
-/// `<|tool_list_end|>`).
 /// The call tokens of the LFM2 tokenizers, for a template that writes none.
 const LFM_CALL_TOKENS: (&str, &str) = ("<|tool_call_start|>", "<|tool_call_end|>");
 
+/// The special tokens around a tool list in the template (`<|tool_list_start|>`,
+/// `<|tool_list_end|>`).
 fn list_tokens(source: &str) -> Option<(String, String)> {
     let token = |suffix: &str| -> Option<String> {
         let at = source.find(suffix)?;

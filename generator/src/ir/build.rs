@@ -787,7 +787,7 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         // end at the alias's end token too, and so does the list, where the
         // token is written (lenient). One body serves both, so a module
         // holds the list's states once.
-        if let Some((start, end)) = f.section_aliases.first().filter(|_| section_start.is_empty()) {
+        if let Some((start, end)) = f.section_aliases.first().filter(|(start, _)| section_start.is_empty() && !start.trim().is_empty()) {
             let mut wrapped = spec.clone();
             (wrapped.tools.format.section_start, wrapped.tools.format.section_end) = (start.clone(), end.clone());
             let (_, _, section) = tool_section(&wrapped, parallel);
