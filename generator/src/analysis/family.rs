@@ -100,8 +100,8 @@ fn python_call_list(spec: &mut FormatSpec, source: &str) {
     }
     f.mode = crate::spec::ToolFormatMode::PythonCalls;
     f.tools_array_wrapped = false;
-    let aliases = f.section_aliases.iter().flat_map(|(start, end)| [start.clone(), end.clone()]);
-    for token in [f.section_start.clone(), f.section_end.clone()].into_iter().chain(aliases.collect::<Vec<_>>()) {
+    let sections = std::iter::once((&f.section_start, &f.section_end)).chain(f.section_aliases.iter().map(|(start, end)| (start, end)));
+    for token in sections.flat_map(|(start, end)| [start.clone(), end.clone()]) {
         if !token.is_empty() && !spec.preserved_tokens.contains(&token) {
             spec.preserved_tokens.push(token);
         }
