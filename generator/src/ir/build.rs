@@ -1682,7 +1682,9 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         // hermes-agent #7449): read as keyword arguments. Lenient: grammars
         // keep the object literal.
         let opens = Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit("(")])));
-        let keywords = Alt::lenient(opens, Node::seq(vec![Node::Space, python_arguments(&call_closers(spec, true))]));
+        // (Whole, with its `)`: a lenient form is read in full, so its
+        // strings end only at their quote before `,` or `)`.)
+        let keywords = Alt::lenient(opens, Node::seq(vec![Node::Space, python_arguments(&[])]));
         return Node::Choice(vec![keywords, Alt { guard: Node::Empty, body: object_arguments(spec) }]);
     }
     let python = spec.tools.format.python_scalar_arguments || spec.tools.format.python_dict_arguments;
