@@ -70,7 +70,8 @@ pub struct ChannelSpec {
     /// tools (`python`, `browser.search`, `container.exec`) the request
     /// cannot declare: their messages are dropped.
     pub namespace: String,
-    /// What ends a message (`<|end|>`, `<|call|>`, `<|return|>`).
+    /// What ends a message (`<|end|>`, `<|call|>`, `<|return|>`); the
+    /// first is the plain end between two messages.
     pub message_ends: Vec<String>,
     /// The channel that holds reasoning (`analysis`).
     pub reasoning_channel: String,

@@ -7,13 +7,20 @@
 //!          | RECIPIENT ROLE                             (addressed to the model itself: ignored)
 //!          | RECIPIENT other-recipient header body      (a built-in tool: dropped as read)
 //!          | CHANNEL word header-tail
+//!          | CHANNEL unreadable-header END             (an empty message: dropped)
 //! call     = NAME header "<|message|>" JSON END?
 //! ```
 //!
 //! A channel word decides what the body is: the reasoning channel's body is
 //! reasoning (only when reasoning is extracted; otherwise the header is not
 //! recognised and stays content, as the reference does), a content
-//! channel's body is content. A recipient after the channel word makes the
+//! channel's body is content. A header the model garbled and closed with
+//! a message end, without a body (`<|channel|>??<|end|>`,
+//! `<|channel|>commentary?<|end|>`: gpt-oss-20b at temperature 1 writes
+//! one in 1–4% of its turns, then the real message, llama.cpp #27720), is
+//! an empty message: dropped, as its header's other unread words are. A
+//! garbled header with a body stays as it was: an unknown channel word's
+//! message comes back as content. A recipient after the channel word makes the
 //! message a call (or a dropped built-in tool message). Everything is built
 //! from guarded choices, so the generic interpreter, the code generator and
 //! the grammar backend read it like any other format.
@@ -31,17 +38,45 @@ fn recipient(c: &ChannelSpec) -> String {
 /// channel word, then an optional content type, with or without its marker
 /// (the template writes `commentary json`, models `<|constrain|>json`).
 fn header_rest(c: &ChannelSpec) -> Node {
+    Node::seq(vec![header_words(c, &[]), Node::lit(c.message.clone())])
+}
+
+/// [`header_rest`] up to its body marker, also stopping at `ends`.
+fn header_words(c: &ChannelSpec, ends: &[String]) -> Node {
     let word_stops = vec![" ".to_string(), c.constrain.clone(), c.message.clone(), c.channel.clone()];
+    // The content type ends at the body marker; a channel marker here is
+    // broken markup (so a grammar cannot slip text after a name).
+    let mut type_stops = vec![c.message.clone(), c.channel.clone()];
+    type_stops.extend(ends.iter().cloned());
     Node::seq(vec![
         Node::Space,
         Node::optional(Node::lit(c.channel.clone()), Node::Until { stops: word_stops, kind: TextKind::Discard, trim_newlines: false }),
         Node::Space,
         Node::optional(Node::lit(c.constrain.clone()), Node::Empty),
-        // The content type ends at the body marker; a channel marker here
-        // is broken markup (so a grammar cannot slip text after a name).
-        Node::Until { stops: vec![c.message.clone(), c.channel.clone()], kind: TextKind::Discard, trim_newlines: false },
-        Node::lit(c.message.clone()),
+        Node::Until { stops: type_stops, kind: TextKind::Discard, trim_newlines: false },
     ])
+}
+
+/// The plain end of a message (`<|end|>`, the first of
+/// [`ChannelSpec::message_ends`]): the only end that closes a garbled
+/// header. (A call's or the final answer's end after a header without a
+/// body is a broken call or answer: its text stays content.)
+fn plain_end(c: &ChannelSpec) -> Vec<String> {
+    c.message_ends.first().cloned().into_iter().collect()
+}
+
+/// A header the plain message end closes before any body marker: an empty
+/// message whose garbled header (`??`, `commentary?`, free text) is
+/// dropped. What reaches a body marker, another header or another end
+/// instead fails, and the round's markup comes back as content. Lenient:
+/// grammars never write it.
+fn empty_message(c: &ChannelSpec) -> Alt {
+    let mut stops = vec![c.message.clone(), c.channel.clone(), c.header_start.clone()];
+    stops.extend(c.message_ends.iter().cloned());
+    Alt::lenient(
+        Node::Empty,
+        Node::seq(vec![Node::Until { stops, kind: TextKind::Discard, trim_newlines: false }, Node::one_of(plain_end(c)), Node::Mark(Mark::Commit)]),
+    )
 }
 
 /// A message body of this kind up to its end marker (or the next header).
@@ -107,7 +142,11 @@ pub fn reply(spec: &FormatSpec, extract_reasoning: bool, tools: bool) -> Node {
     let content = Node::Until { stops: vec![c.header_start.clone(), c.channel.clone(), to.clone()], kind: TextKind::Content, trim_newlines: false };
     // After the channel word: an optional recipient, then the body.
     let tail = |kind: TextKind| {
-        let own = Node::seq(vec![header_rest(c), Node::Mark(Mark::Commit), body(c, kind)]);
+        // The body, or nothing where a message end closes the header (an
+        // empty message, its garbled rest dropped: `commentary?<|end|>`).
+        let opened = Alt { guard: Node::lit(c.message.clone()), body: Node::seq(vec![Node::Mark(Mark::Commit), body(c, kind)]) };
+        let ended = Alt::lenient(Node::one_of(plain_end(c)), Node::Mark(Mark::Commit));
+        let own = Node::seq(vec![header_words(c, &c.message_ends), Node::Choice(vec![opened, ended])]);
         // `to=assistant` after the channel word: the model addressed itself
         // and writes a new channel header next (the next round reads it).
         let mut alts = vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(to.clone())]), body: Node::Choice(addressed(c, tools, Node::Mark(Mark::Commit))) }];
@@ -121,6 +160,7 @@ pub fn reply(spec: &FormatSpec, extract_reasoning: bool, tools: bool) -> Node {
     for w in &c.content_channels {
         words.push(Alt { guard: Node::lit(w.clone()), body: tail(TextKind::Content) });
     }
+    words.push(empty_message(c));
     let then = |n: Node| Node::seq(vec![Node::Mark(Mark::Commit), n, content.clone()]);
     let alts = vec![
         // The role header; the next round reads the rest of it. The
