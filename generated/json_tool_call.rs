@@ -696,7 +696,7 @@ static STATES: [State; 277] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 31, len: 3 },
+        arms: Arms { first: 32, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -734,10 +734,10 @@ static STATES: [State; 277] = {
         next: St::Space3 as u16,
     };
     s[St::Choice2 as usize] = State::Choice {
-        arms: Arms { first: 3, len: 2 },
+        arms: Arms { first: 3, len: 3 },
     };
     s[St::Choice3 as usize] = State::Choice {
-        arms: Arms { first: 5, len: 2 },
+        arms: Arms { first: 6, len: 2 },
     };
     s[St::ArgsClose as usize] = State::ArgsClose {
         next: St::Choice3 as u16,
@@ -750,7 +750,7 @@ static STATES: [State; 277] = {
         next: St::Choice3 as u16,
     };
     s[St::JsonEndMarker as usize] = State::Choice {
-        arms: Arms { first: 7, len: 1 },
+        arms: Arms { first: 8, len: 1 },
     };
     s[St::Json as usize] = State::Json {
         content: false,
@@ -771,13 +771,13 @@ static STATES: [State; 277] = {
         next: St::Space4 as u16,
     };
     s[St::Choice4 as usize] = State::Choice {
-        arms: Arms { first: 8, len: 2 },
+        arms: Arms { first: 9, len: 2 },
     };
     s[St::Space5 as usize] = State::Space {
         next: St::Choice4 as u16,
     };
     s[St::Choice5 as usize] = State::Choice {
-        arms: Arms { first: 10, len: 2 },
+        arms: Arms { first: 11, len: 2 },
     };
     s[St::LitQuote as usize] = State::Literal {
         text: Lit::Quote as u16,
@@ -834,7 +834,7 @@ static STATES: [State; 277] = {
         next: St::LitComma as u16,
     };
     s[St::JsonEndMarker2 as usize] = State::Choice {
-        arms: Arms { first: 12, len: 1 },
+        arms: Arms { first: 13, len: 1 },
     };
     s[St::Json2 as usize] = State::Json {
         content: false,
@@ -851,7 +851,7 @@ static STATES: [State; 277] = {
         next: St::JsonStart2 as u16,
     };
     s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 13, len: 2 },
+        arms: Arms { first: 14, len: 2 },
     };
     s[St::Space6 as usize] = State::Space {
         next: St::Choice6 as u16,
@@ -861,7 +861,7 @@ static STATES: [State; 277] = {
         next: St::Space6 as u16,
     };
     s[St::Choice7 as usize] = State::Choice {
-        arms: Arms { first: 15, len: 3 },
+        arms: Arms { first: 16, len: 3 },
     };
     s[St::Space7 as usize] = State::Space {
         next: St::Choice7 as u16,
@@ -878,7 +878,7 @@ static STATES: [State; 277] = {
         next: St::Choice3 as u16,
     };
     s[St::JsonEndMarker3 as usize] = State::Choice {
-        arms: Arms { first: 18, len: 1 },
+        arms: Arms { first: 19, len: 1 },
     };
     s[St::Json3 as usize] = State::Json {
         content: false,
@@ -899,13 +899,13 @@ static STATES: [State; 277] = {
         next: St::Space8 as u16,
     };
     s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 19, len: 2 },
+        arms: Arms { first: 20, len: 2 },
     };
     s[St::Space9 as usize] = State::Space {
         next: St::Choice8 as u16,
     };
     s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 21, len: 2 },
+        arms: Arms { first: 22, len: 2 },
     };
     s[St::LitQuote5 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
@@ -962,7 +962,7 @@ static STATES: [State; 277] = {
         next: St::LitComma2 as u16,
     };
     s[St::JsonEndMarker4 as usize] = State::Choice {
-        arms: Arms { first: 23, len: 1 },
+        arms: Arms { first: 24, len: 1 },
     };
     s[St::Json4 as usize] = State::Json {
         content: false,
@@ -979,7 +979,7 @@ static STATES: [State; 277] = {
         next: St::JsonStart4 as u16,
     };
     s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 24, len: 2 },
+        arms: Arms { first: 25, len: 2 },
     };
     s[St::Space10 as usize] = State::Space {
         next: St::Choice10 as u16,
@@ -989,7 +989,7 @@ static STATES: [State; 277] = {
         next: St::Space10 as u16,
     };
     s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 26, len: 3 },
+        arms: Arms { first: 27, len: 3 },
     };
     s[St::Space11 as usize] = State::Space {
         next: St::Choice11 as u16,
@@ -1002,7 +1002,7 @@ static STATES: [State; 277] = {
         next: St::LitOpenBrace2 as u16,
     };
     s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 29, len: 2 },
+        arms: Arms { first: 30, len: 2 },
     };
     s[St::Space12 as usize] = State::Space {
         next: St::Choice12 as u16,
@@ -1026,7 +1026,7 @@ static STATES: [State; 277] = {
     s[St::LoopHead3 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 99, len: 3 },
+        arms: Arms { first: 104, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -1055,13 +1055,13 @@ static STATES: [State; 277] = {
         next: St::Content8 as u16,
     };
     s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 34, len: 2 },
+        arms: Arms { first: 35, len: 2 },
     };
     s[St::Space14 as usize] = State::Space {
         next: St::Choice13 as u16,
     };
     s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 36, len: 2 },
+        arms: Arms { first: 37, len: 2 },
     };
     s[St::LitCloseBracket as usize] = State::SpacedLiteral {
         text: Lit::CloseBracket as u16,
@@ -1070,7 +1070,7 @@ static STATES: [State; 277] = {
     s[St::LoopHead4 as usize] = State::LoopHead {
         repeat: 1,
         recover: true,
-        arms: Arms { first: 47, len: 1 },
+        arms: Arms { first: 49, len: 1 },
         next: St::LitCloseBracket as u16,
     };
     s[St::LoopRoundDone4 as usize] = State::RoundDone {
@@ -1081,10 +1081,10 @@ static STATES: [State; 277] = {
         next: St::LoopRoundDone4 as u16,
     };
     s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 38, len: 2 },
+        arms: Arms { first: 39, len: 3 },
     };
     s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 40, len: 2 },
+        arms: Arms { first: 42, len: 2 },
     };
     s[St::ArgsClose2 as usize] = State::ArgsClose {
         next: St::Choice16 as u16,
@@ -1097,7 +1097,7 @@ static STATES: [State; 277] = {
         next: St::Choice16 as u16,
     };
     s[St::JsonEndMarker5 as usize] = State::Choice {
-        arms: Arms { first: 42, len: 1 },
+        arms: Arms { first: 44, len: 1 },
     };
     s[St::Json5 as usize] = State::Json {
         content: false,
@@ -1118,13 +1118,13 @@ static STATES: [State; 277] = {
         next: St::Space15 as u16,
     };
     s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 43, len: 2 },
+        arms: Arms { first: 45, len: 2 },
     };
     s[St::Space16 as usize] = State::Space {
         next: St::Choice17 as u16,
     };
     s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 45, len: 2 },
+        arms: Arms { first: 47, len: 2 },
     };
     s[St::LitQuote9 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
@@ -1169,10 +1169,10 @@ static STATES: [State; 277] = {
         next: St::Loop3 as u16,
     };
     s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 48, len: 2 },
+        arms: Arms { first: 50, len: 3 },
     };
     s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 50, len: 2 },
+        arms: Arms { first: 53, len: 2 },
     };
     s[St::ArgsClose3 as usize] = State::ArgsClose {
         next: St::Choice20 as u16,
@@ -1185,7 +1185,7 @@ static STATES: [State; 277] = {
         next: St::Choice20 as u16,
     };
     s[St::JsonEndMarker6 as usize] = State::Choice {
-        arms: Arms { first: 52, len: 1 },
+        arms: Arms { first: 55, len: 1 },
     };
     s[St::Json6 as usize] = State::Json {
         content: false,
@@ -1206,13 +1206,13 @@ static STATES: [State; 277] = {
         next: St::Space18 as u16,
     };
     s[St::Choice21 as usize] = State::Choice {
-        arms: Arms { first: 53, len: 2 },
+        arms: Arms { first: 56, len: 2 },
     };
     s[St::Space19 as usize] = State::Space {
         next: St::Choice21 as u16,
     };
     s[St::Choice22 as usize] = State::Choice {
-        arms: Arms { first: 55, len: 2 },
+        arms: Arms { first: 58, len: 2 },
     };
     s[St::LitQuote11 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
@@ -1256,7 +1256,7 @@ static STATES: [State; 277] = {
     s[St::LoopHead5 as usize] = State::LoopHead {
         repeat: 2,
         recover: true,
-        arms: Arms { first: 66, len: 1 },
+        arms: Arms { first: 70, len: 1 },
         next: St::Space14 as u16,
     };
     s[St::LoopRoundDone5 as usize] = State::RoundDone {
@@ -1270,10 +1270,10 @@ static STATES: [State; 277] = {
         next: St::Space21 as u16,
     };
     s[St::Choice23 as usize] = State::Choice {
-        arms: Arms { first: 57, len: 2 },
+        arms: Arms { first: 60, len: 3 },
     };
     s[St::Choice24 as usize] = State::Choice {
-        arms: Arms { first: 59, len: 2 },
+        arms: Arms { first: 63, len: 2 },
     };
     s[St::ArgsClose4 as usize] = State::ArgsClose {
         next: St::Choice24 as u16,
@@ -1286,7 +1286,7 @@ static STATES: [State; 277] = {
         next: St::Choice24 as u16,
     };
     s[St::JsonEndMarker7 as usize] = State::Choice {
-        arms: Arms { first: 61, len: 1 },
+        arms: Arms { first: 65, len: 1 },
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
@@ -1307,13 +1307,13 @@ static STATES: [State; 277] = {
         next: St::Space22 as u16,
     };
     s[St::Choice25 as usize] = State::Choice {
-        arms: Arms { first: 62, len: 2 },
+        arms: Arms { first: 66, len: 2 },
     };
     s[St::Space23 as usize] = State::Space {
         next: St::Choice25 as u16,
     };
     s[St::Choice26 as usize] = State::Choice {
-        arms: Arms { first: 64, len: 2 },
+        arms: Arms { first: 68, len: 2 },
     };
     s[St::LitQuote13 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
@@ -1355,16 +1355,16 @@ static STATES: [State; 277] = {
         next: St::Loop4 as u16,
     };
     s[St::Choice27 as usize] = State::Choice {
-        arms: Arms { first: 67, len: 2 },
+        arms: Arms { first: 71, len: 2 },
     };
     s[St::ToolClose5 as usize] = State::ToolClose {
         next: St::Choice27 as u16,
     };
     s[St::Choice28 as usize] = State::Choice {
-        arms: Arms { first: 69, len: 2 },
+        arms: Arms { first: 73, len: 3 },
     };
     s[St::Choice29 as usize] = State::Choice {
-        arms: Arms { first: 71, len: 2 },
+        arms: Arms { first: 76, len: 2 },
     };
     s[St::ArgsClose5 as usize] = State::ArgsClose {
         next: St::Choice29 as u16,
@@ -1377,7 +1377,7 @@ static STATES: [State; 277] = {
         next: St::Choice29 as u16,
     };
     s[St::JsonEndMarker8 as usize] = State::Choice {
-        arms: Arms { first: 73, len: 1 },
+        arms: Arms { first: 78, len: 1 },
     };
     s[St::Json8 as usize] = State::Json {
         content: false,
@@ -1398,13 +1398,13 @@ static STATES: [State; 277] = {
         next: St::Space25 as u16,
     };
     s[St::Choice30 as usize] = State::Choice {
-        arms: Arms { first: 74, len: 2 },
+        arms: Arms { first: 79, len: 2 },
     };
     s[St::Space26 as usize] = State::Space {
         next: St::Choice30 as u16,
     };
     s[St::Choice31 as usize] = State::Choice {
-        arms: Arms { first: 76, len: 2 },
+        arms: Arms { first: 81, len: 2 },
     };
     s[St::LitQuote15 as usize] = State::Literal {
         text: Lit::Quote as u16,
@@ -1461,7 +1461,7 @@ static STATES: [State; 277] = {
         next: St::LitComma3 as u16,
     };
     s[St::JsonEndMarker9 as usize] = State::Choice {
-        arms: Arms { first: 78, len: 1 },
+        arms: Arms { first: 83, len: 1 },
     };
     s[St::Json9 as usize] = State::Json {
         content: false,
@@ -1478,7 +1478,7 @@ static STATES: [State; 277] = {
         next: St::JsonStart9 as u16,
     };
     s[St::Choice32 as usize] = State::Choice {
-        arms: Arms { first: 79, len: 2 },
+        arms: Arms { first: 84, len: 2 },
     };
     s[St::Space27 as usize] = State::Space {
         next: St::Choice32 as u16,
@@ -1488,7 +1488,7 @@ static STATES: [State; 277] = {
         next: St::Space27 as u16,
     };
     s[St::Choice33 as usize] = State::Choice {
-        arms: Arms { first: 81, len: 3 },
+        arms: Arms { first: 86, len: 3 },
     };
     s[St::Space28 as usize] = State::Space {
         next: St::Choice33 as u16,
@@ -1505,7 +1505,7 @@ static STATES: [State; 277] = {
         next: St::Choice29 as u16,
     };
     s[St::JsonEndMarker10 as usize] = State::Choice {
-        arms: Arms { first: 84, len: 1 },
+        arms: Arms { first: 89, len: 1 },
     };
     s[St::Json10 as usize] = State::Json {
         content: false,
@@ -1526,13 +1526,13 @@ static STATES: [State; 277] = {
         next: St::Space29 as u16,
     };
     s[St::Choice34 as usize] = State::Choice {
-        arms: Arms { first: 85, len: 2 },
+        arms: Arms { first: 90, len: 2 },
     };
     s[St::Space30 as usize] = State::Space {
         next: St::Choice34 as u16,
     };
     s[St::Choice35 as usize] = State::Choice {
-        arms: Arms { first: 87, len: 2 },
+        arms: Arms { first: 92, len: 2 },
     };
     s[St::LitQuote19 as usize] = State::Literal {
         text: Lit::Quote2 as u16,
@@ -1589,7 +1589,7 @@ static STATES: [State; 277] = {
         next: St::LitComma4 as u16,
     };
     s[St::JsonEndMarker11 as usize] = State::Choice {
-        arms: Arms { first: 89, len: 1 },
+        arms: Arms { first: 94, len: 1 },
     };
     s[St::Json11 as usize] = State::Json {
         content: false,
@@ -1606,7 +1606,7 @@ static STATES: [State; 277] = {
         next: St::JsonStart11 as u16,
     };
     s[St::Choice36 as usize] = State::Choice {
-        arms: Arms { first: 90, len: 2 },
+        arms: Arms { first: 95, len: 2 },
     };
     s[St::Space31 as usize] = State::Space {
         next: St::Choice36 as u16,
@@ -1616,7 +1616,7 @@ static STATES: [State; 277] = {
         next: St::Space31 as u16,
     };
     s[St::Choice37 as usize] = State::Choice {
-        arms: Arms { first: 92, len: 3 },
+        arms: Arms { first: 97, len: 3 },
     };
     s[St::Space32 as usize] = State::Space {
         next: St::Choice37 as u16,
@@ -1629,10 +1629,10 @@ static STATES: [State; 277] = {
         next: St::LitOpenBrace7 as u16,
     };
     s[St::Choice38 as usize] = State::Choice {
-        arms: Arms { first: 95, len: 2 },
+        arms: Arms { first: 100, len: 2 },
     };
     s[St::Choice39 as usize] = State::Choice {
-        arms: Arms { first: 97, len: 2 },
+        arms: Arms { first: 102, len: 2 },
     };
     s[St::Space33 as usize] = State::Space {
         next: St::Choice39 as u16,
@@ -1657,13 +1657,13 @@ static STATES: [State; 277] = {
         next: St::EndOfOutput as u16,
     };
     s[St::Choice40 as usize] = State::Choice {
-        arms: Arms { first: 102, len: 2 },
+        arms: Arms { first: 107, len: 2 },
     };
     s[St::Space35 as usize] = State::Space {
         next: St::Choice40 as u16,
     };
     s[St::Choice41 as usize] = State::Choice {
-        arms: Arms { first: 104, len: 2 },
+        arms: Arms { first: 109, len: 2 },
     };
     s[St::Space36 as usize] = State::Space {
         next: St::Choice41 as u16,
@@ -1683,10 +1683,10 @@ static STATES: [State; 277] = {
         next: St::JsonStart12 as u16,
     };
     s[St::Choice42 as usize] = State::Choice {
-        arms: Arms { first: 106, len: 2 },
+        arms: Arms { first: 111, len: 2 },
     };
     s[St::Choice43 as usize] = State::Choice {
-        arms: Arms { first: 108, len: 2 },
+        arms: Arms { first: 113, len: 2 },
     };
     s[St::Space38 as usize] = State::Space {
         next: St::Choice43 as u16,
@@ -1748,7 +1748,7 @@ static LITERALS: [&str; 22] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 110] = [
+static ARMS: [Arm; 115] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1770,132 +1770,137 @@ static ARMS: [Arm; 110] = [
         limit: None,
     },
     Arm {
+        guard: 9,
+        to: St::ToolClose as u16,
+        limit: None,
+    },
+    Arm {
         guard: 2,
         to: St::ToolClose as u16,
         limit: None,
     },
     Arm {
-        guard: 8,
+        guard: 12,
         to: St::Choice2 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 13,
         to: St::Choice2 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 13,
         to: St::JsonClose as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
-        to: St::LitColon as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 12,
-        to: St::LitColon as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 10,
-        to: St::ArgsOpen as u16,
-        limit: None,
-    },
-    Arm {
         guard: 15,
-        to: St::Space5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 9,
-        to: St::JsonClose2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 18,
-        to: St::Commit2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 23,
-        to: St::Commit2 as u16,
+        to: St::LitColon as u16,
         limit: None,
     },
     Arm {
         guard: 16,
-        to: St::LitColon2 as u16,
+        to: St::LitColon as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
-        to: St::LitColon4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 12,
-        to: St::LitColon4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 9,
-        to: St::JsonClose3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 26,
-        to: St::LitColon5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 27,
-        to: St::LitColon5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 10,
+        guard: 14,
         to: St::ArgsOpen as u16,
         limit: None,
     },
     Arm {
-        guard: 15,
-        to: St::Space9 as u16,
+        guard: 19,
+        to: St::Space5 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
-        to: St::JsonClose4 as u16,
+        guard: 13,
+        to: St::JsonClose2 as u16,
         limit: None,
     },
     Arm {
-        guard: 18,
-        to: St::Commit3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 23,
-        to: St::Commit3 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 28,
-        to: St::LitColon6 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 26,
-        to: St::LitColon8 as u16,
+        guard: 22,
+        to: St::Commit2 as u16,
         limit: None,
     },
     Arm {
         guard: 27,
+        to: St::Commit2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 20,
+        to: St::LitColon2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 15,
+        to: St::LitColon4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 16,
+        to: St::LitColon4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 13,
+        to: St::JsonClose3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 30,
+        to: St::LitColon5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 31,
+        to: St::LitColon5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::ArgsOpen as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 19,
+        to: St::Space9 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 13,
+        to: St::JsonClose4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 22,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 27,
+        to: St::Commit3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 32,
+        to: St::LitColon6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 30,
         to: St::LitColon8 as u16,
         limit: None,
     },
     Arm {
-        guard: 25,
+        guard: 31,
+        to: St::LitColon8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 29,
         to: St::ToolOpen as u16,
         limit: None,
     },
@@ -1905,12 +1910,12 @@ static ARMS: [Arm; 110] = [
         limit: None,
     },
     Arm {
-        guard: 29,
+        guard: 33,
         to: St::Space12 as u16,
         limit: Some(1u8),
     },
     Arm {
-        guard: 31,
+        guard: 35,
         to: St::Space12 as u16,
         limit: Some(1u8),
     },
@@ -1945,47 +1950,52 @@ static ARMS: [Arm; 110] = [
         limit: None,
     },
     Arm {
+        guard: 9,
+        to: St::ToolClose2 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 2,
         to: St::ToolClose2 as u16,
         limit: None,
     },
     Arm {
-        guard: 8,
+        guard: 12,
         to: St::Choice15 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 13,
         to: St::Choice15 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 13,
         to: St::JsonClose5 as u16,
         limit: None,
     },
     Arm {
-        guard: 26,
+        guard: 30,
         to: St::LitColon9 as u16,
         limit: None,
     },
     Arm {
-        guard: 27,
+        guard: 31,
         to: St::LitColon9 as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
+        guard: 14,
         to: St::ArgsOpen2 as u16,
         limit: None,
     },
     Arm {
-        guard: 15,
+        guard: 19,
         to: St::Space16 as u16,
         limit: None,
     },
     Arm {
-        guard: 15,
+        guard: 19,
         to: St::Space17 as u16,
         limit: None,
     },
@@ -1995,42 +2005,47 @@ static ARMS: [Arm; 110] = [
         limit: None,
     },
     Arm {
+        guard: 9,
+        to: St::ToolClose3 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 2,
         to: St::ToolClose3 as u16,
         limit: None,
     },
     Arm {
-        guard: 8,
+        guard: 12,
         to: St::Choice19 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 13,
         to: St::Choice19 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 13,
         to: St::JsonClose6 as u16,
         limit: None,
     },
     Arm {
-        guard: 26,
+        guard: 30,
         to: St::LitColon11 as u16,
         limit: None,
     },
     Arm {
-        guard: 27,
+        guard: 31,
         to: St::LitColon11 as u16,
         limit: None,
     },
     Arm {
-        guard: 10,
+        guard: 14,
         to: St::ArgsOpen3 as u16,
         limit: None,
     },
     Arm {
-        guard: 15,
+        guard: 19,
         to: St::Space19 as u16,
         limit: None,
     },
@@ -2040,52 +2055,57 @@ static ARMS: [Arm; 110] = [
         limit: None,
     },
     Arm {
+        guard: 9,
+        to: St::ToolClose4 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 2,
         to: St::ToolClose4 as u16,
         limit: None,
     },
     Arm {
-        guard: 8,
+        guard: 12,
         to: St::Choice23 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 13,
         to: St::Choice23 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 13,
         to: St::JsonClose7 as u16,
         limit: None,
     },
     Arm {
-        guard: 26,
+        guard: 30,
         to: St::LitColon13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 27,
-        to: St::LitColon13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 10,
-        to: St::ArgsOpen4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 15,
-        to: St::Space23 as u16,
         limit: None,
     },
     Arm {
         guard: 31,
+        to: St::LitColon13 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::ArgsOpen4 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 19,
+        to: St::Space23 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 35,
         to: St::ToolOpen5 as u16,
         limit: None,
     },
     Arm {
-        guard: 40,
+        guard: 44,
         to: St::Space24 as u16,
         limit: None,
     },
@@ -2100,132 +2120,137 @@ static ARMS: [Arm; 110] = [
         limit: None,
     },
     Arm {
+        guard: 9,
+        to: St::ToolClose5 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 2,
         to: St::ToolClose5 as u16,
         limit: None,
     },
     Arm {
-        guard: 8,
+        guard: 12,
         to: St::Choice28 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 13,
         to: St::Choice28 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 13,
         to: St::JsonClose8 as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
-        to: St::LitColon15 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 12,
-        to: St::LitColon15 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 10,
-        to: St::ArgsOpen5 as u16,
-        limit: None,
-    },
-    Arm {
         guard: 15,
-        to: St::Space26 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 9,
-        to: St::JsonClose9 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 18,
-        to: St::Commit5 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 23,
-        to: St::Commit5 as u16,
+        to: St::LitColon15 as u16,
         limit: None,
     },
     Arm {
         guard: 16,
-        to: St::LitColon16 as u16,
+        to: St::LitColon15 as u16,
         limit: None,
     },
     Arm {
-        guard: 11,
-        to: St::LitColon18 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 12,
-        to: St::LitColon18 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 9,
-        to: St::JsonClose10 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 26,
-        to: St::LitColon19 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 27,
-        to: St::LitColon19 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 10,
+        guard: 14,
         to: St::ArgsOpen5 as u16,
         limit: None,
     },
     Arm {
-        guard: 15,
-        to: St::Space30 as u16,
+        guard: 19,
+        to: St::Space26 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
-        to: St::JsonClose11 as u16,
+        guard: 13,
+        to: St::JsonClose9 as u16,
         limit: None,
     },
     Arm {
-        guard: 18,
-        to: St::Commit6 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 23,
-        to: St::Commit6 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 28,
-        to: St::LitColon20 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 26,
-        to: St::LitColon22 as u16,
+        guard: 22,
+        to: St::Commit5 as u16,
         limit: None,
     },
     Arm {
         guard: 27,
+        to: St::Commit5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 20,
+        to: St::LitColon16 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 15,
+        to: St::LitColon18 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 16,
+        to: St::LitColon18 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 13,
+        to: St::JsonClose10 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 30,
+        to: St::LitColon19 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 31,
+        to: St::LitColon19 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 14,
+        to: St::ArgsOpen5 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 19,
+        to: St::Space30 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 13,
+        to: St::JsonClose11 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 22,
+        to: St::Commit6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 27,
+        to: St::Commit6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 32,
+        to: St::LitColon20 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 30,
         to: St::LitColon22 as u16,
         limit: None,
     },
     Arm {
-        guard: 25,
+        guard: 31,
+        to: St::LitColon22 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 29,
         to: St::ToolOpen6 as u16,
         limit: None,
     },
@@ -2235,7 +2260,7 @@ static ARMS: [Arm; 110] = [
         limit: None,
     },
     Arm {
-        guard: 36,
+        guard: 40,
         to: St::LitOpenBracket as u16,
         limit: None,
     },
@@ -2245,12 +2270,12 @@ static ARMS: [Arm; 110] = [
         limit: None,
     },
     Arm {
-        guard: 29,
+        guard: 33,
         to: St::Space33 as u16,
         limit: None,
     },
     Arm {
-        guard: 31,
+        guard: 35,
         to: St::Space33 as u16,
         limit: None,
     },
@@ -2270,7 +2295,7 @@ static ARMS: [Arm; 110] = [
         limit: None,
     },
     Arm {
-        guard: 41,
+        guard: 45,
         to: St::Space35 as u16,
         limit: None,
     },
@@ -2280,7 +2305,7 @@ static ARMS: [Arm; 110] = [
         limit: None,
     },
     Arm {
-        guard: 42,
+        guard: 46,
         to: St::Space37 as u16,
         limit: None,
     },
@@ -2290,7 +2315,7 @@ static ARMS: [Arm; 110] = [
         limit: None,
     },
     Arm {
-        guard: 41,
+        guard: 45,
         to: St::Choice42 as u16,
         limit: None,
     },
@@ -2301,7 +2326,7 @@ static ARMS: [Arm; 110] = [
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 43] = [
+static GUARDS: [Guard; 47] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Lit(Lit::CloseToolCall as u16),
     Guard::Empty,
@@ -2310,39 +2335,43 @@ static GUARDS: [Guard; 43] = [
     Guard::Seq { first: 3, len: 2 },
     Guard::Space,
     Guard::Lit(Lit::CloseBrace as u16),
-    Guard::Seq { first: 6, len: 2 },
     Guard::Peek(5),
-    Guard::Peek(8),
+    Guard::Seq { first: 6, len: 3 },
+    Guard::Space,
+    Guard::Lit(Lit::CloseBrace as u16),
+    Guard::Seq { first: 10, len: 2 },
+    Guard::Peek(5),
+    Guard::Peek(12),
     Guard::Lit(Lit::Arguments as u16),
     Guard::Lit(Lit::Parameters as u16),
     Guard::Space,
     Guard::Lit(Lit::Comma as u16),
-    Guard::Seq { first: 13, len: 2 },
+    Guard::Seq { first: 17, len: 2 },
     Guard::Lit(Lit::Name as u16),
     Guard::Lit(Lit::OpenBrace as u16),
-    Guard::Peek(17),
+    Guard::Peek(21),
     Guard::Lit(Lit::Quote2 as u16),
     Guard::Space,
     Guard::Lit(Lit::OpenBrace as u16),
-    Guard::Seq { first: 19, len: 3 },
-    Guard::Peek(22),
+    Guard::Seq { first: 23, len: 3 },
+    Guard::Peek(26),
     Guard::Lit(Lit::OpenBraceQuote as u16),
-    Guard::Peek(24),
+    Guard::Peek(28),
     Guard::Lit(Lit::Arguments2 as u16),
     Guard::Lit(Lit::Parameters2 as u16),
     Guard::Lit(Lit::Name2 as u16),
     Guard::Lit(Lit::ToolCall as u16),
     Guard::Lit(Lit::Name3 as u16),
-    Guard::Peek(30),
+    Guard::Peek(34),
     Guard::Lit(Lit::OpenBracket as u16),
     Guard::Space,
     Guard::Lit(Lit::Name3 as u16),
-    Guard::Seq { first: 32, len: 3 },
-    Guard::Peek(35),
-    Guard::Space,
-    Guard::Peek(30),
-    Guard::Seq { first: 37, len: 2 },
+    Guard::Seq { first: 36, len: 3 },
     Guard::Peek(39),
+    Guard::Space,
+    Guard::Peek(34),
+    Guard::Seq { first: 41, len: 2 },
+    Guard::Peek(43),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
     Guard::Lit(Lit::Json as u16),
 ];

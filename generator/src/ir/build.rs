@@ -1020,6 +1020,19 @@ fn where_written(opener: &str, lenient: Node, own: Node) -> Node {
     Node::Choice(vec![Alt::lenient(Node::Peek(Box::new(Node::lit(opener))), lenient), Alt { guard: Node::Empty, body: own }])
 }
 
+/// [`marker_or_missing`] for the wrapper's closer `end` after a call
+/// object, also read after one `}` too many (`{"name": "f", "arguments":
+/// {"a": 1}}}\n</tool_call>`: QwQ and small Qwen models, langchain-qwq
+/// #30): the `}` is dropped, as the object's own closers already ended the
+/// call. Only where `end` follows it: a `}` in the text after a call is
+/// text. The extra `}` is for parsers only.
+fn end_after_stray_brace(end: &str) -> Node {
+    let closer = Node::seq(vec![Node::Space, lit(end)]);
+    // (The closer after the `}` is then read as a closer written twice.)
+    let stray = Node::seq(vec![Node::Space, lit("}"), Node::Peek(Box::new(closer.clone()))]);
+    Node::Choice(vec![Alt { guard: closer, body: Node::Empty }, Alt::lenient(stray, Node::Empty), Alt::lenient(Node::Empty, Node::Empty)])
+}
+
 /// A call's body, its per-call end marker, and the call's end.
 fn closed(spec: &FormatSpec, body: Node) -> Node {
     let f = &spec.tools.format;
@@ -1037,7 +1050,10 @@ fn closed(spec: &FormatSpec, body: Node) -> Node {
     // is text. DeepSeek R1's function closer is a code fence, which text
     // may hold, so its calls still need their own end marker.
     let ended_by_function = !end.is_empty() && is_tag(function_close) && function_close != end;
-    if ended_by_function || (is_tag(end) && json_object_calls(spec)) {
+    if is_tag(end) && json_object_calls(spec) {
+        return Node::seq(vec![body, end_after_stray_brace(end), Node::Mark(Mark::ToolClose)]);
+    }
+    if ended_by_function {
         return Node::seq(vec![body, marker_or_missing(end), Node::Mark(Mark::ToolClose)]);
     }
     Node::seq(vec![body, closer(&f.per_call_end, &section_end), Node::Mark(Mark::ToolClose)])
