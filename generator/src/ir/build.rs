@@ -1459,14 +1459,21 @@ fn list_closers(spec: &FormatSpec) -> Vec<String> {
 /// a quoted value then ends at its quote before the section's end
 /// ([`raw_value_stops`]).
 fn python_call(outer: &[String]) -> Node {
-    Node::seq(vec![Node::Mark(Mark::ToolOpen), named(Node::Empty, &["(".to_string()], &|| python_arguments(outer))])
+    Node::seq(vec![Node::Mark(Mark::ToolOpen), named(Node::Empty, &["(".to_string()], &|| python_arguments(outer, ""))])
 }
 
 /// A Python call's arguments after its name, `(a=1, b='x')`: keyword
 /// arguments, each value a string in either quote style or a Python
 /// literal, reported as one JSON object. `outer`: the closers a missing
 /// `)` may be left out before.
-fn python_arguments(outer: &[String]) -> Node {
+///
+/// `marker` is the string marker of a marked dialect (Gemma 4's `<|"|>`;
+/// empty: none). With one, the arguments are also those of the dialect's
+/// object literal in the call's parentheses, as Gemma 4 writes them at
+/// times (`(command:<|"|>ls -a<|"|>)`, vLLM #53642; `(command=<|"|>ls<|"|>)`,
+/// omlx #1886): a name ends at `=` or `:`, a value may be a marked string,
+/// and a nested value is read in the dialect.
+fn python_arguments(outer: &[String], marker: &str) -> Node {
     let raw = |q: &str| Alt {
         guard: Node::lit(q),
         body: Node::seq(vec![
@@ -1478,13 +1485,27 @@ fn python_arguments(outer: &[String]) -> Node {
             Node::lit(q),
         ]),
     };
-    let literal = || Node::Json { kind: JsonKind::ArgValue, schema: None, python: true, marker: String::new(), ends: Vec::new() };
-    let any = || Node::seq(vec![Node::Space, Node::Choice(vec![raw("'"), raw("\""), Alt { guard: Node::Empty, body: literal() }])]);
+    let json = |marker: &str| Node::Json { kind: JsonKind::ArgValue, schema: None, python: true, marker: marker.to_string(), ends: Vec::new() };
+    // (An object or a list in the dialect; a scalar as Python writes it,
+    // which ends at the call's `)` too.)
+    let literal = || match marker {
+        "" => json(""),
+        _ => Node::Choice(vec![
+            Alt { guard: Node::Peek(Box::new(Node::one_of(["{", "["]))), body: json(marker) },
+            Alt { guard: Node::Empty, body: json("") },
+        ]),
+    };
+    let marked = (!marker.is_empty()).then(|| Alt {
+        guard: Node::lit(marker),
+        body: Node::seq(vec![Node::Until { stops: vec![marker.to_string()], kind: TextKind::ArgString, trim_newlines: false }, Node::lit(marker)]),
+    });
+    let any = || Node::seq(vec![Node::Space, Node::Choice(marked.clone().into_iter().chain([raw("'"), raw("\""), Alt { guard: Node::Empty, body: literal() }]).collect())]);
+    let separators: &[&str] = if marker.is_empty() { &["="] } else { &["=", ":"] };
     let arg = || {
         Node::seq(vec![
             Node::Space,
-            Node::Until { stops: vec!["=".to_string()], kind: TextKind::ArgName, trim_newlines: false },
-            Node::lit("="),
+            Node::Until { stops: separators.iter().map(|s| s.to_string()).collect(), kind: TextKind::ArgName, trim_newlines: false },
+            Node::one_of(separators.iter().copied()),
             // A string argument is read in either quote style (or as a
             // Python literal); any other declared type is a Python literal
             // (or JSON), so a grammar types it by the schema. The branches
@@ -1693,14 +1714,16 @@ fn typed_value(python: bool, ends: &[String], otherwise: Node) -> Node {
 fn tagged_arguments(spec: &FormatSpec) -> Node {
     let a = &spec.tools.arguments;
     if !a.string_quote.trim().is_empty() {
-        // Gemma 4 also writes them as a Python call's, in long agentic
-        // contexts (`call:get_weather(city="Paris")`: omlx #1846,
-        // hermes-agent #7449): read as keyword arguments. Lenient: grammars
-        // keep the object literal.
+        // Gemma 4 also writes them in parentheses, in long agentic
+        // contexts: as a Python call's (`call:get_weather(city="Paris")`:
+        // omlx #1846, hermes-agent #7449) or as its object literal's
+        // (`call:terminal(command:<|"|>ls -a<|"|>)`: vLLM #53642). Read as
+        // keyword arguments of either kind. Lenient: grammars keep the
+        // object literal.
         let opens = Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit("(")])));
         // (Whole, with its `)`: a lenient form is read in full, so its
         // strings end only at their quote before `,` or `)`.)
-        let keywords = Alt::lenient(opens, Node::seq(vec![Node::Space, python_arguments(&[])]));
+        let keywords = Alt::lenient(opens, Node::seq(vec![Node::Space, python_arguments(&[], a.string_quote.trim())]));
         return Node::Choice(vec![keywords, Alt { guard: Node::Empty, body: object_arguments(spec) }]);
     }
     let python = spec.tools.format.python_scalar_arguments || spec.tools.format.python_dict_arguments;
