@@ -40,9 +40,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^\\n/1<>_]))))) | never-matches\nvalue-part-5 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-6 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<=]))))) | never-matches\nvalue-part-7 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-8 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-9 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-10 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-11 ::= (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never-matches\nvalue-part-12 ::= ([^/<p] | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-6))) | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-8)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-13 ::= (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-13) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r >] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^=>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^\\n/1<>_]))))) | never-matches\nvalue-part-5 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-6 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<=]))))) | never-matches\nvalue-part-7 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-8 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-9 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-10 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-11 ::= (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never-matches\nvalue-part-12 ::= ([^/<p] | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-6))) | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-8)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-13 ::= (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-13) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r =>] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^\\n\\/1<>_]/))))) | never_matches\nvalue_part_5: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_6: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<=]/))))) | never_matches\nvalue_part_7: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_8: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_9: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_10: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_11: (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never_matches\nvalue_part_12: (/[^\\/<p]/ | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_6))) | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_8)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_13: (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_13) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r >]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^=>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^\\n\\/1<>_]/))))) | never_matches\nvalue_part_5: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_6: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<=]/))))) | never_matches\nvalue_part_7: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_8: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_9: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_10: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_11: (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never_matches\nvalue_part_12: (/[^\\/<p]/ | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_6))) | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_8)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_13: (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_13) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r =>]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -55,6 +55,8 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                 "<function=",
                 ">",
                 "<parameter=",
+                ">",
+                "=",
                 "</parameter>",
                 "</parameter/",
                 "</parameter_",
@@ -92,19 +94,21 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Space,
                     Op::Lit(3),
-                    Op::Seq(3),
-                    Op::ArgName { stops: 2, count: 1 },
+                    Op::Seq(2),
+                    Op::ArgName { stops: 4, count: 2 },
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(2),
                     Op::ByArgType,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgString,
-                        stops: 4,
+                        stops: 6,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(4),
+                    Op::Lit(6),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
@@ -120,18 +124,18 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(4),
+                    Op::Lit(6),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgAuto,
-                        stops: 4,
+                        stops: 6,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(4),
+                    Op::Lit(6),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(0),
@@ -139,13 +143,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(10),
+                    Op::Lit(12),
                     Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(11),
+                    Op::Lit(13),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -181,19 +185,21 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Space,
                     Op::Lit(3),
-                    Op::Seq(3),
-                    Op::ArgName { stops: 2, count: 1 },
+                    Op::Seq(2),
+                    Op::ArgName { stops: 4, count: 2 },
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(2),
                     Op::ByArgType,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgString,
-                        stops: 4,
+                        stops: 6,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(4),
+                    Op::Lit(6),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
@@ -209,18 +215,18 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(4),
+                    Op::Lit(6),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgAuto,
-                        stops: 4,
+                        stops: 6,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(4),
+                    Op::Lit(6),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(0),
@@ -228,13 +234,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(10),
+                    Op::Lit(12),
                     Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(11),
+                    Op::Lit(13),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -271,19 +277,21 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Space,
                     Op::Lit(3),
-                    Op::Seq(3),
-                    Op::ArgName { stops: 2, count: 1 },
+                    Op::Seq(2),
+                    Op::ArgName { stops: 4, count: 2 },
+                    Op::Alt(1),
+                    Op::Seq(2),
                     Op::Lit(2),
                     Op::ByArgType,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgString,
-                        stops: 4,
+                        stops: 6,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(4),
+                    Op::Lit(6),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
@@ -299,18 +307,18 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(4),
+                    Op::Lit(6),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgAuto,
-                        stops: 4,
+                        stops: 6,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(4),
+                    Op::Lit(6),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(0),
@@ -318,13 +326,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(10),
+                    Op::Lit(12),
                     Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(11),
+                    Op::Lit(13),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -524,18 +532,18 @@ enum St {
     ArgAuto,
     Choice10,
     ValueByArgumentType,
-    LitGreater,
+    Choice11,
     ArgName,
     ArgName2,
     ArgsOpen2,
-    Choice11,
-    LitGreater2,
+    Choice12,
+    LitGreater,
     ToolName5,
     ToolName6,
     Space13,
     ToolOpen2,
     LitFunction,
-    Choice12,
+    Choice13,
     Space14,
     Commit3,
     Loop2,
@@ -549,8 +557,8 @@ enum St {
     Content8,
     Space15,
     ToolClose2,
-    Choice13,
     Choice14,
+    Choice15,
     ArgsClose3,
     ArgsOpen3,
     JsonClose4,
@@ -559,9 +567,9 @@ enum St {
     JsonStart6,
     Space16,
     LitColon5,
-    Choice15,
-    Space17,
     Choice16,
+    Space17,
+    Choice17,
     LitQuote5,
     ToolName7,
     ToolName8,
@@ -579,14 +587,14 @@ enum St {
     Json7,
     JsonStart7,
     Commit4,
-    Choice17,
+    Choice18,
     Space18,
     LitColon8,
-    Choice18,
+    Choice19,
     Space19,
     LitOpenBrace2,
     ToolOpen3,
-    Choice19,
+    Choice20,
     Space20,
     JsonClose6,
     JsonEndMarker6,
@@ -596,10 +604,10 @@ enum St {
     ArgsClose4,
     LoopHead5,
     Space22,
-    Choice20,
+    Choice21,
     DiscardText2,
     Discard2,
-    Choice21,
+    Choice22,
     ArgStringText2,
     ArgString2,
     Space23,
@@ -611,35 +619,35 @@ enum St {
     Space25,
     ArgAutoText2,
     ArgAuto2,
-    Choice22,
+    Choice23,
     ValueByArgumentType2,
-    LitGreater3,
+    Choice24,
     ArgName3,
     ArgName4,
     ArgsOpen4,
-    Choice23,
-    LitGreater4,
+    Choice25,
+    LitGreater2,
     ToolName11,
     ToolName12,
     Space26,
     ToolOpen4,
     LitFunction2,
-    Choice24,
+    Choice26,
     Space27,
     Commit5,
     Loop3,
     ContentText9,
     Content9,
     Space28,
-    Choice25,
+    Choice27,
     Space29,
-    Choice26,
+    Choice28,
     Space30,
     Json11,
     JsonStart11,
     Space31,
-    Choice27,
-    Choice28,
+    Choice29,
+    Choice30,
     Space32,
 }
 /// Each state's row: what it reads and where it goes next.
@@ -699,7 +707,7 @@ static STATES: [State; 202] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 36, len: 3 },
+        arms: Arms { first: 38, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -901,7 +909,7 @@ static STATES: [State; 202] = {
         next: St::Choice7 as u16,
     };
     s[St::LoopHead3 as usize] = State::Loop {
-        arms: Arms { first: 31, len: 1 },
+        arms: Arms { first: 33, len: 1 },
         next: St::ArgsClose2 as u16,
     };
     s[St::Space9 as usize] = State::Space {
@@ -979,15 +987,14 @@ static STATES: [State; 202] = {
         json: St::Choice10 as u16,
         auto: St::ArgAuto as u16,
     };
-    s[St::LitGreater as usize] = State::Literal {
-        text: Lit::Greater as u16,
-        next: St::ValueByArgumentType as u16,
+    s[St::Choice11 as usize] = State::Choice {
+        arms: Arms { first: 31, len: 2 },
     };
     s[St::ArgName as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
         stops: 5,
-        next: St::LitGreater as u16,
+        next: St::Choice11 as u16,
     };
     s[St::ArgName2 as usize] = State::TextStart {
         next: St::ArgName as u16,
@@ -995,18 +1002,18 @@ static STATES: [State; 202] = {
     s[St::ArgsOpen2 as usize] = State::ArgsOpen {
         next: St::LoopHead3 as u16,
     };
-    s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 32, len: 2 },
+    s[St::Choice12 as usize] = State::Choice {
+        arms: Arms { first: 34, len: 2 },
     };
-    s[St::LitGreater2 as usize] = State::SpacedLiteral {
+    s[St::LitGreater as usize] = State::SpacedLiteral {
         text: Lit::Greater as u16,
-        next: St::Choice11 as u16,
+        next: St::Choice12 as u16,
     };
     s[St::ToolName5 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
-        stops: 5,
-        next: St::LitGreater2 as u16,
+        stops: 6,
+        next: St::LitGreater as u16,
     };
     s[St::ToolName6 as usize] = State::TextStart {
         next: St::ToolName5 as u16,
@@ -1021,11 +1028,11 @@ static STATES: [State; 202] = {
         text: Lit::Function as u16,
         next: St::ToolOpen2 as u16,
     };
-    s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 34, len: 2 },
+    s[St::Choice13 as usize] = State::Choice {
+        arms: Arms { first: 36, len: 2 },
     };
     s[St::Space14 as usize] = State::Space {
-        next: St::Choice12 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::Commit3 as usize] = State::Commit {
         next: St::Space2 as u16,
@@ -1046,7 +1053,7 @@ static STATES: [State; 202] = {
     s[St::LoopHead4 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 74, len: 3 },
+        arms: Arms { first: 78, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -1077,30 +1084,30 @@ static STATES: [State; 202] = {
     s[St::ToolClose2 as usize] = State::ToolClose {
         next: St::Space15 as u16,
     };
-    s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 39, len: 2 },
-    };
     s[St::Choice14 as usize] = State::Choice {
         arms: Arms { first: 41, len: 2 },
     };
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 43, len: 2 },
+    };
     s[St::ArgsClose3 as usize] = State::ArgsClose {
-        next: St::Choice14 as u16,
+        next: St::Choice15 as u16,
     };
     s[St::ArgsOpen3 as usize] = State::ArgsOpen {
         next: St::ArgsClose3 as u16,
     };
     s[St::JsonClose4 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice14 as u16,
+        next: St::Choice15 as u16,
     };
     s[St::JsonEndMarker4 as usize] = State::Choice {
-        arms: Arms { first: 43, len: 1 },
+        arms: Arms { first: 45, len: 1 },
     };
     s[St::Json6 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker4 as u16,
-        next: St::Choice14 as u16,
+        next: St::Choice15 as u16,
     };
     s[St::JsonStart6 as usize] = State::JsonStart {
         python: false,
@@ -1114,18 +1121,18 @@ static STATES: [State; 202] = {
         text: Lit::Colon as u16,
         next: St::Space16 as u16,
     };
-    s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 44, len: 2 },
-    };
-    s[St::Space17 as usize] = State::Space {
-        next: St::Choice15 as u16,
-    };
     s[St::Choice16 as usize] = State::Choice {
         arms: Arms { first: 46, len: 2 },
     };
+    s[St::Space17 as usize] = State::Space {
+        next: St::Choice16 as u16,
+    };
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 48, len: 2 },
+    };
     s[St::LitQuote5 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice16 as u16,
+        next: St::Choice17 as u16,
     };
     s[St::ToolName7 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1146,7 +1153,7 @@ static STATES: [State; 202] = {
     };
     s[St::LitQuote7 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice14 as u16,
+        next: St::Choice15 as u16,
     };
     s[St::ToolName9 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1178,7 +1185,7 @@ static STATES: [State; 202] = {
         next: St::LitComma2 as u16,
     };
     s[St::JsonEndMarker5 as usize] = State::Choice {
-        arms: Arms { first: 48, len: 1 },
+        arms: Arms { first: 50, len: 1 },
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
@@ -1194,21 +1201,21 @@ static STATES: [State; 202] = {
     s[St::Commit4 as usize] = State::Commit {
         next: St::JsonStart7 as u16,
     };
-    s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 49, len: 2 },
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 51, len: 2 },
     };
     s[St::Space18 as usize] = State::Space {
-        next: St::Choice17 as u16,
+        next: St::Choice18 as u16,
     };
     s[St::LitColon8 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space18 as u16,
     };
-    s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 51, len: 3 },
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 53, len: 3 },
     };
     s[St::Space19 as usize] = State::Space {
-        next: St::Choice18 as u16,
+        next: St::Choice19 as u16,
     };
     s[St::LitOpenBrace2 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -1217,18 +1224,18 @@ static STATES: [State; 202] = {
     s[St::ToolOpen3 as usize] = State::ToolOpen {
         next: St::LitOpenBrace2 as u16,
     };
-    s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 54, len: 2 },
+    s[St::Choice20 as usize] = State::Choice {
+        arms: Arms { first: 56, len: 2 },
     };
     s[St::Space20 as usize] = State::Space {
-        next: St::Choice19 as u16,
+        next: St::Choice20 as u16,
     };
     s[St::JsonClose6 as usize] = State::JsonClose {
         content: false,
         next: St::Space20 as u16,
     };
     s[St::JsonEndMarker6 as usize] = State::Choice {
-        arms: Arms { first: 56, len: 2 },
+        arms: Arms { first: 58, len: 2 },
     };
     s[St::Json8 as usize] = State::Json {
         content: false,
@@ -1245,41 +1252,41 @@ static STATES: [State; 202] = {
         next: St::JsonStart8 as u16,
     };
     s[St::ArgsClose4 as usize] = State::ArgsClose {
-        next: St::Choice19 as u16,
+        next: St::Choice20 as u16,
     };
     s[St::LoopHead5 as usize] = State::Loop {
-        arms: Arms { first: 69, len: 1 },
+        arms: Arms { first: 73, len: 1 },
         next: St::ArgsClose4 as u16,
     };
     s[St::Space22 as usize] = State::Space {
         next: St::LoopHead5 as u16,
     };
-    s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 58, len: 2 },
+    s[St::Choice21 as usize] = State::Choice {
+        arms: Arms { first: 60, len: 2 },
     };
     s[St::DiscardText2 as usize] = State::Text {
         kind: Kind::Discard,
         trim: false,
         stops: 3,
-        next: St::Choice20 as u16,
+        next: St::Choice21 as u16,
     };
     s[St::Discard2 as usize] = State::TextStart {
         next: St::DiscardText2 as u16,
     };
-    s[St::Choice21 as usize] = State::Choice {
-        arms: Arms { first: 60, len: 5 },
+    s[St::Choice22 as usize] = State::Choice {
+        arms: Arms { first: 62, len: 5 },
     };
     s[St::ArgStringText2 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
         stops: 4,
-        next: St::Choice21 as u16,
+        next: St::Choice22 as u16,
     };
     s[St::ArgString2 as usize] = State::TextStart {
         next: St::ArgStringText2 as u16,
     };
     s[St::Space23 as usize] = State::Space {
-        next: St::Choice21 as u16,
+        next: St::Choice22 as u16,
     };
     s[St::Json9 as usize] = State::Json {
         content: false,
@@ -1313,28 +1320,27 @@ static STATES: [State; 202] = {
         kind: Kind::ArgAuto,
         trim: true,
         stops: 4,
-        next: St::Choice21 as u16,
+        next: St::Choice22 as u16,
     };
     s[St::ArgAuto2 as usize] = State::TextStart {
         next: St::ArgAutoText2 as u16,
     };
-    s[St::Choice22 as usize] = State::Choice {
-        arms: Arms { first: 65, len: 4 },
+    s[St::Choice23 as usize] = State::Choice {
+        arms: Arms { first: 67, len: 4 },
     };
     s[St::ValueByArgumentType2 as usize] = State::ByArgType {
         string: St::ArgString2 as u16,
-        json: St::Choice22 as u16,
+        json: St::Choice23 as u16,
         auto: St::ArgAuto2 as u16,
     };
-    s[St::LitGreater3 as usize] = State::Literal {
-        text: Lit::Greater as u16,
-        next: St::ValueByArgumentType2 as u16,
+    s[St::Choice24 as usize] = State::Choice {
+        arms: Arms { first: 71, len: 2 },
     };
     s[St::ArgName3 as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
         stops: 5,
-        next: St::LitGreater3 as u16,
+        next: St::Choice24 as u16,
     };
     s[St::ArgName4 as usize] = State::TextStart {
         next: St::ArgName3 as u16,
@@ -1342,18 +1348,18 @@ static STATES: [State; 202] = {
     s[St::ArgsOpen4 as usize] = State::ArgsOpen {
         next: St::LoopHead5 as u16,
     };
-    s[St::Choice23 as usize] = State::Choice {
-        arms: Arms { first: 70, len: 2 },
+    s[St::Choice25 as usize] = State::Choice {
+        arms: Arms { first: 74, len: 2 },
     };
-    s[St::LitGreater4 as usize] = State::SpacedLiteral {
+    s[St::LitGreater2 as usize] = State::SpacedLiteral {
         text: Lit::Greater as u16,
-        next: St::Choice23 as u16,
+        next: St::Choice25 as u16,
     };
     s[St::ToolName11 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
-        stops: 5,
-        next: St::LitGreater4 as u16,
+        stops: 6,
+        next: St::LitGreater2 as u16,
     };
     s[St::ToolName12 as usize] = State::TextStart {
         next: St::ToolName11 as u16,
@@ -1368,11 +1374,11 @@ static STATES: [State; 202] = {
         text: Lit::Function as u16,
         next: St::ToolOpen4 as u16,
     };
-    s[St::Choice24 as usize] = State::Choice {
-        arms: Arms { first: 72, len: 2 },
+    s[St::Choice26 as usize] = State::Choice {
+        arms: Arms { first: 76, len: 2 },
     };
     s[St::Space27 as usize] = State::Space {
-        next: St::Choice24 as u16,
+        next: St::Choice26 as u16,
     };
     s[St::Commit5 as usize] = State::Commit {
         next: St::Space15 as u16,
@@ -1393,17 +1399,17 @@ static STATES: [State; 202] = {
     s[St::Space28 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice25 as usize] = State::Choice {
-        arms: Arms { first: 77, len: 2 },
+    s[St::Choice27 as usize] = State::Choice {
+        arms: Arms { first: 81, len: 2 },
     };
     s[St::Space29 as usize] = State::Space {
-        next: St::Choice25 as u16,
+        next: St::Choice27 as u16,
     };
-    s[St::Choice26 as usize] = State::Choice {
-        arms: Arms { first: 79, len: 2 },
+    s[St::Choice28 as usize] = State::Choice {
+        arms: Arms { first: 83, len: 2 },
     };
     s[St::Space30 as usize] = State::Space {
-        next: St::Choice26 as u16,
+        next: St::Choice28 as u16,
     };
     s[St::Json11 as usize] = State::Json {
         content: true,
@@ -1419,14 +1425,14 @@ static STATES: [State; 202] = {
     s[St::Space31 as usize] = State::Space {
         next: St::JsonStart11 as u16,
     };
-    s[St::Choice27 as usize] = State::Choice {
-        arms: Arms { first: 81, len: 2 },
+    s[St::Choice29 as usize] = State::Choice {
+        arms: Arms { first: 85, len: 2 },
     };
-    s[St::Choice28 as usize] = State::Choice {
-        arms: Arms { first: 83, len: 2 },
+    s[St::Choice30 as usize] = State::Choice {
+        arms: Arms { first: 87, len: 2 },
     };
     s[St::Space32 as usize] = State::Space {
-        next: St::Choice28 as u16,
+        next: St::Choice30 as u16,
     };
     s
 };
@@ -1463,13 +1469,14 @@ enum Lit {
     CloseParameter5,
     CloseParameter6,
     CloseParameter1,
+    Equals,
     Function,
     ToolCall,
     QuoteQuoteQuote,
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 32] = [
+static LITERALS: [&str; 33] = [
     "<|im_end|>",
     "</tool_call>",
     "}",
@@ -1498,6 +1505,7 @@ static LITERALS: [&str; 32] = [
     "</parameter<",
     "</parameter\n",
     "</parameter1",
+    "=",
     "<function=",
     "<tool_call>",
     "```",
@@ -1505,7 +1513,7 @@ static LITERALS: [&str; 32] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 85] = [
+static ARMS: [Arm; 89] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1662,7 +1670,17 @@ static ARMS: [Arm; 85] = [
         limit: None,
     },
     Arm {
-        guard: 92,
+        guard: 40,
+        to: St::ValueByArgumentType as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 90,
+        to: St::ValueByArgumentType as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 93,
         to: St::ArgName2 as u16,
         limit: None,
     },
@@ -1687,12 +1705,12 @@ static ARMS: [Arm; 85] = [
         limit: None,
     },
     Arm {
-        guard: 93,
+        guard: 94,
         to: St::Space14 as u16,
         limit: Some(1u8),
     },
     Arm {
-        guard: 94,
+        guard: 95,
         to: St::ToolOpen2 as u16,
         limit: Some(1u8),
     },
@@ -1713,12 +1731,12 @@ static ARMS: [Arm; 85] = [
     },
     Arm {
         guard: 7,
-        to: St::Choice13 as u16,
+        to: St::Choice14 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice13 as u16,
+        to: St::Choice14 as u16,
         limit: None,
     },
     Arm {
@@ -1778,12 +1796,12 @@ static ARMS: [Arm; 85] = [
     },
     Arm {
         guard: 27,
-        to: St::Choice13 as u16,
+        to: St::Choice14 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice13 as u16,
+        to: St::Choice14 as u16,
         limit: None,
     },
     Arm {
@@ -1852,7 +1870,17 @@ static ARMS: [Arm; 85] = [
         limit: None,
     },
     Arm {
-        guard: 92,
+        guard: 40,
+        to: St::ValueByArgumentType2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 90,
+        to: St::ValueByArgumentType2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 93,
         to: St::ArgName4 as u16,
         limit: None,
     },
@@ -1877,12 +1905,12 @@ static ARMS: [Arm; 85] = [
         limit: None,
     },
     Arm {
-        guard: 93,
+        guard: 94,
         to: St::Space27 as u16,
         limit: None,
     },
     Arm {
-        guard: 94,
+        guard: 95,
         to: St::ToolOpen4 as u16,
         limit: None,
     },
@@ -1902,17 +1930,17 @@ static ARMS: [Arm; 85] = [
         limit: None,
     },
     Arm {
-        guard: 95,
+        guard: 96,
         to: St::Space29 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::Choice25 as u16,
+        to: St::Choice27 as u16,
         limit: None,
     },
     Arm {
-        guard: 96,
+        guard: 97,
         to: St::Space31 as u16,
         limit: None,
     },
@@ -1922,8 +1950,8 @@ static ARMS: [Arm; 85] = [
         limit: None,
     },
     Arm {
-        guard: 95,
-        to: St::Choice27 as u16,
+        guard: 96,
+        to: St::Choice29 as u16,
         limit: None,
     },
     Arm {
@@ -1933,7 +1961,7 @@ static ARMS: [Arm; 85] = [
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 97] = [
+static GUARDS: [Guard; 98] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseToolCall as u16),
@@ -2024,9 +2052,10 @@ static GUARDS: [Guard; 97] = [
     Guard::Choice { first: 66, len: 9 },
     Guard::Seq { first: 84, len: 4 },
     Guard::Peek(88),
+    Guard::Lit(Lit::Equals as u16),
     Guard::Space,
     Guard::Lit(Lit::Parameter as u16),
-    Guard::Seq { first: 90, len: 2 },
+    Guard::Seq { first: 91, len: 2 },
     Guard::Lit(Lit::ToolCall as u16),
     Guard::Lit(Lit::Function as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
@@ -2052,16 +2081,19 @@ static STOPS_4: [&str; 9] = [
     "</tool_call>",
     "<parameter=",
 ];
+/// Text ends at [">", "="].
+static STOPS_5: [&str; 2] = [">", "="];
 /// Text ends at [">"].
-static STOPS_5: [&str; 1] = [">"];
+static STOPS_6: [&str; 1] = [">"];
 /// What ends each kind of text (`State::Text { stops, .. }`).
-static STOPS: [StopSet; 6] = [
+static STOPS: [StopSet; 7] = [
     StopSet::new(&STOPS_0),
     StopSet::new(&STOPS_1),
     StopSet::new(&STOPS_2),
     StopSet::new(&STOPS_3),
     StopSet::new(&STOPS_4),
     StopSet::new(&STOPS_5),
+    StopSet::new(&STOPS_6),
 ];
 /// Where each loop resumes after a broken round, per grammar variant.
 static RESUMES: [LoopResume; 3] = [

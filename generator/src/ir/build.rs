@@ -1530,11 +1530,38 @@ fn python_arguments(outer: &[String], marker: &str) -> Node {
 /// A call in a tag format, from the function name prefix on.
 fn tagged_call(spec: &FormatSpec) -> Node {
     let prefix = spec.tools.function.name_prefix.trim();
-    let call = if prefix.is_empty() { tagged_call_after_prefix(spec) } else { Node::seq(vec![Node::lit(prefix), tagged_call_after_prefix(spec)]) };
+    let call = match (prefix, word_prefix_tail(spec)) {
+        ("", _) => tagged_call_after_prefix(spec),
+        // Where models leave out the word, or write only its punctuation
+        // (Gemma 4's `<|tool_call>get_weather{…}` and `<|tool_call>:get_weather{…}`,
+        // vLLM #54778): the call is read all the same, its name checked
+        // against the declared tools as any call's. For parsers only.
+        (_, Some(tail)) => Node::seq(vec![
+            Node::Choice(vec![
+                Alt { guard: Node::lit(prefix), body: Node::Empty },
+                Alt::lenient(Node::lit(tail), Node::Empty),
+                Alt::lenient(Node::Empty, Node::Empty),
+            ]),
+            tagged_call_after_prefix(spec),
+        ]),
+        _ => Node::seq(vec![Node::lit(prefix), tagged_call_after_prefix(spec)]),
+    };
     match namespace(spec) {
         Some((start, rest)) => Node::seq(vec![Node::optional(Node::lit(start), rest), call]),
         None => call,
     }
+}
+
+/// The punctuation that ends a function-name prefix made of one word
+/// (Gemma 4's `call:` → `:`), where the call's opener is a token
+/// (`<|tool_call>`): the prefix is then a word a model may leave out.
+/// `None` for markup prefixes (`<function=`) and multi-part ones.
+fn word_prefix_tail(spec: &FormatSpec) -> Option<String> {
+    let prefix = spec.tools.function.name_prefix.trim();
+    let opener = spec.tools.format.per_call_start.trim();
+    let (word, tail) = prefix.split_at(prefix.len().checked_sub(1)?);
+    let token = opener.starts_with("<|") || opener.ends_with("|>");
+    (token && !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphabetic()) && tail.bytes().all(|b| b.is_ascii_punctuation())).then(|| tail.to_string())
 }
 
 /// The namespace a template writes before a call's name, between two
@@ -1796,13 +1823,14 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
         json: Box::new(value(ValueKind::Json)),
         auto: Box::new(value(ValueKind::Auto)),
     };
+    let misspelled_end = if untyped_end.is_none() { name_end_misspelled(&name_prefix, &name_end) } else { None };
     let mut alts = Vec::new();
     // Each argument: its name, then its value read by its declared type.
     alts.push(Alt {
         guard: Node::seq(vec![Node::Space, Node::lit(name_prefix.clone())]),
         body: Node::seq(vec![
-            Node::Until { stops: [Some(name_end.clone()), untyped_end.clone()].into_iter().flatten().collect(), kind: TextKind::ArgName, trim_newlines: false },
-            by_type_after(&name_end, untyped_end.as_deref(), match &typed {
+            Node::Until { stops: [Some(name_end.clone()), untyped_end.clone(), misspelled_end.clone()].into_iter().flatten().collect(), kind: TextKind::ArgName, trim_newlines: false },
+            by_type_after(&name_end, untyped_end.as_deref(), misspelled_end.as_deref(), match &typed {
                 // The parser reads either form, whatever the schema says;
                 // each branch lists the schema's form first, which is the
                 // one a grammar allows (see `Node::ByArgType`).
@@ -1870,11 +1898,24 @@ fn misspelled_closer(stem: &str) -> Alt {
 /// the value as `typed` reads it; or, where the markup that types the
 /// value is left out (`untyped_end`, lenient), the value by the schema's
 /// type (`by_schema`).
-fn by_type_after(name_end: &str, untyped_end: Option<&str>, typed: Node, by_schema: impl Fn() -> Node) -> Node {
-    match untyped_end {
-        Some(end) => Node::Choice(vec![Alt { guard: Node::lit(name_end), body: typed }, Alt::lenient(Node::lit(end), by_schema())]),
-        None => Node::seq(vec![Node::lit(name_end), name_end_again(name_end), typed]),
+fn by_type_after(name_end: &str, untyped_end: Option<&str>, misspelled_end: Option<&str>, typed: Node, by_schema: impl Fn() -> Node) -> Node {
+    match (untyped_end, misspelled_end) {
+        (Some(end), _) => Node::Choice(vec![Alt { guard: Node::lit(name_end), body: typed }, Alt::lenient(Node::lit(end), by_schema())]),
+        (None, Some(end)) => Node::Choice(vec![
+            Alt { guard: Node::lit(name_end), body: Node::seq(vec![name_end_again(name_end), typed.clone()]) },
+            Alt::lenient(Node::lit(end), typed),
+        ]),
+        (None, None) => Node::seq(vec![Node::lit(name_end), name_end_again(name_end), typed]),
     }
+}
+
+/// The separator that ends an argument name's prefix (`=` of
+/// `<parameter=`), where the name ends at a tag's `>`: models write it
+/// again in place of the `>` (Qwen3-Coder's `<parameter=command=str_replace</parameter>`,
+/// OpenHands #10039 / #10539), and the value follows it.
+fn name_end_misspelled(name_prefix: &str, name_end: &str) -> Option<String> {
+    let sep = name_prefix.chars().last().filter(|c| *c == '=')?;
+    (name_end == ">").then(|| sep.to_string())
 }
 
 /// An argument name's closing tag written twice (GLM-4.7:
