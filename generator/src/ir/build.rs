@@ -1025,10 +1025,10 @@ fn where_written(opener: &str, lenient: Node, own: Node) -> Node {
 /// {"a": 1}}}\n</tool_call>`: QwQ and small Qwen models, langchain-qwq
 /// #30): the `}` is dropped, as the object's own closers already ended the
 /// call. Only where `end` follows it: a `}` in the text after a call is
-/// text. The extra `}` is for parsers only.
+/// text. The extra `}` is for parsers only; the closer after it is read by
+/// what follows the call (`tool_section`'s closer written twice).
 fn end_after_stray_brace(end: &str) -> Node {
     let closer = Node::seq(vec![Node::Space, lit(end)]);
-    // (The closer after the `}` is then read as a closer written twice.)
     let stray = Node::seq(vec![Node::Space, lit("}"), Node::Peek(Box::new(closer.clone()))]);
     Node::Choice(vec![Alt { guard: closer, body: Node::Empty }, Alt::lenient(stray, Node::Empty), Alt::lenient(Node::Empty, Node::Empty)])
 }
@@ -1051,7 +1051,10 @@ fn closed(spec: &FormatSpec, body: Node) -> Node {
     // may hold, so its calls still need their own end marker.
     let ended_by_function = !end.is_empty() && is_tag(function_close) && function_close != end;
     if is_tag(end) && json_object_calls(spec) {
-        return Node::seq(vec![body, end_after_stray_brace(end), Node::Mark(Mark::ToolClose)]);
+        // (Only where no section holds the calls: there `tool_section`
+        // reads the closer after a stray `}` as a closer written twice.)
+        let close = if f.section_start.trim().is_empty() { end_after_stray_brace(end) } else { marker_or_missing(end) };
+        return Node::seq(vec![body, close, Node::Mark(Mark::ToolClose)]);
     }
     if ended_by_function {
         return Node::seq(vec![body, marker_or_missing(end), Node::Mark(Mark::ToolClose)]);
@@ -1501,11 +1504,12 @@ fn python_arguments(outer: &[String], marker: &str) -> Node {
     });
     let any = || Node::seq(vec![Node::Space, Node::Choice(marked.clone().into_iter().chain([raw("'"), raw("\""), Alt { guard: Node::Empty, body: literal() }]).collect())]);
     let separators: &[&str] = if marker.is_empty() { &["="] } else { &["=", ":"] };
+    let separator = || if marker.is_empty() { Node::lit("=") } else { Node::one_of(separators.iter().copied()) };
     let arg = || {
         Node::seq(vec![
             Node::Space,
             Node::Until { stops: separators.iter().map(|s| s.to_string()).collect(), kind: TextKind::ArgName, trim_newlines: false },
-            Node::one_of(separators.iter().copied()),
+            separator(),
             // A string argument is read in either quote style (or as a
             // Python literal); any other declared type is a Python literal
             // (or JSON), so a grammar types it by the schema. The branches
@@ -1559,7 +1563,8 @@ fn tagged_call(spec: &FormatSpec) -> Node {
 fn word_prefix_tail(spec: &FormatSpec) -> Option<String> {
     let prefix = spec.tools.function.name_prefix.trim();
     let opener = spec.tools.format.per_call_start.trim();
-    let (word, tail) = prefix.split_at(prefix.len().checked_sub(1)?);
+    let (at, _) = prefix.char_indices().last()?;
+    let (word, tail) = prefix.split_at(at);
     let token = opener.starts_with("<|") || opener.ends_with("|>");
     (token && !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphabetic()) && tail.bytes().all(|b| b.is_ascii_punctuation())).then(|| tail.to_string())
 }
@@ -1914,8 +1919,7 @@ fn by_type_after(name_end: &str, untyped_end: Option<&str>, misspelled_end: Opti
 /// again in place of the `>` (Qwen3-Coder's `<parameter=command=str_replace</parameter>`,
 /// OpenHands #10039 / #10539), and the value follows it.
 fn name_end_misspelled(name_prefix: &str, name_end: &str) -> Option<String> {
-    let sep = name_prefix.chars().last().filter(|c| *c == '=')?;
-    (name_end == ">").then(|| sep.to_string())
+    (name_prefix.ends_with('=') && name_end == ">").then(|| "=".to_string())
 }
 
 /// An argument name's closing tag written twice (GLM-4.7:

@@ -18,9 +18,9 @@
 //! a message end, without a body (`<|channel|>??<|end|>`,
 //! `<|channel|>commentary?<|end|>`: gpt-oss-20b at temperature 1 writes
 //! one in 1–4% of its turns, then the real message, llama.cpp #27720), is
-//! an empty message: dropped, as its header's other unread words are. A
-//! garbled header with a body stays as it was: an unknown channel word's
-//! message comes back as content. A recipient after the channel word makes the
+//! an empty message: dropped, as its header's other unread words are. Only
+//! a garbled word: free text there, and a garbled header with a body (an
+//! unknown channel word's message), come back as content. A recipient after the channel word makes the
 //! message a call (or a dropped built-in tool message). Everything is built
 //! from guarded choices, so the generic interpreter, the code generator and
 //! the grammar backend read it like any other format.
@@ -41,19 +41,28 @@ fn header_rest(c: &ChannelSpec) -> Node {
     Node::seq(vec![header_words(c, &[]), Node::lit(c.message.clone())])
 }
 
-/// [`header_rest`] up to its body marker, also stopping at `ends`.
+/// [`header_rest`] up to its body marker. With `ends` (a channel message's
+/// header, which a message end may close before any body), the content
+/// type is one word, ending also at whitespace, the next header or one of
+/// `ends`: what a message end then closes is a garbled word
+/// (`commentary?`), never text (`final The answer.<|end|>`, a body whose
+/// `<|message|>` is missing, fails and stays content).
 fn header_words(c: &ChannelSpec, ends: &[String]) -> Node {
     let word_stops = vec![" ".to_string(), c.constrain.clone(), c.message.clone(), c.channel.clone()];
     // The content type ends at the body marker; a channel marker here is
     // broken markup (so a grammar cannot slip text after a name).
     let mut type_stops = vec![c.message.clone(), c.channel.clone()];
-    type_stops.extend(ends.iter().cloned());
+    if !ends.is_empty() {
+        type_stops.extend([" ", "\n", c.header_start.as_str()].map(String::from));
+        type_stops.extend(ends.iter().cloned());
+    }
     Node::seq(vec![
         Node::Space,
         Node::optional(Node::lit(c.channel.clone()), Node::Until { stops: word_stops, kind: TextKind::Discard, trim_newlines: false }),
         Node::Space,
         Node::optional(Node::lit(c.constrain.clone()), Node::Empty),
         Node::Until { stops: type_stops, kind: TextKind::Discard, trim_newlines: false },
+        if ends.is_empty() { Node::Empty } else { Node::Space },
     ])
 }
 
@@ -62,16 +71,17 @@ fn header_words(c: &ChannelSpec, ends: &[String]) -> Node {
 /// header. (A call's or the final answer's end after a header without a
 /// body is a broken call or answer: its text stays content.)
 fn plain_end(c: &ChannelSpec) -> Vec<String> {
-    c.message_ends.first().cloned().into_iter().collect()
+    c.message_ends.first().filter(|e| !e.is_empty()).cloned().into_iter().collect()
 }
 
 /// A header the plain message end closes before any body marker: an empty
-/// message whose garbled header (`??`, `commentary?`, free text) is
-/// dropped. What reaches a body marker, another header or another end
-/// instead fails, and the round's markup comes back as content. Lenient:
-/// grammars never write it.
+/// message whose garbled header (`??`, `commentary?`) is dropped. What
+/// reaches whitespace, a body marker, another header or another end
+/// instead fails, and the round's markup comes back as content: free text
+/// where the channel word belongs may be a stranded answer, and no text is
+/// dropped. Lenient: grammars never write it.
 fn empty_message(c: &ChannelSpec) -> Alt {
-    let mut stops = vec![c.message.clone(), c.channel.clone(), c.header_start.clone()];
+    let mut stops = vec![" ".to_string(), "\n".to_string(), c.message.clone(), c.channel.clone(), c.header_start.clone()];
     stops.extend(c.message_ends.iter().cloned());
     Alt::lenient(
         Node::Empty,
