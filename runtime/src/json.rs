@@ -985,6 +985,10 @@ impl JsonScanner {
                         w.flush(i);
                         escape::json_escape(marker.get(..k).unwrap_or(""), w.out);
                         s.held = 0;
+                        // Stored at once: a bare value's `,` goes on with
+                        // `continue` from the token, which must not hold the
+                        // bytes just reported (they came out twice).
+                        self.token = Token::Str(s);
                     }
                     // Raw text up to the closing marker (or what may start
                     // it at the text's end) is escaped at once, so neither
@@ -1811,6 +1815,11 @@ mod tests {
             // A comma no bare key and `:` follow is text.
             ("{city:Paris,France}", r#"{"city":"Paris,France"}"#),
             ("{city:Paris, France}", r#"{"city":"Paris, France"}"#),
+            // A `<` that may start the closing marker, cut off by a
+            // chunk's end, then a comma: the `<` is text, once (it came
+            // out twice in 2-byte chunks; found by fuzzing a real output).
+            ("{city:Franc<,}", r#"{"city":"Franc<,"}"#),
+            ("{city:Paris,Franc<,days:3}", r#"{"city":"Paris,Franc<","days":3}"#),
         ] {
             for chunk in [1, 2, 3, 5, 1000] {
                 let (out, r, n) = scan_marked_all(&format!("{text}<tool_call|>"), chunk, q);
