@@ -1504,7 +1504,10 @@ fn python_arguments(outer: &[String], marker: &str) -> Node {
     });
     let any = || Node::seq(vec![Node::Space, Node::Choice(marked.clone().into_iter().chain([raw("'"), raw("\""), Alt { guard: Node::Empty, body: literal() }]).collect())]);
     let separators: &[&str] = if marker.is_empty() { &["="] } else { &["=", ":"] };
-    let separator = || if marker.is_empty() { Node::lit("=") } else { Node::one_of(separators.iter().copied()) };
+    let separator = || match separators {
+        [one] => Node::lit(*one),
+        all => Node::one_of(all.iter().copied()),
+    };
     let arg = || {
         Node::seq(vec![
             Node::Space,
@@ -1565,8 +1568,7 @@ fn word_prefix_tail(spec: &FormatSpec) -> Option<String> {
     let opener = spec.tools.format.per_call_start.trim();
     let (at, _) = prefix.char_indices().last()?;
     let (word, tail) = prefix.split_at(at);
-    let token = opener.starts_with("<|") || opener.ends_with("|>");
-    (token && !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphabetic()) && tail.bytes().all(|b| b.is_ascii_punctuation())).then(|| tail.to_string())
+    (written_like_a_token(opener) && !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphabetic()) && tail.bytes().all(|b| b.is_ascii_punctuation())).then(|| tail.to_string())
 }
 
 /// The namespace a template writes before a call's name, between two

@@ -20,8 +20,9 @@
 //! one in 1–4% of its turns, then the real message, llama.cpp #27720), is
 //! an empty message: dropped, as its header's other unread words are. Only
 //! a garbled word: free text there, and a garbled header with a body (an
-//! unknown channel word's message), come back as content. A recipient after the channel word makes the
-//! message a call (or a dropped built-in tool message). Everything is built
+//! unknown channel word's message), come back as content. A recipient
+//! after the channel word makes the message a call (or a dropped built-in
+//! tool message). Everything is built
 //! from guarded choices, so the generic interpreter, the code generator and
 //! the grammar backend read it like any other format.
 
