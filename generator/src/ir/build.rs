@@ -1610,6 +1610,8 @@ fn name_stops(spec: &FormatSpec) -> Vec<String> {
     if t.format.mode == ToolFormatMode::TagWithJson {
         stops.push("{".to_string());
     }
+    // (A stray value closer after the name: see `stray_value_closer`.)
+    stops.extend(stray_closer_after_name(spec).filter(|c| !stops.contains(c)));
     // (Object-literal arguments may come as a Python call's: see
     // `tagged_arguments`.)
     if !t.arguments.string_quote.trim().is_empty() {
@@ -1836,6 +1838,7 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
     alts.push(Alt {
         guard: Node::seq(vec![Node::Space, Node::lit(name_prefix.clone())]),
         body: Node::seq(vec![
+            name_start_again(&name_prefix),
             Node::Until { stops: [Some(name_end.clone()), untyped_end.clone(), misspelled_end.clone()].into_iter().flatten().collect(), kind: TextKind::ArgName, trim_newlines: false },
             by_type_after(&name_end, untyped_end.as_deref(), misspelled_end.as_deref(), match &typed {
                 // The parser reads either form, whatever the schema says;
@@ -1857,6 +1860,7 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
     let n = alts.len();
     let tagged = Node::seq(vec![
         Node::Mark(Mark::ArgsOpen),
+        stray_value_closer(spec),
         Node::Repeat { alts, limits: vec![None; n], recover: None },
         Node::Mark(Mark::ArgsClose),
     ]);
@@ -1933,6 +1937,40 @@ fn name_end_again(name_end: &str) -> Node {
         return Node::Empty;
     }
     Node::lenient_optional(Node::seq(vec![Node::Space, Node::lit(name_end)]), Node::Empty)
+}
+
+/// An argument name's opening tag written twice (GLM-4.7:
+/// `<arg_key><arg_key>path</arg_key>…`, vLLM #54971 strips the stray one):
+/// the second is markup too, not the name's first characters. Only a whole
+/// opening tag: `<parameter=` is followed by the name itself.
+fn name_start_again(name_prefix: &str) -> Node {
+    if name_prefix.starts_with("</") || !is_tag(name_prefix) {
+        return Node::Empty;
+    }
+    Node::lenient_optional(Node::seq(vec![Node::Space, Node::lit(name_prefix)]), Node::Empty)
+}
+
+/// The value's closing tag, where a format whose call name ends at what
+/// follows it (GLM: `<tool_call>NAME<arg_key>…`) is written right after
+/// the name: GLM 5.2 writes `<tool_call>tool_12</arg_value></tool_call>`
+/// for a call without arguments (fireworks python-sdk #119, where the
+/// server reported the tag as part of the name). The stray closer is
+/// markup; the arguments follow it as usual. Empty for other formats (see
+/// [`name_stops`], which stops the name there).
+fn stray_value_closer(spec: &FormatSpec) -> Node {
+    match stray_closer_after_name(spec) {
+        Some(closer) => Node::lenient_optional(Node::seq(vec![Node::Space, Node::lit(closer)]), Node::Empty),
+        None => Node::Empty,
+    }
+}
+
+/// The closing tag of a tagged argument's value, for formats whose call
+/// name has no suffix of its own (see [`stray_value_closer`]).
+fn stray_closer_after_name(spec: &FormatSpec) -> Option<String> {
+    let t = &spec.tools;
+    let closer = t.arguments.value_suffix.trim();
+    (t.format.mode == ToolFormatMode::TagWithTagged && t.function.name_suffix.trim().is_empty() && t.arguments.string_quote.trim().is_empty() && closer.starts_with("</") && is_tag(closer))
+        .then(|| closer.to_string())
 }
 
 /// The markup shared by a string value's and a JSON value's prefixes, and the
