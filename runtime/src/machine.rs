@@ -100,6 +100,54 @@ pub fn name_in_id(id: &str) -> &str {
     }
 }
 
+/// The declared tool a call id names: its index in `names` (the request's
+/// tools, in order). The id's name as [`name_in_id`] reads it, where a tool
+/// has that name; else the longest tool name the id holds between a
+/// namespace word and an index with their separators written as `_` or
+/// left out, as Kimi K2 writes them: `functions_get_weather_1` (the form
+/// clients hand back sanitised, which the model then copies: exo #2281)
+/// and `functionsexec5` (sglang #21377). The namespace must be one word of
+/// letters and the index is required, so `get_weather` alone, or
+/// `run_in_terminal_1`, names no tool by this reading.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::machine::tool_in_id;
+/// let names = ["weather", "get_weather", "run_in_terminal"];
+/// assert_eq!(tool_in_id("functions.get_weather:0", names.into_iter()), Some(1));
+/// // The longest name the id holds: `get_weather`, not `weather`.
+/// assert_eq!(tool_in_id("functions_get_weather_1", names.into_iter()), Some(1));
+/// assert_eq!(tool_in_id("functionsrun_in_terminal5", names.into_iter()), Some(2));
+/// assert_eq!(tool_in_id("functions.get_time:0", names.into_iter()), None);
+/// assert_eq!(tool_in_id("run_in_terminal_1", names.into_iter()), None);
+/// ```
+pub fn tool_in_id<'n>(id: &str, names: impl Iterator<Item = &'n str>) -> Option<usize> {
+    let exact = name_in_id(id);
+    let mut loose: Option<(usize, usize)> = None;
+    for (i, name) in names.enumerate() {
+        if name == exact {
+            return Some(i);
+        }
+        if loose.is_none_or(|(_, len)| name.len() > len) && loose_id_names(id, name) {
+            loose = Some((i, name.len()));
+        }
+    }
+    loose.map(|(i, _)| i)
+}
+
+/// Whether `id` is `NAMESPACE[._]?NAME[:_]?INDEX` with `name` as its name
+/// (see [`tool_in_id`]).
+fn loose_id_names(id: &str, name: &str) -> bool {
+    let unindexed = id.trim_end_matches(|c: char| c.is_ascii_digit());
+    if name.is_empty() || unindexed.len() == id.len() {
+        return false;
+    }
+    let before_index = unindexed.strip_suffix([':', '_']).unwrap_or(unindexed);
+    let Some(namespace) = before_index.strip_suffix(name) else { return false };
+    let namespace = namespace.strip_suffix(['.', '_']).unwrap_or(namespace);
+    !namespace.is_empty() && namespace.bytes().all(|b| b.is_ascii_alphabetic())
+}
+
 /// The start of a committed round whose text was dropped from the window.
 const DROPPED: u32 = u32::MAX;
 
@@ -1058,11 +1106,20 @@ impl<'t, const R: usize, const P: usize> Core<'t, R, P> {
             Kind::ArgString => self.args("\"", sink),
             Kind::ToolName | Kind::ToolIdName => {
                 let read = acc.trim();
-                let name = if kind == Kind::ToolIdName { name_in_id(read) } else { read };
-                if !self.tools.is_empty() {
-                    let i = self.tools.iter().position(|t| t.name == name)?;
-                    self.tool = i as u16;
-                }
+                let tools = self.tools;
+                let name = match kind {
+                    _ if tools.is_empty() => if kind == Kind::ToolIdName { name_in_id(read) } else { read },
+                    Kind::ToolIdName => {
+                        let i = tool_in_id(read, tools.iter().map(|t| t.name))?;
+                        self.tool = i as u16;
+                        tools[i].name
+                    }
+                    _ => {
+                        let i = tools.iter().position(|t| t.name == read)?;
+                        self.tool = i as u16;
+                        read
+                    }
+                };
                 self.emit_pos = self.pos;
                 self.commit(text, sink);
                 sink.event(Event::ToolName(name));

@@ -1016,14 +1016,21 @@ impl<'g> StreamParser<'g> {
             TextKind::ArgString => self.emit_args("\""),
             TextKind::ToolName | TextKind::ToolIdName => {
                 let read = acc.trim();
-                let name = if kind == TextKind::ToolIdName { chat_parser_runtime::machine::name_in_id(read) } else { read };
-                if !self.tools.is_empty() {
-                    match self.tools.iter().position(|t| t.name == name) {
-                        Some(i) => self.tool = Some(i),
-                        None => return false,
+                let found = match kind {
+                    _ if self.tools.is_empty() => None,
+                    TextKind::ToolIdName => chat_parser_runtime::machine::tool_in_id(read, self.tools.iter().map(|t| t.name.as_str())),
+                    _ => self.tools.iter().position(|t| t.name == read),
+                };
+                let name = match found {
+                    Some(i) => {
+                        self.tool = Some(i);
+                        self.tools[i].name.clone()
                     }
-                }
-                self.emit_name(name);
+                    None if !self.tools.is_empty() => return false,
+                    None if kind == TextKind::ToolIdName => chat_parser_runtime::machine::name_in_id(read).to_string(),
+                    None => read.to_string(),
+                };
+                self.emit_name(&name);
                 if kind == TextKind::ToolIdName {
                     self.out.push(Out::ToolId(read.to_string()));
                 }

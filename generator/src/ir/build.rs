@@ -369,6 +369,9 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
         // The line break before a call that ended the block is layout.
         block_rest = Node::seq(vec![block_rest, Node::Space]);
     }
+    if let Some(call) = call_after_block(spec, options.parallel_tool_calls).filter(|_| tools_active && options.json_schema.is_none()) {
+        block_rest = Node::seq(vec![block_rest, call]);
+    }
     let mut items = Vec::new();
 
     match prefill {
@@ -579,6 +582,22 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
     }
     items.push(Node::End);
     Node::seq(items)
+}
+
+/// A call written right after the reasoning block without its opener,
+/// where the format's name prefix is a word after a token opener: Gemma 4
+/// "frequently" goes from `<channel|>` straight to `call:bash{…}` (vLLM
+/// #54256). The prefix opens the call there, and only there: elsewhere the
+/// word is prose (and a stop on its first letter would take every chunk of
+/// text off the streaming fast path). The name is checked against the
+/// declared tools and the call needs its closer as any call does; a body
+/// that fails is content. For parsers only; `None` for other formats.
+fn call_after_block(spec: &FormatSpec, parallel: bool) -> Option<Node> {
+    word_prefix_tail(spec)?;
+    let prefix = spec.tools.function.name_prefix.trim();
+    let (_, _, calls) = tool_section(spec, parallel);
+    let at_prefix = Node::Peek(Box::new(Node::seq(vec![Node::Space, Node::lit(prefix)])));
+    Some(Node::Repeat { alts: vec![Alt::lenient(at_prefix, calls)], limits: vec![Some(1)], recover: Some(Box::new(Node::Empty)) })
 }
 
 /// The reasoning block the reply starts in (`block`), unless a call starts
@@ -867,9 +886,12 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         };
         // The wrapper's closer written twice after JSON call objects
         // (`</tool_call>\n</tool_call>`): the second is markup too
-        // (sglang's Hermes detector drops a stray one from the text).
+        // (sglang's Hermes detector drops a stray one from the text). So
+        // is a closer written like a special token (Gemma 4's
+        // `<tool_call|><tool_call|>`: ollama #15370 drops the extra ones).
         let end = f.per_call_end.trim();
-        let again = if is_tag(end) && json_object_calls(spec) {
+        let token_like = written_like_a_token(end) || end.ends_with("|>") || end.ends_with("｜>");
+        let again = if is_tag(end) && (json_object_calls(spec) || token_like) {
             Node::lenient_optional(Node::lit(end), Node::Space)
         } else {
             Node::Empty
