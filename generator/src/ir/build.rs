@@ -853,6 +853,11 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         };
         let end = if f.tools_array_wrapped { after_list(&f.section_end) } else { marker(&f.section_end) };
         let section = Node::seq(vec![calls, end, Node::Space]);
+        if let Some(unended) = unended_opener(&f.section_start) {
+            // (Its `>` is the section's first markup: one body reads both.)
+            let tag_end = Node::Choice(vec![Alt { guard: Node::lit(">"), body: Node::Empty }, Alt::lenient(Node::Empty, Node::Empty)]);
+            return (unended.to_string(), Node::lit(unended), Node::seq(vec![tag_end, section]));
+        }
         return (section_start.to_string(), Node::lit(section_start), section);
     }
     if !per_call_start.is_empty() {
@@ -912,6 +917,19 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     } else {
         (name_prefix.to_string(), Node::lit(name_prefix), Node::seq(vec![close(call_after_prefix), Node::Space]))
     }
+}
+
+/// A section opener that is a tag in a special token's namespace, ending
+/// its line (DeepSeek's DSML: `<｜DSML｜function_calls>\n`), without its
+/// `>`: DeepSeek V3.2 and V4 also write `<｜DSML｜function_calls` then the
+/// newline (opencode #24566 and pi #3712 show V4-Flash outputs verbatim;
+/// Kiro #8169 quotes V3.2). The section is then found by the opener
+/// without it, and reads the `>` where written (grammars write it). `None`
+/// for other openers.
+fn unended_opener(section_start: &str) -> Option<&str> {
+    let start = section_start.trim();
+    let unended = start.strip_suffix('>')?;
+    (start.starts_with("<｜") && section_start.ends_with('\n') && unended.contains('｜')).then_some(unended)
 }
 
 /// The `;` models write between calls that have no markup around them
@@ -1264,7 +1282,15 @@ fn json_call_in(spec: &FormatSpec, single_quoted: bool, args_first: bool) -> Nod
         // Llama 3.x also writes the OpenAI tool's type first (`{"type":
         // "function", "name": …}`; llama.cpp's and vLLM's Llama parsers
         // read it, vLLM #46863).
-        let type_field = Node::seq(vec![Node::Space, Node::lit(":"), Node::Space, Node::lit(format!("{q}function{q}")), Node::Space, Node::lit(",")]);
+        // Or the whole OpenAI tool call, the call's fields nested in its
+        // `function` object (`{"type": "function", "function": {"name": …,
+        // "parameters": {…}}}`, Llama 3.2 in vLLM #11786): the nested
+        // object's `}` is read after the call's (see `after` below).
+        let nested_call = Node::lenient_optional(
+            Node::seq(vec![Node::Space, Node::lit(format!("{q}{}{q}", f.function_field)), Node::Space, Node::lit(":"), Node::Space, Node::lit("{")]),
+            Node::Empty,
+        );
+        let type_field = Node::seq(vec![Node::Space, Node::lit(":"), Node::Space, Node::lit(format!("{q}function{q}")), Node::Space, Node::lit(","), nested_call]);
         before_name.push(Node::optional(Node::seq(vec![Node::Space, Node::lit(format!("{q}type{q}"))]), Node::seq(vec![Node::Mark(Mark::Lenient), type_field])));
     }
     if nested {
@@ -1383,6 +1409,12 @@ fn json_call_in(spec: &FormatSpec, single_quoted: bool, args_first: bool) -> Nod
             v.extend([Node::Space, Node::lit("}")]);
         }
         v.push(closer("}", &outer));
+        if bare_json_calls(spec) {
+            // The outer object's `}` of an OpenAI-shaped call (see
+            // `nested_call` above); one `}` right after a bare call is
+            // never text the model meant.
+            v.push(Node::lenient_optional(Node::seq(vec![Node::Space, Node::lit("}")]), Node::Empty));
+        }
         Node::seq(v)
     };
     // The name's stop is its closing quote.
@@ -1857,28 +1889,31 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
     let misspelled_end = if untyped_end.is_none() { name_end_misspelled(&name_prefix, &name_end) } else { None };
     let mut alts = Vec::new();
     // Each argument: its name, then its value read by its declared type.
-    alts.push(Alt {
-        guard: Node::seq(vec![Node::Space, Node::lit(name_prefix.clone())]),
-        body: Node::seq(vec![
-            name_start_again(&name_prefix),
-            Node::Until { stops: [Some(name_end.clone()), untyped_end.clone(), misspelled_end.clone()].into_iter().flatten().collect(), kind: TextKind::ArgName, trim_newlines: false },
-            by_type_after(&name_end, untyped_end.as_deref(), misspelled_end.as_deref(), match &typed {
-                // The parser reads either form, whatever the schema says;
-                // each branch lists the schema's form first, which is the
-                // one a grammar allows (see `Node::ByArgType`).
-                Some((_, string, json)) => {
-                    let as_string = Alt { guard: Node::lit(string.clone()), body: value(ValueKind::String) };
-                    let as_json = Alt { guard: Node::lit(json.clone()), body: value(ValueKind::Json) };
-                    Node::ByArgType {
-                        string: Box::new(Node::Choice(vec![as_string.clone(), as_json.clone()])),
-                        json: Box::new(Node::Choice(vec![as_json.clone(), as_string.clone()])),
-                        auto: Box::new(Node::Choice(vec![as_string, as_json])),
-                    }
+    let body = Node::seq(vec![
+        Node::Until { stops: [Some(name_end.clone()), untyped_end.clone(), misspelled_end.clone()].into_iter().flatten().collect(), kind: TextKind::ArgName, trim_newlines: false },
+        by_type_after(&name_end, untyped_end.as_deref(), misspelled_end.as_deref(), match &typed {
+            // The parser reads either form, whatever the schema says;
+            // each branch lists the schema's form first, which is the
+            // one a grammar allows (see `Node::ByArgType`).
+            Some((_, string, json)) => {
+                let as_string = Alt { guard: Node::lit(string.clone()), body: value(ValueKind::String) };
+                let as_json = Alt { guard: Node::lit(json.clone()), body: value(ValueKind::Json) };
+                Node::ByArgType {
+                    string: Box::new(Node::Choice(vec![as_string.clone(), as_json.clone()])),
+                    json: Box::new(Node::Choice(vec![as_json.clone(), as_string.clone()])),
+                    auto: Box::new(Node::Choice(vec![as_string, as_json])),
                 }
-                None => by_schema(),
-            }, by_schema),
-        ]),
-    });
+            }
+            None => by_schema(),
+        }, by_schema),
+    ]);
+    // The doubled opener first: its guard is the longer. (An alternative
+    // of its own, not a node before the name: grammars leave it out and
+    // still see an argument list, which they type by the schema.)
+    if let Some(again) = name_start_again(&name_prefix) {
+        alts.push(Alt::lenient(again, body.clone()));
+    }
+    alts.push(Alt { guard: Node::seq(vec![Node::Space, Node::lit(name_prefix.clone())]), body });
     let n = alts.len();
     let tagged = Node::seq(vec![
         Node::Mark(Mark::ArgsOpen),
@@ -1963,13 +1998,11 @@ fn name_end_again(name_end: &str) -> Node {
 
 /// An argument name's opening tag written twice (GLM-4.7:
 /// `<arg_key><arg_key>path</arg_key>…`, vLLM #54971 strips the stray one):
-/// the second is markup too, not the name's first characters. Only a whole
-/// opening tag: `<parameter=` is followed by the name itself.
-fn name_start_again(name_prefix: &str) -> Node {
-    if name_prefix.starts_with("</") || !is_tag(name_prefix) {
-        return Node::Empty;
-    }
-    Node::lenient_optional(Node::seq(vec![Node::Space, Node::lit(name_prefix)]), Node::Empty)
+/// the guard of an argument whose second tag is markup too, not the name's
+/// first characters. Only a whole opening tag: `<parameter=` is followed by
+/// the name itself.
+fn name_start_again(name_prefix: &str) -> Option<Node> {
+    (!name_prefix.starts_with("</") && is_tag(name_prefix)).then(|| Node::seq(vec![Node::Space, Node::lit(name_prefix), Node::Space, Node::lit(name_prefix)]))
 }
 
 /// The value's closing tag, where a format whose call name ends at what
