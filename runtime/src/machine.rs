@@ -102,13 +102,14 @@ pub fn name_in_id(id: &str) -> &str {
 
 /// The declared tool a call id names: its index in `names` (the request's
 /// tools, in order). The id's name as [`name_in_id`] reads it, where a tool
-/// has that name; else the longest tool name the id holds between a
-/// namespace word and an index with their separators written as `_` or
-/// left out, as Kimi K2 writes them: `functions_get_weather_1` (the form
-/// clients hand back sanitised, which the model then copies: exo #2281)
-/// and `functionsexec5` (sglang #21377). The namespace must be one word of
-/// letters and the index is required, so `get_weather` alone, or
-/// `run_in_terminal_1`, names no tool by this reading.
+/// has that name; else, in ids of the [`ID_NAMESPACE`] whose separators
+/// are written as `_` or left out, as Kimi K2 writes them, the longest
+/// tool name between the namespace and the index:
+/// `functions_get_weather_1` (the form clients hand back sanitised, which
+/// the model then copies: exo #2281) and `functionsexec5` (sglang #21377).
+/// By this loose reading the namespace and the index are required, so
+/// `get_weather_1` names no tool (by the exact one, `get_weather` names
+/// `get_weather`).
 ///
 /// # Example
 /// ```
@@ -120,6 +121,7 @@ pub fn name_in_id(id: &str) -> &str {
 /// assert_eq!(tool_in_id("functionsrun_in_terminal5", names.into_iter()), Some(2));
 /// assert_eq!(tool_in_id("functions.get_time:0", names.into_iter()), None);
 /// assert_eq!(tool_in_id("run_in_terminal_1", names.into_iter()), None);
+/// assert_eq!(tool_in_id("get_weather_1", names.into_iter()), None);
 /// ```
 pub fn tool_in_id<'n>(id: &str, names: impl Iterator<Item = &'n str>) -> Option<usize> {
     let exact = name_in_id(id);
@@ -135,7 +137,11 @@ pub fn tool_in_id<'n>(id: &str, names: impl Iterator<Item = &'n str>) -> Option<
     loose.map(|(i, _)| i)
 }
 
-/// Whether `id` is `NAMESPACE[._]?NAME[:_]?INDEX` with `name` as its name
+/// The namespace of the call ids that hold a tool's name: OpenAI's tool
+/// namespace, which Kimi K2 writes (`functions.get_weather:0`).
+pub const ID_NAMESPACE: &str = "functions";
+
+/// Whether `id` is `functions[._]?NAME[:_]?INDEX` with `name` as its name
 /// (see [`tool_in_id`]).
 fn loose_id_names(id: &str, name: &str) -> bool {
     let unindexed = id.trim_end_matches(|c: char| c.is_ascii_digit());
@@ -144,8 +150,7 @@ fn loose_id_names(id: &str, name: &str) -> bool {
     }
     let before_index = unindexed.strip_suffix([':', '_']).unwrap_or(unindexed);
     let Some(namespace) = before_index.strip_suffix(name) else { return false };
-    let namespace = namespace.strip_suffix(['.', '_']).unwrap_or(namespace);
-    !namespace.is_empty() && namespace.bytes().all(|b| b.is_ascii_alphabetic())
+    namespace.strip_suffix(['.', '_']).unwrap_or(namespace) == ID_NAMESPACE
 }
 
 /// The start of a committed round whose text was dropped from the window.

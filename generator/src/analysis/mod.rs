@@ -124,6 +124,10 @@ pub fn analyze(template: &ChatTemplate) -> Result<Analysis, AnalysisError> {
     spec.content.requires_nonnull_content = requires_nonnull_content(&mut r, &spec);
     let source = template.source();
     spec.corrections = corrections::apply(source, &mut spec).into_iter().map(String::from).collect();
+    // (Before the preserved tokens: the marker it finds is one.)
+    if family.is_none() {
+        announced_calls(&mut r, &mut spec);
+    }
     spec.preserved_tokens = if spec.corrections.iter().any(|c| c == "Functionary 3.1") {
         corrections::functionary_tokens()
     } else {
@@ -202,6 +206,63 @@ fn spelled_section_aliases(f: &mut crate::spec::ToolFormat) {
     if !f.section_aliases.contains(&alias) {
         f.section_aliases.push(alias);
     }
+}
+
+/// Calls a template never renders but its tools' system prompt announces:
+/// Granite 3.x tells the model to "respond only with <|tool_call|> followed
+/// by a JSON list of tools used", and renders no assistant's calls, so the
+/// probes find no call format (nor does the reference's analysis); vLLM's
+/// and llama.cpp's Granite parsers read `<|tool_call|>[{"name": …,
+/// "arguments": {…}}, …]`. The marker is the one special token (`<|…|>`)
+/// the prompt writes only when tools are given, where the tool list does
+/// not follow it (a token that wraps the list, Phi-4's `<|tool|>`, is not
+/// a call marker); the calls after it are taken to be a JSON list of
+/// OpenAI-shaped call objects, the shape both parsers read (that shape and
+/// its field names are assumed, not derived). Nothing changes where the
+/// analysis found a call format, or the tools' prompt writes no single new
+/// token.
+fn announced_calls(r: &mut Renderer<'_>, spec: &mut FormatSpec) {
+    if spec.tools.format.mode != ToolFormatMode::None || !spec.capabilities.supports_tools {
+        return;
+    }
+    let (Ok(with), Ok(without)) = (r.try_render(&generation_request(true, true, true)), r.try_render(&generation_request(true, true, false))) else {
+        return;
+    };
+    let known = special_tokens(&without);
+    let mut new = special_tokens(&with);
+    new.retain(|t| !known.contains(t));
+    let [marker] = new.as_slice() else { return };
+    let lists_tools = with.match_indices(marker.as_str()).any(|(at, _)| with[at + marker.len()..].trim_start().starts_with(['[', '{']));
+    if lists_tools {
+        return;
+    }
+    spec.tools.format = ToolFormat {
+        mode: ToolFormatMode::JsonNative,
+        section_start: marker.clone(),
+        tools_array_wrapped: true,
+        name_field: "name".into(),
+        args_field: "arguments".into(),
+        ..ToolFormat::default()
+    };
+}
+
+/// The special tokens a text writes (`<|word|>`, `<|/word|>`), each once,
+/// in order.
+fn special_tokens(text: &str) -> Vec<String> {
+    let mut tokens: Vec<String> = Vec::new();
+    for (at, _) in text.match_indices("<|") {
+        let rest = &text[at + 2..];
+        let Some(end) = rest.find("|>") else { continue };
+        let word = &rest[..end];
+        let name = word.strip_prefix('/').unwrap_or(word);
+        if !name.is_empty() && name.len() <= 40 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            let token = format!("<|{word}|>");
+            if !tokens.contains(&token) {
+                tokens.push(token);
+            }
+        }
+    }
+    tokens
 }
 
 /// The suffix `add_generation_prompt: true` adds, for thinking on and off.

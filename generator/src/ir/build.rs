@@ -589,9 +589,12 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
 /// "frequently" goes from `<channel|>` straight to `call:bash{…}` (vLLM
 /// #54256). The prefix opens the call there, and only there: elsewhere the
 /// word is prose (and a stop on its first letter would take every chunk of
-/// text off the streaming fast path). The name is checked against the
-/// declared tools and the call needs its closer as any call does; a body
-/// that fails is content. For parsers only; `None` for other formats.
+/// text off the streaming fast path). The call is then read as one after
+/// its opener: its name is checked against the declared tools (a body that
+/// fails before it is content), and once named, the call is committed, so
+/// text after it without the closer is content after a call, while an
+/// output that ends inside it is cut off. For parsers only; `None` for
+/// other formats.
 fn call_after_block(spec: &FormatSpec, parallel: bool) -> Option<Node> {
     word_prefix_tail(spec)?;
     let prefix = spec.tools.function.name_prefix.trim();
@@ -768,6 +771,13 @@ fn written_like_a_token(marker: &str) -> bool {
     m.starts_with("<|") || m.starts_with("<｜")
 }
 
+/// Whether `marker` ends with a special token's bar (Gemma 4's closer
+/// `<tool_call|>`): the closing counterpart of [`written_like_a_token`].
+fn ends_like_a_token(marker: &str) -> bool {
+    let m = marker.trim();
+    m.ends_with("|>") || m.ends_with("｜>")
+}
+
 /// The trigger that opens tool calls, and what follows it.
 ///
 /// A call is reported closed (`ToolClose`) only after its last closing
@@ -893,10 +903,10 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         // (`</tool_call>\n</tool_call>`): the second is markup too
         // (sglang's Hermes detector drops a stray one from the text). So
         // is a closer written like a special token (Gemma 4's
-        // `<tool_call|><tool_call|>`: ollama #15370 drops the extra ones).
+        // `<tool_call|><tool_call|>`: ollama #15370 drops such extra
+        // closers; one is read here, as for Hermes).
         let end = f.per_call_end.trim();
-        let token_like = written_like_a_token(end) || end.ends_with("|>") || end.ends_with("｜>");
-        let again = if is_tag(end) && (json_object_calls(spec) || token_like) {
+        let again = if is_tag(end) && (json_object_calls(spec) || written_like_a_token(end) || ends_like_a_token(end)) {
             Node::lenient_optional(Node::lit(end), Node::Space)
         } else {
             Node::Empty
@@ -924,12 +934,14 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
 /// `>`: DeepSeek V3.2 and V4 also write `<｜DSML｜function_calls` then the
 /// newline (opencode #24566 and pi #3712 show V4-Flash outputs verbatim;
 /// Kiro #8169 quotes V3.2). The section is then found by the opener
-/// without it, and reads the `>` where written (grammars write it). `None`
-/// for other openers.
+/// without it, and reads the `>` where written (grammars write it). The
+/// same holds for GigaChat 3.5's `<｜GCML｜tool_calls>`, of the same shape
+/// (no report of its model leaving the `>` out was found). `None` for
+/// other openers, a whole special token (`<｜tool▁calls▁begin｜>`) among them.
 fn unended_opener(section_start: &str) -> Option<&str> {
     let start = section_start.trim();
     let unended = start.strip_suffix('>')?;
-    (start.starts_with("<｜") && section_start.ends_with('\n') && unended.contains('｜')).then_some(unended)
+    (start.starts_with("<｜") && section_start.ends_with('\n') && !unended.ends_with('｜')).then_some(unended)
 }
 
 /// The `;` models write between calls that have no markup around them
@@ -1411,9 +1423,12 @@ fn json_call_in(spec: &FormatSpec, single_quoted: bool, args_first: bool) -> Nod
         v.push(closer("}", &outer));
         if bare_json_calls(spec) {
             // The outer object's `}` of an OpenAI-shaped call (see
-            // `nested_call` above); one `}` right after a bare call is
-            // never text the model meant.
-            v.push(Node::lenient_optional(Node::seq(vec![Node::Space, Node::lit("}")]), Node::Empty));
+            // `nested_call` above), right after the call's own, or after
+            // one space or line break: one `}` there is never text the
+            // model meant. (Not after more whitespace: a `}` after a blank
+            // line is text.)
+            let outer_brace = ["}", " }", "\n}"].map(|b| Alt::lenient(Node::lit(b), Node::Empty));
+            v.push(Node::Choice(outer_brace.into_iter().chain([Alt { guard: Node::Empty, body: Node::Empty }]).collect()));
         }
         Node::seq(v)
     };

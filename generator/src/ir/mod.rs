@@ -54,8 +54,10 @@ pub enum TextKind {
     ToolName,
     /// A call id that holds the tool's name, `namespace.NAME:index` (Kimi
     /// K2's `functions.get_weather:0`): the name (see
-    /// [`chat_parser_runtime::machine::name_in_id`]) is checked and reported
-    /// as a [`TextKind::ToolName`] is, then the whole id as the call's id.
+    /// [`chat_parser_runtime::machine::name_in_id`], and with declared tools
+    /// [`chat_parser_runtime::machine::tool_in_id`], which also reads
+    /// `functions_get_weather_0`) is checked and reported as a
+    /// [`TextKind::ToolName`] is, then the whole id as the call's id.
     /// The whole id counts against [`MAX_NAME_LEN`].
     ToolIdName,
     /// An argument name: reported as a JSON key inside the arguments object.
