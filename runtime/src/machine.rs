@@ -137,6 +137,28 @@ pub fn tool_in_id<'n>(id: &str, names: impl Iterator<Item = &'n str>) -> Option<
     loose.map(|(i, _)| i)
 }
 
+/// The declared tool a call's name text (`read`, trimmed) names: its index
+/// in `names` (the request's tools, in order). The text is the name, or,
+/// in a call id that holds the name (`in_id`), the name [`tool_in_id`]
+/// finds in it. The runtime and the generator's interpreter both check a
+/// call's name with it.
+///
+/// # Example
+/// ```
+/// use chat_parser_runtime::machine::named_tool;
+/// let names = ["get_time", "get_weather"];
+/// assert_eq!(named_tool("get_weather", false, names.into_iter()), Some(1));
+/// assert_eq!(named_tool("functions.get_weather:0", true, names.into_iter()), Some(1));
+/// assert_eq!(named_tool("functions.get_weather:0", false, names.into_iter()), None);
+/// ```
+pub fn named_tool<'n>(read: &str, in_id: bool, mut names: impl Iterator<Item = &'n str>) -> Option<usize> {
+    if in_id {
+        tool_in_id(read, names)
+    } else {
+        names.position(|name| name == read)
+    }
+}
+
 /// The namespace of the call ids that hold a tool's name: OpenAI's tool
 /// namespace, which Kimi K2 writes (`functions.get_weather:0`).
 pub const ID_NAMESPACE: &str = "functions";
@@ -1112,18 +1134,13 @@ impl<'t, const R: usize, const P: usize> Core<'t, R, P> {
             Kind::ToolName | Kind::ToolIdName => {
                 let read = acc.trim();
                 let tools = self.tools;
-                let name = match kind {
-                    _ if tools.is_empty() => if kind == Kind::ToolIdName { name_in_id(read) } else { read },
-                    Kind::ToolIdName => {
-                        let i = tool_in_id(read, tools.iter().map(|t| t.name))?;
-                        self.tool = i as u16;
-                        tools[i].name
-                    }
-                    _ => {
-                        let i = tools.iter().position(|t| t.name == read)?;
-                        self.tool = i as u16;
-                        read
-                    }
+                let in_id = kind == Kind::ToolIdName;
+                let name = if tools.is_empty() {
+                    if in_id { name_in_id(read) } else { read }
+                } else {
+                    let i = named_tool(read, in_id, tools.iter().map(|t| t.name))?;
+                    self.tool = i as u16;
+                    tools[i].name
                 };
                 self.emit_pos = self.pos;
                 self.commit(text, sink);

@@ -1016,19 +1016,13 @@ impl<'g> StreamParser<'g> {
             TextKind::ArgString => self.emit_args("\""),
             TextKind::ToolName | TextKind::ToolIdName => {
                 let read = acc.trim();
-                let found = match kind {
-                    _ if self.tools.is_empty() => None,
-                    TextKind::ToolIdName => chat_parser_runtime::machine::tool_in_id(read, self.tools.iter().map(|t| t.name.as_str())),
-                    _ => self.tools.iter().position(|t| t.name == read),
-                };
-                let name = match found {
-                    Some(i) => {
-                        self.tool = Some(i);
-                        self.tools[i].name.clone()
-                    }
-                    None if !self.tools.is_empty() => return false,
-                    None if kind == TextKind::ToolIdName => chat_parser_runtime::machine::name_in_id(read).to_string(),
-                    None => read.to_string(),
+                let in_id = kind == TextKind::ToolIdName;
+                let name = if self.tools.is_empty() {
+                    if in_id { chat_parser_runtime::machine::name_in_id(read) } else { read }.to_string()
+                } else {
+                    let Some(i) = chat_parser_runtime::machine::named_tool(read, in_id, self.tools.iter().map(|t| t.name.as_str())) else { return false };
+                    self.tool = Some(i);
+                    self.tools[i].name.clone()
                 };
                 self.emit_name(&name);
                 if kind == TextKind::ToolIdName {

@@ -845,7 +845,7 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
             // DeepSeek; llama.cpp's DeepSeek parsers read it as optional):
             // read where written. The name after the section's opener is
             // then checked as any call's.
-            let opener = Node::Choice(vec![Alt { guard: Node::lit(per_call_start), body: Node::Empty }, Alt::lenient(Node::Empty, Node::Empty)]);
+            let opener = written_or_left_out(per_call_start);
             Node::seq(vec![Node::Space, opener, per_call_rest(spec, parallel)])
         } else if !json && !name_prefix.is_empty() {
             // Calls follow each other inside the section, each opened by the
@@ -865,8 +865,7 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
         let section = Node::seq(vec![calls, end, Node::Space]);
         if let Some(unended) = unended_opener(&f.section_start) {
             // (Its `>` is the section's first markup: one body reads both.)
-            let tag_end = Node::Choice(vec![Alt { guard: Node::lit(">"), body: Node::Empty }, Alt::lenient(Node::Empty, Node::Empty)]);
-            return (unended.to_string(), Node::lit(unended), Node::seq(vec![tag_end, section]));
+            return (unended.to_string(), Node::lit(unended), Node::seq(vec![written_or_left_out(">"), section]));
         }
         return (section_start.to_string(), Node::lit(section_start), section);
     }
@@ -927,6 +926,13 @@ fn tool_section(spec: &FormatSpec, parallel: bool) -> (String, Node, Node) {
     } else {
         (name_prefix.to_string(), Node::lit(name_prefix), Node::seq(vec![close(call_after_prefix), Node::Space]))
     }
+}
+
+/// `marker` right here where the output writes it, nothing where it leaves
+/// it out (for parsers only; grammars write it). Unlike
+/// [`marker_or_missing`], no whitespace before it.
+fn written_or_left_out(marker: &str) -> Node {
+    Node::Choice(vec![Alt { guard: Node::lit(marker), body: Node::Empty }, Alt::lenient(Node::Empty, Node::Empty)])
 }
 
 /// A section opener that is a tag in a special token's namespace, ending
