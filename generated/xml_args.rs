@@ -363,7 +363,7 @@ pub const HOLD_LIMIT: usize = 98;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 114;
+pub const WINDOW_BYTES: usize = 119;
 const W: usize = WINDOW_BYTES;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
@@ -441,7 +441,7 @@ static TABLE: Table = Table {
     switches: THINKING_SWITCHES,
     pack: PACK,
     hold_limit: HOLD_LIMIT,
-    full: 114,
+    full: 119,
 };
 /// The machine's states, named for what they read.
 #[derive(Clone, Copy)]
@@ -2091,7 +2091,7 @@ static STOPS: [StopSet; 7] = [
     StopSet::new(&STOPS_1),
     StopSet::new(&STOPS_2),
     StopSet::new(&STOPS_3),
-    StopSet::new(&STOPS_4),
+    StopSet::new(&STOPS_4).closed_by(&["</parameter>"]),
     StopSet::new(&STOPS_5),
     StopSet::new(&STOPS_6),
 ];

@@ -7,7 +7,7 @@
 //! `next` when it is done.
 
 use crate::machine::{end, floor_boundary, lit, ws_end, Core, Flow, Found, Kind, G};
-use crate::table::{StopSet, Table};
+use crate::table::{Ending, StopSet, Table};
 use crate::Sink;
 
 /// The state's step result for a guard-like match: go on at `p`, wait, or fail.
@@ -114,10 +114,12 @@ impl<const R: usize, const P: usize> Core<'_, R, P> {
         sink: &mut impl Sink,
     ) -> Flow {
         let rest = t.as_bytes().get(self.pos..).unwrap_or(&[]);
-        let found = match stops.find(rest) {
-            Some(i) => Found { take: i, done: true },
-            None if last => Found { take: rest.len(), done: true },
-            None => Found { take: rest.len() - stops.partial(rest), done: false },
+        let found = match stops.ending(rest, last) {
+            Ending::At(i) => Found { take: i, done: true },
+            // (The closer and what follows it are held until known.)
+            Ending::Undecided(i) => Found { take: i, done: false },
+            Ending::Nowhere if last => Found { take: rest.len(), done: true },
+            Ending::Nowhere => Found { take: rest.len() - stops.partial(rest), done: false },
         };
         self.step_done(t, kind, trim, found, next, sink)
     }

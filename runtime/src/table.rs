@@ -169,6 +169,27 @@ pub struct StopSet {
     /// ([`Fast::Content`]'s `follow`): `[0, 0]` when there are no pairs
     /// or more than two second bytes differ; a zero second: one.
     pub follow: [u8; 2],
+    /// The stops that end the text only where markup follows them
+    /// ([`StopSet::closed_by`]); empty: every stop ends it.
+    pub closers: &'static [&'static str],
+}
+
+/// The most whitespace between a closer and the markup that shows it is
+/// one ([`StopSet::closed_by`]): after more, the closer ends the text as
+/// any stop does. Code generation counts it in the window, which holds a
+/// closer and what follows it until that is known.
+pub const CLOSER_GAP: usize = 8;
+
+/// Where a run of text ends in the text read so far ([`StopSet::ending`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// At the stop at this offset.
+    At(usize),
+    /// Maybe at the closer at this offset: what follows it is not read yet
+    /// (the text before it is certain).
+    Undecided(usize),
+    /// No stop ends it here.
+    Nowhere,
 }
 
 impl StopSet {
@@ -202,7 +223,63 @@ impl StopSet {
         // (Saturated: `partial` reads a stop of 65,535 bytes or more as of
         // unknown length.)
         let longest = if longest > u16::MAX as usize { u16::MAX } else { longest as u16 };
-        StopSet { all, firsts, n_firsts, longest, pairs, n_pairs, follow }
+        StopSet { all, firsts, n_firsts, longest, pairs, n_pairs, follow, closers: &[] }
+    }
+
+    /// The set, with `closers` (some of its stops) ending the text only
+    /// where markup follows them: after at most [`CLOSER_GAP`] bytes of
+    /// whitespace, a byte one of the set's stops starts with, or the end of
+    /// the output. Anywhere else a closer is the text's own: a raw argument
+    /// value that holds its own closing tag (a file written with
+    /// `</parameter>` in it, a heredoc that writes XML) goes on past it,
+    /// where the template's own render put it.
+    ///
+    /// ```
+    /// use chat_parser_runtime::table::{Ending, StopSet};
+    /// const VALUE: StopSet = StopSet::new(&["</parameter>", "<parameter="]).closed_by(&["</parameter>"]);
+    /// // Text follows the first closer, markup the second.
+    /// let text = b"return \"</parameter>\"\n</parameter>\n<parameter=b>";
+    /// assert_eq!(VALUE.ending(text, false), Ending::At(23));
+    /// // What follows the closer is not read yet; the output's end decides.
+    /// assert_eq!(VALUE.ending(b"x</parameter>\n", false), Ending::Undecided(1));
+    /// assert_eq!(VALUE.ending(b"x</parameter>\n", true), Ending::At(1));
+    /// ```
+    pub const fn closed_by(self, closers: &'static [&'static str]) -> StopSet {
+        StopSet { closers, ..self }
+    }
+
+    /// Where the text at the start of `hay` ends: at its first stop, past
+    /// closers that text follows ([`StopSet::closed_by`]). `last`: the
+    /// output ends after `hay`.
+    #[inline]
+    pub fn ending(&self, hay: &[u8], last: bool) -> Ending {
+        let mut from = 0;
+        while let Some(i) = hay.get(from..).and_then(|h| self.find(h)) {
+            let at = from + i;
+            match self.ends_at(hay, at, last) {
+                Some(true) => return Ending::At(at),
+                Some(false) => from = at + 1,
+                None => return Ending::Undecided(at),
+            }
+        }
+        Ending::Nowhere
+    }
+
+    /// Whether the stop at `at` ends the text: any stop but a closer does,
+    /// and a closer where markup follows it. `None` until that is read.
+    fn ends_at(&self, hay: &[u8], at: usize, last: bool) -> Option<bool> {
+        let rest = &hay[at..];
+        let Some(closer) = self.closers.iter().find(|c| rest.starts_with(c.as_bytes())) else {
+            return Some(true);
+        };
+        let after = &rest[closer.len()..];
+        let gap = after.iter().take(CLOSER_GAP + 1).take_while(|b| b.is_ascii_whitespace()).count();
+        match after.get(gap) {
+            _ if gap > CLOSER_GAP => Some(true),
+            Some(&b) => Some(self.all.iter().any(|s| s.as_bytes().first() == Some(&b))),
+            None if last => Some(true),
+            None => None,
+        }
     }
 
     /// [`StopSet::pairs`] and [`StopSet::n_pairs`] of `all`.

@@ -14,6 +14,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::ir::{Alt, JsonKind, Mark, Node, TextKind};
+use chat_parser_runtime::table::CLOSER_GAP;
 
 /// A loop's head state and the state that runs after a broken round
 /// (`None`: none).
@@ -35,8 +36,9 @@ pub struct States {
     /// so an identical guard is listed once and shared.
     pub guards: Vec<TokenStream>,
     guard_keys: Vec<String>,
-    /// The distinct stop sets of text states.
-    pub stop_sets: Vec<Vec<String>>,
+    /// The distinct stop sets of text states: the stops, and those of them
+    /// that are closers (`Node::Until`'s `closers`).
+    pub stop_sets: Vec<(Vec<String>, Vec<String>)>,
     /// The markup, names and keys states and guards read, each once, and
     /// its name in the module's `Lit` enum (a state holds its number: two
     /// bytes where a `&str` would be sixteen).
@@ -272,8 +274,8 @@ impl States {
                 let g = Literal::u16_unsuffixed(self.guard(inner));
                 self.push("lookahead", quote! { State::Peek { guard: #g, next: #nx } })
             }
-            Node::Until { stops, kind, trim_newlines } => {
-                let scan = self.until(stops, *kind, *trim_newlines, next);
+            Node::Until { stops, kind, trim_newlines, closers } => {
+                let scan = self.until(stops, closers, *kind, *trim_newlines, next);
                 let s = self.state(scan);
                 self.push(&format!("{kind:?} start"), quote! { State::TextStart { next: #s } })
             }
@@ -357,21 +359,21 @@ impl States {
     }
 
     /// The stop set's number in the module's `STOPS`, each distinct set once.
-    fn stop_set(&mut self, stops: &[String]) -> u16 {
-        match self.stop_sets.iter().position(|s| s == stops) {
+    fn stop_set(&mut self, stops: &[String], closers: &[String]) -> u16 {
+        match self.stop_sets.iter().position(|(s, c)| s == stops && c == closers) {
             Some(n) => n as u16,
             None => {
-                self.stop_sets.push(stops.to_vec());
+                self.stop_sets.push((stops.to_vec(), closers.to_vec()));
                 (self.stop_sets.len() - 1) as u16
             }
         }
     }
 
     /// The state reading text up to a stop.
-    fn until(&mut self, stops: &[String], kind: TextKind, trim: bool, next: u16) -> u16 {
+    fn until(&mut self, stops: &[String], closers: &[String], kind: TextKind, trim: bool, next: u16) -> u16 {
         let nx = self.state(next);
         let k = kind_tokens(kind);
-        let set = Literal::u16_unsuffixed(self.stop_set(stops));
+        let set = Literal::u16_unsuffixed(self.stop_set(stops, closers));
         let is_name = matches!(kind, TextKind::ToolName | TextKind::ToolIdName | TextKind::ArgName);
         let row = if is_name {
             quote! { State::Name { kind: #k, trim: #trim, stops: #set, next: #nx } }
@@ -390,7 +392,7 @@ impl States {
     /// The module's stop sets: each set's stops as a named array
     /// (`STOPS_n`), and `STOPS`, the sets with their first bytes.
     pub fn stop_set_items(&self) -> TokenStream {
-        let lists = self.stop_sets.iter().enumerate().map(|(n, stops)| {
+        let lists = self.stop_sets.iter().enumerate().map(|(n, (stops, _))| {
             let name = format_ident!("STOPS_{}", n);
             let len = Literal::usize_unsuffixed(stops.len());
             let all = stops.iter().map(|s| Literal::string(s));
@@ -400,9 +402,14 @@ impl States {
                 static #name: [&str; #len] = [#(#all),*];
             }
         });
-        let sets = (0..self.stop_sets.len()).map(|n| {
+        let sets = self.stop_sets.iter().enumerate().map(|(n, (_, closers))| {
             let name = format_ident!("STOPS_{}", n);
-            quote! { StopSet::new(&#name) }
+            if closers.is_empty() {
+                quote! { StopSet::new(&#name) }
+            } else {
+                // (Closers end the text only before markup.)
+                quote! { StopSet::new(&#name).closed_by(&[#(#closers),*]) }
+            }
         });
         let count = Literal::usize_unsuffixed(self.stop_sets.len());
         quote! {
@@ -956,7 +963,13 @@ pub fn lookahead(grammars: &[Node], costs: &Costs<'_>) -> usize {
     for g in grammars {
         walk(g, &mut |n| match n {
             Node::Literal(s) => longest = longest.max(costs.partial(s)),
-            Node::Until { stops, .. } => longest = longest.max(stops.iter().map(|s| costs.partial(s)).max().unwrap_or(0)),
+            Node::Until { stops, closers, .. } => {
+                longest = longest.max(stops.iter().map(|s| costs.partial(s)).max().unwrap_or(0));
+                // A closer is held with the whitespace after it and the
+                // byte that tells whether markup follows.
+                let closer = closers.iter().map(|s| costs.partial(s) + CLOSER_GAP + 1).max().unwrap_or(0);
+                longest = longest.max(closer.saturating_sub(SLACK));
+            }
             _ => {}
         });
     }

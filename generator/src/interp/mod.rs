@@ -54,6 +54,7 @@ use chat_parser_runtime::{Event, Sink};
 use crate::ir::build::{ToolSignature, ValueKind};
 use crate::ir::{Alt, JsonKind, Mark, Node, TextKind, AUTO_JSON_MAX, MAX_NAME_LEN};
 use chat_parser_runtime::json::{JsonScanner, Scan};
+use chat_parser_runtime::table::CLOSER_GAP;
 
 /// An event waiting to be delivered (owned, because it may be taken back
 /// while its call is not committed yet).
@@ -97,7 +98,7 @@ enum Frame<'g> {
     Literal(&'g str),
     Space,
     OptionalNewline,
-    Until { stops: &'g [String], kind: TextKind, trim_newlines: bool, state: UntilText, acc: String, held_newline: bool, as_string: bool, reported: bool },
+    Until { stops: &'g [String], closers: &'g [String], kind: TextKind, trim_newlines: bool, state: UntilText, acc: String, held_newline: bool, as_string: bool, reported: bool },
     Json { kind: JsonKind, scanner: JsonScanner, marker: &'g str, ends: &'g [String] },
     /// A JSON value stopped before one of `ends` may follow, with
     /// containers left open (see [`Node::Json`]).
@@ -781,8 +782,8 @@ impl<'g> StreamParser<'g> {
                     (Step::NeedMore, Some(Frame::End))
                 }
             }
-            Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string, reported } => {
-                self.step_until(stops, kind, trim_newlines, state, acc, held_newline, as_string, reported, last)
+            Frame::Until { stops, closers, kind, trim_newlines, state, acc, held_newline, as_string, reported } => {
+                self.step_until(stops, closers, kind, trim_newlines, state, acc, held_newline, as_string, reported, last)
             }
             Frame::Json { kind, mut scanner, marker, ends } => {
                 let rest = &self.text[self.pos..];
@@ -875,6 +876,7 @@ impl<'g> StreamParser<'g> {
     fn step_until(
         &mut self,
         stops: &'g [String],
+        closers: &'g [String],
         kind: TextKind,
         trim_newlines: bool,
         mut state: UntilText,
@@ -907,13 +909,15 @@ impl<'g> StreamParser<'g> {
             }
             rest = window;
         }
-        let found = find_first_stop(rest, stops_ref);
+        let found = find_ending_stop(rest, stops_ref, closers, last);
         let (take, done) = match found {
-            Some(i) => (i, true),
+            Ok(Some(i)) => (i, true),
+            // The closer and what follows it wait for the text that decides.
+            Err(i) => (i, false),
             // A name the output cut off is not a name.
-            None if last && is_name => return (Step::Fail, None),
-            None if last => (rest.len(), true),
-            None => (rest.len() - partial_stop_len(rest, stops_ref), false),
+            Ok(None) if last && is_name => return (Step::Fail, None),
+            Ok(None) if last => (rest.len(), true),
+            Ok(None) => (rest.len() - partial_stop_len(rest, stops_ref), false),
         };
         // A name that ends commits (or reports) in this step: the hold limit
         // is checked where it ends too, so that a name read whole breaks
@@ -931,7 +935,7 @@ impl<'g> StreamParser<'g> {
             if matches!(state, UntilText::Fresh) {
                 if piece.is_empty() && !done {
                     self.scratch = owned;
-                    return (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string, reported }));
+                    return (Step::NeedMore, Some(Frame::Until { stops, closers, kind, trim_newlines, state, acc, held_newline, as_string, reported }));
                 }
                 if let Some(p) = piece.strip_prefix('\n') {
                     piece = p;
@@ -969,7 +973,7 @@ impl<'g> StreamParser<'g> {
             }
             (Step::Done, None)
         } else {
-            (Step::NeedMore, Some(Frame::Until { stops, kind, trim_newlines, state, acc, held_newline, as_string, reported }))
+            (Step::NeedMore, Some(Frame::Until { stops, closers, kind, trim_newlines, state, acc, held_newline, as_string, reported }))
         }
     }
 
@@ -1064,8 +1068,9 @@ fn frame_for(node: &Node) -> Frame<'_> {
             failed_at: None,
         },
         Node::Peek(inner) => Frame::Peek(inner.as_ref()),
-        Node::Until { stops, kind, trim_newlines } => Frame::Until {
+        Node::Until { stops, kind, trim_newlines, closers } => Frame::Until {
             stops: stops.as_slice(),
+            closers: closers.as_slice(),
             kind: *kind,
             trim_newlines: *trim_newlines,
             state: UntilText::Fresh,
@@ -1190,6 +1195,31 @@ fn find_first_stop(text: &str, stops: &[String]) -> Option<usize> {
         return None;
     }
     (0..bytes.len()).find(|&i| first_bytes[bytes[i] as usize] && stops.iter().any(|s| !s.is_empty() && bytes[i..].starts_with(s.as_bytes())))
+}
+
+/// Where text ends in `text`: at the earliest stop, past closers that text
+/// follows (`Node::Until`'s `closers`: one ends the text where, after at
+/// most `CLOSER_GAP` whitespace bytes, a byte a stop starts with
+/// follows, or the output ends). `Ok(None)`: no stop ends it in `text`;
+/// `Err(i)`: the closer at `i` waits for more text.
+fn find_ending_stop(text: &str, stops: &[String], closers: &[String], last: bool) -> Result<Option<usize>, usize> {
+    let mut from = 0;
+    while let Some(i) = find_first_stop(&text[from..], stops) {
+        let at = from + i;
+        let rest = &text[at..];
+        let Some(closer) = closers.iter().find(|c| rest.starts_with(c.as_str())) else { return Ok(Some(at)) };
+        let after = &rest[closer.len()..];
+        let gap = after.len() - after.trim_start_matches(|c: char| c.is_ascii_whitespace()).len();
+        match after.as_bytes().get(gap) {
+            _ if gap > CLOSER_GAP => return Ok(Some(at)),
+            Some(b) if stops.iter().any(|s| s.as_bytes().first() == Some(b)) => return Ok(Some(at)),
+            // Text follows: the closer is the text's own.
+            Some(_) => from = at + rest.chars().next().map_or(1, char::len_utf8),
+            None if last => return Ok(Some(at)),
+            None => return Err(at),
+        }
+    }
+    Ok(None)
 }
 
 /// Length of the longest suffix of `text` that is a proper prefix of a stop.

@@ -276,8 +276,8 @@ fn namespace_optional(node: Node, ns: &str) -> Node {
         Node::Repeat { alts, limits, recover } => {
             Node::Repeat { alts: alts.into_iter().map(|a| with_bare_guard(a, ns)).collect(), limits, recover: recover.map(|r| Box::new(namespace_optional(*r, ns))) }
         }
-        Node::Until { stops, kind, trim_newlines } if !matches!(kind, TextKind::Content | TextKind::Reasoning) => {
-            Node::Until { stops: with_bare(stops), kind, trim_newlines }
+        Node::Until { stops, kind, trim_newlines, closers } if !matches!(kind, TextKind::Content | TextKind::Reasoning) => {
+            Node::Until { stops: with_bare(stops), kind, trim_newlines, closers: with_bare(closers) }
         }
         Node::Json { kind, schema, python, marker, ends } => Node::Json { kind, schema, python, marker, ends: with_bare(ends) },
         Node::ByArgType { string, json, auto } => Node::ByArgType {
@@ -536,7 +536,7 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
             let mut ends = vec![close.clone()];
             ends.extend(end_of_turn.iter().filter(|e| *e != close).cloned());
             Node::seq(vec![
-                Node::Until { stops: ends, kind: TextKind::Content, trim_newlines: false },
+                Node::Until { stops: ends, kind: TextKind::Content, trim_newlines: false, closers: Vec::new() },
                 Node::optional(Node::lit(close.clone()), Node::Empty),
             ])
         };
@@ -571,7 +571,7 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
         alts.push(Alt::lenient(Node::lit(eot.clone()), Node::seq(vec![Node::Mark(Mark::Commit), Node::Space])));
         limits.push(None);
     }
-    let content = Node::Until { stops: stops.clone(), kind: TextKind::Content, trim_newlines: false };
+    let content = Node::Until { stops: stops.clone(), kind: TextKind::Content, trim_newlines: false, closers: Vec::new() };
     items.push(content.clone());
     if !alts.is_empty() {
         // Every round ends with the content that follows it.
@@ -643,7 +643,7 @@ fn addressed_blocks(spec: &FormatSpec, tools_active: bool) -> Node {
     let end_of_turn = end_of_turn(spec);
     let mut stops = vec![opener.clone()];
     stops.extend(end_of_turn.iter().cloned());
-    let content = Node::Until { stops, kind: TextKind::Content, trim_newlines: false };
+    let content = Node::Until { stops, kind: TextKind::Content, trim_newlines: false, closers: Vec::new() };
     let mut kinds = vec![Alt {
         guard: Node::lit(format!("{}{after_recipient}", f.content_recipient)),
         body: Node::seq(vec![Node::Mark(Mark::Commit), content.clone()]),
@@ -651,7 +651,7 @@ fn addressed_blocks(spec: &FormatSpec, tools_active: bool) -> Node {
     if tools_active {
         let call = Node::seq(vec![
             Node::Mark(Mark::ToolOpen),
-            Node::Until { stops: vec![after_recipient.clone()], kind: TextKind::ToolName, trim_newlines: false },
+            Node::Until { stops: vec![after_recipient.clone()], kind: TextKind::ToolName, trim_newlines: false, closers: Vec::new() },
             Node::lit(after_recipient.clone()),
             Node::Space,
             Node::Json { kind: JsonKind::ToolArgs, schema: None, python: f.python_dict_arguments, marker: String::new(), ends: Vec::new() },
@@ -702,7 +702,7 @@ pub fn tool_calls(spec: &FormatSpec, parallel: bool) -> Option<Node> {
     if spec.channels.is_used() {
         // Each call is a message of its own, after any reasoning or content.
         let call = super::channels::calls(spec);
-        let content = Node::Until { stops: vec![super::channels::trigger(spec)], kind: TextKind::Content, trim_newlines: false };
+        let content = Node::Until { stops: vec![super::channels::trigger(spec)], kind: TextKind::Content, trim_newlines: false, closers: Vec::new() };
         let again = Alt { guard: Node::Empty, body: Node::seq(vec![content, call.clone()]) };
         return Some(if parallel { Node::seq(vec![call, Node::Repeat { alts: vec![again], limits: vec![None], recover: None }]) } else { call });
     }
@@ -719,7 +719,7 @@ pub fn tool_calls(spec: &FormatSpec, parallel: bool) -> Option<Node> {
     if spec.content.mode == ContentMode::EndDelimited && !spec.content.end.trim().is_empty() {
         stops.push(spec.content.end.trim().to_string());
     }
-    let content = Node::Until { stops, kind: TextKind::Content, trim_newlines: false };
+    let content = Node::Until { stops, kind: TextKind::Content, trim_newlines: false, closers: Vec::new() };
     let body = Node::seq(vec![body, content]);
     let one = Node::seq(vec![guard.clone(), body.clone()]);
     if !parallel || !spec.tools.format.section_start.trim().is_empty() {
@@ -757,7 +757,7 @@ fn reasoning_openers(start: &str) -> Vec<String> {
 fn reasoning_block_rest(ends: &[String], layout_newlines: bool) -> Node {
     let end = ends.first().map(String::as_str).unwrap_or("");
     Node::seq(vec![
-        Node::Until { stops: ends.to_vec(), kind: TextKind::Reasoning, trim_newlines: layout_newlines },
+        Node::Until { stops: ends.to_vec(), kind: TextKind::Reasoning, trim_newlines: layout_newlines, closers: Vec::new() },
         Node::optional(Node::lit(end), Node::Space),
     ])
 }
@@ -1256,7 +1256,7 @@ fn unwrapped_calls(spec: &FormatSpec, stops: &[String]) -> Vec<(String, Node)> {
 /// not part of the grammar and `get_weather` is never taken from
 /// `get_weatherX`.
 fn named(before: Node, stops: &[String], then: &dyn Fn() -> Node) -> Node {
-    Node::seq(vec![before, Node::Until { stops: stops.to_vec(), kind: TextKind::ToolName, trim_newlines: false }, then()])
+    Node::seq(vec![before, Node::Until { stops: stops.to_vec(), kind: TextKind::ToolName, trim_newlines: false, closers: Vec::new() }, then()])
 }
 
 /// A JSON call object: `{"name": "f", "arguments": {...}}` in the template's
@@ -1456,7 +1456,7 @@ fn json_call_in(spec: &FormatSpec, single_quoted: bool, args_first: bool) -> Nod
     let mut args_then: Vec<Node> = colon().into();
     args_then.extend([Node::Choice(vec![opens(Node::lit("{")), opens(in_string)]), args(), Node::Space, Node::lit(","), Node::Space, key_node(&f.name_field)]);
     args_then.extend(colon());
-    args_then.extend([Node::lit(q), Node::Until { stops: vec![q.to_string()], kind: TextKind::ToolName, trim_newlines: false }, Node::lit(q)]);
+    args_then.extend([Node::lit(q), Node::Until { stops: vec![q.to_string()], kind: TextKind::ToolName, trim_newlines: false, closers: Vec::new() }, Node::lit(q)]);
     args_then.extend(ids_after.iter().map(|p| later_id(p)));
     args_then.push(closer("}", &call_closers(spec, false)));
     alts.extend(key_alts(&f.args_field, Node::seq(args_then)).into_iter().map(|a| if a.is_lenient() { a } else { Alt::lenient(a.guard, a.body) }));
@@ -1559,6 +1559,7 @@ fn python_arguments(outer: &[String], marker: &str) -> Node {
                 stops: raw_value_stops(q, outer),
                 kind: TextKind::ArgString,
                 trim_newlines: false,
+                closers: Vec::new(),
             },
             Node::lit(q),
         ]),
@@ -1575,7 +1576,7 @@ fn python_arguments(outer: &[String], marker: &str) -> Node {
     };
     let marked = (!marker.is_empty()).then(|| Alt {
         guard: Node::lit(marker),
-        body: Node::seq(vec![Node::Until { stops: vec![marker.to_string()], kind: TextKind::ArgString, trim_newlines: false }, Node::lit(marker)]),
+        body: Node::seq(vec![Node::Until { stops: vec![marker.to_string()], kind: TextKind::ArgString, trim_newlines: false, closers: Vec::new() }, Node::lit(marker)]),
     });
     let any = || Node::seq(vec![Node::Space, Node::Choice(marked.clone().into_iter().chain([raw("'"), raw("\""), Alt { guard: Node::Empty, body: literal() }]).collect())]);
     let separators: &[&str] = if marker.is_empty() { &["="] } else { &["=", ":"] };
@@ -1586,7 +1587,7 @@ fn python_arguments(outer: &[String], marker: &str) -> Node {
     let arg = || {
         Node::seq(vec![
             Node::Space,
-            Node::Until { stops: separators.iter().map(|s| s.to_string()).collect(), kind: TextKind::ArgName, trim_newlines: false },
+            Node::Until { stops: separators.iter().map(|s| s.to_string()).collect(), kind: TextKind::ArgName, trim_newlines: false, closers: Vec::new() },
             separator(),
             // A string argument is read in either quote style (or as a
             // Python literal); any other declared type is a Python literal
@@ -1657,7 +1658,7 @@ fn namespace(spec: &FormatSpec) -> Option<(String, Node)> {
     if start.is_empty() || end.is_empty() {
         return None;
     }
-    let name = Node::Until { stops: vec![end.to_string()], kind: TextKind::Discard, trim_newlines: false };
+    let name = Node::Until { stops: vec![end.to_string()], kind: TextKind::Discard, trim_newlines: false, closers: Vec::new() };
     Some((start.to_string(), Node::seq(vec![name, Node::lit(end), Node::Space])))
 }
 
@@ -1707,7 +1708,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
         return Node::seq(vec![
             Node::Mark(Mark::ToolOpen),
             Node::Space,
-            Node::Until { stops: vec![after_id.clone()], kind: TextKind::ToolIdName, trim_newlines: false },
+            Node::Until { stops: vec![after_id.clone()], kind: TextKind::ToolIdName, trim_newlines: false, closers: Vec::new() },
             Node::lit(after_id),
             Node::Space,
             Node::Json { kind: JsonKind::ToolArgs, schema: None, python: t.format.python_dict_arguments, marker: String::new(), ends: call_closers(spec, true) },
@@ -1736,7 +1737,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
         Node::seq(vec![
             Node::optional(
                 Node::seq(vec![Node::Space, Node::lit(t.call_id.prefix.trim())]),
-                Node::Until { stops: vec![t.call_id.suffix.trim().to_string()], kind: TextKind::ToolId, trim_newlines: false },
+                Node::Until { stops: vec![t.call_id.suffix.trim().to_string()], kind: TextKind::ToolId, trim_newlines: false, closers: Vec::new() },
             ),
             marker_before_args(&t.call_id.suffix),
         ])
@@ -1887,11 +1888,18 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
     let mut value_stops = vec![value_suffix.clone()];
     value_stops.extend(stem.iter().flat_map(|stem| MISSPELLED_CLOSER_ENDS.iter().map(move |end| format!("{stem}{end}"))));
     value_stops.extend(outer.iter().filter(|o| **o != value_suffix).cloned());
+    // The template writes more markup after a value's closing tag (the
+    // next argument, the call's closer), and writes the value raw: a
+    // closing tag that text follows is the value's own (a file holding
+    // `</parameter>`: Rapid-MLX #1542, vLLM #44060). Only the value's own
+    // closer: after the call's, text may follow.
+    let closers: Vec<String> = stem.iter().map(|_| value_suffix.clone()).collect();
     let value = |kind: ValueKind| -> Node {
+        let raw = |kind: TextKind| Node::Until { stops: value_stops.clone(), kind, trim_newlines: layout, closers: closers.clone() };
         let v = match kind {
-            ValueKind::String => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgString, trim_newlines: layout },
-            ValueKind::Auto | ValueKind::StringOrNull => Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout },
-            ValueKind::Json => typed_value(python, &value_stops, Node::Until { stops: value_stops.clone(), kind: TextKind::ArgAuto, trim_newlines: layout }),
+            ValueKind::String => raw(TextKind::ArgString),
+            ValueKind::Auto | ValueKind::StringOrNull => raw(TextKind::ArgAuto),
+            ValueKind::Json => typed_value(python, &value_stops, raw(TextKind::ArgAuto)),
         };
         let close = match (&stem, closer_after(Node::Empty, &value_suffix, &outer)) {
             (Some(stem), Node::Choice(mut alts)) => {
@@ -1911,7 +1919,7 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
     let mut alts = Vec::new();
     // Each argument: its name, then its value read by its declared type.
     let body = Node::seq(vec![
-        Node::Until { stops: [Some(name_end.clone()), untyped_end.clone(), misspelled_end.clone()].into_iter().flatten().collect(), kind: TextKind::ArgName, trim_newlines: false },
+        Node::Until { stops: [Some(name_end.clone()), untyped_end.clone(), misspelled_end.clone()].into_iter().flatten().collect(), kind: TextKind::ArgName, trim_newlines: false, closers: Vec::new() },
         by_type_after(&name_end, untyped_end.as_deref(), misspelled_end.as_deref(), match &typed {
             // The parser reads either form, whatever the schema says;
             // each branch lists the schema's form first, which is the
@@ -1979,7 +1987,7 @@ const MISSPELLED_CLOSER_ENDS: [&str; 5] = ["/", "_", "<", "\n", "1"];
 /// the `>` where written. After the exact closer in a choice, which the stem
 /// is a prefix of.
 fn misspelled_closer(stem: &str) -> Alt {
-    let rest = Node::Until { stops: [">", "<", " ", "\n"].map(str::to_string).to_vec(), kind: TextKind::Discard, trim_newlines: false };
+    let rest = Node::Until { stops: [">", "<", " ", "\n"].map(str::to_string).to_vec(), kind: TextKind::Discard, trim_newlines: false, closers: Vec::new() };
     Alt::lenient(Node::lit(stem), Node::seq(vec![rest, Node::optional(Node::lit(">"), Node::Empty)]))
 }
 

@@ -59,10 +59,10 @@ fn header_words(c: &ChannelSpec, ends: &[String]) -> Node {
     }
     Node::seq(vec![
         Node::Space,
-        Node::optional(Node::lit(c.channel.clone()), Node::Until { stops: word_stops, kind: TextKind::Discard, trim_newlines: false }),
+        Node::optional(Node::lit(c.channel.clone()), Node::Until { stops: word_stops, kind: TextKind::Discard, trim_newlines: false, closers: Vec::new() }),
         Node::Space,
         Node::optional(Node::lit(c.constrain.clone()), Node::Empty),
-        Node::Until { stops: type_stops, kind: TextKind::Discard, trim_newlines: false },
+        Node::Until { stops: type_stops, kind: TextKind::Discard, trim_newlines: false, closers: Vec::new() },
         if ends.is_empty() { Node::Empty } else { Node::Space },
     ])
 }
@@ -86,7 +86,7 @@ fn empty_message(c: &ChannelSpec) -> Alt {
     stops.extend(c.message_ends.iter().cloned());
     Alt::lenient(
         Node::Empty,
-        Node::seq(vec![Node::Until { stops, kind: TextKind::Discard, trim_newlines: false }, Node::one_of(plain_end(c)), Node::Mark(Mark::Commit)]),
+        Node::seq(vec![Node::Until { stops, kind: TextKind::Discard, trim_newlines: false, closers: Vec::new() }, Node::one_of(plain_end(c)), Node::Mark(Mark::Commit)]),
     )
 }
 
@@ -95,7 +95,7 @@ fn body(c: &ChannelSpec, kind: TextKind) -> Node {
     let mut stops = c.message_ends.clone();
     stops.push(c.header_start.clone());
     Node::seq(vec![
-        Node::Until { stops, kind, trim_newlines: false },
+        Node::Until { stops, kind, trim_newlines: false, closers: Vec::new() },
         Node::optional(Node::one_of(c.message_ends.iter().cloned()), Node::Empty),
     ])
 }
@@ -106,7 +106,7 @@ fn call_after_namespace(c: &ChannelSpec) -> Node {
     let name_stops = vec![" ".to_string(), c.channel.clone(), c.constrain.clone(), c.message.clone()];
     Node::seq(vec![
         Node::Mark(Mark::ToolOpen),
-        Node::Until { stops: name_stops, kind: TextKind::ToolName, trim_newlines: false },
+        Node::Until { stops: name_stops, kind: TextKind::ToolName, trim_newlines: false, closers: Vec::new() },
         header_rest(c),
         Node::Space,
         Node::Json { kind: JsonKind::ToolArgs, schema: None, python: false, marker: String::new(), ends: Vec::new() },
@@ -121,7 +121,7 @@ fn call_after_namespace(c: &ChannelSpec) -> Node {
 fn other_recipient(c: &ChannelSpec) -> Node {
     let stops = vec![" ".to_string(), c.channel.clone(), c.constrain.clone(), c.message.clone()];
     Node::seq(vec![
-        Node::Until { stops, kind: TextKind::Discard, trim_newlines: false },
+        Node::Until { stops, kind: TextKind::Discard, trim_newlines: false, closers: Vec::new() },
         Node::Mark(Mark::Commit),
         header_rest(c),
         // The body is dropped as it is read: a long program for the python
@@ -150,7 +150,7 @@ fn addressed(c: &ChannelSpec, tools: bool, own: Node) -> Vec<Alt> {
 pub fn reply(spec: &FormatSpec, extract_reasoning: bool, tools: bool) -> Node {
     let c = &spec.channels;
     let to = recipient(c);
-    let content = Node::Until { stops: vec![c.header_start.clone(), c.channel.clone(), to.clone()], kind: TextKind::Content, trim_newlines: false };
+    let content = Node::Until { stops: vec![c.header_start.clone(), c.channel.clone(), to.clone()], kind: TextKind::Content, trim_newlines: false, closers: Vec::new() };
     // After the channel word: an optional recipient, then the body.
     let tail = |kind: TextKind| {
         // The body, or nothing where a message end closes the header (an

@@ -183,7 +183,15 @@ pub enum Node {
     Peek(Box<Node>),
     /// Text up to (not including) the first stop, or to the end of output.
     /// An empty stop list means "everything".
-    Until { stops: Vec<String>, kind: TextKind, trim_newlines: bool },
+    ///
+    /// `closers`, some of the stops, end the text only where markup
+    /// follows them (after a little whitespace, a character one of the
+    /// stops starts with, or the end of the output): elsewhere a closer is
+    /// the text's own, as the template renders a raw value that holds its
+    /// closing tag (`<parameter=code>\nreturn "</parameter>"\n</parameter>`).
+    /// See [`chat_parser_runtime::table::StopSet::closed_by`]. Grammars
+    /// leave closers out of the text, as any stop.
+    Until { stops: Vec<String>, kind: TextKind, trim_newlines: bool, closers: Vec<String> },
     /// One JSON value (`python` also accepts Python literals: `True`,
     /// `None`, single-quoted strings), with an optional JSON schema. A
     /// non-empty `marker` reads the *marked dialect* (Gemma 4's object
@@ -276,10 +284,10 @@ impl Node {
         }
     }
     pub fn until(stops: &[&str], kind: TextKind) -> Node {
-        Node::Until { stops: stops.iter().map(|s| s.to_string()).collect(), kind, trim_newlines: false }
+        Node::Until { stops: stops.iter().map(|s| s.to_string()).collect(), kind, trim_newlines: false, closers: Vec::new() }
     }
     pub fn rest(kind: TextKind) -> Node {
-        Node::Until { stops: Vec::new(), kind, trim_newlines: false }
+        Node::Until { stops: Vec::new(), kind, trim_newlines: false, closers: Vec::new() }
     }
     /// One of several literals (a guard: each alternative's body is empty).
     ///
@@ -342,7 +350,8 @@ impl std::fmt::Display for Node {
                 }
                 write!(f, "}}*")
             }
-            Node::Until { stops, kind, .. } => write!(f, "{kind:?}(until {stops:?})"),
+            Node::Until { stops, kind, closers, .. } if closers.is_empty() => write!(f, "{kind:?}(until {stops:?})"),
+            Node::Until { stops, kind, closers, .. } => write!(f, "{kind:?}(until {stops:?}, closers {closers:?} before markup)"),
             Node::Json { kind, .. } => write!(f, "json:{kind:?}"),
             Node::JsonStringContent(kind) => write!(f, "jstr:{kind:?}"),
             Node::Peek(n) => write!(f, "&{n}"),
