@@ -239,7 +239,7 @@ impl StopSet {
     /// const VALUE: StopSet = StopSet::new(&["</parameter>", "<parameter="]).closed_by(&["</parameter>"]);
     /// // Text follows the first closer, markup the second.
     /// let text = b"return \"</parameter>\"\n</parameter>\n<parameter=b>";
-    /// assert_eq!(VALUE.ending(text, false), Ending::At(23));
+    /// assert_eq!(VALUE.ending(text, false), Ending::At(22));
     /// // What follows the closer is not read yet; the output's end decides.
     /// assert_eq!(VALUE.ending(b"x</parameter>\n", false), Ending::Undecided(1));
     /// assert_eq!(VALUE.ending(b"x</parameter>\n", true), Ending::At(1));
@@ -253,16 +253,27 @@ impl StopSet {
     /// output ends after `hay`.
     #[inline]
     pub fn ending(&self, hay: &[u8], last: bool) -> Ending {
-        let mut from = 0;
-        while let Some(i) = hay.get(from..).and_then(|h| self.find(h)) {
-            let at = from + i;
+        match self.find(hay) {
+            None => Ending::Nowhere,
+            Some(at) if self.closers.is_empty() => Ending::At(at),
+            Some(at) => self.ending_from(hay, at, last),
+        }
+    }
+
+    /// [`StopSet::ending`] from the stop at `at` on, for a set with closers.
+    #[inline(never)]
+    fn ending_from(&self, hay: &[u8], mut at: usize, last: bool) -> Ending {
+        loop {
             match self.ends_at(hay, at, last) {
                 Some(true) => return Ending::At(at),
-                Some(false) => from = at + 1,
                 None => return Ending::Undecided(at),
+                // Text follows the closer: the next stop after its start.
+                Some(false) => match hay.get(at + 1..).and_then(|h| self.find(h)) {
+                    Some(i) => at += 1 + i,
+                    None => return Ending::Nowhere,
+                },
             }
         }
-        Ending::Nowhere
     }
 
     /// Whether the stop at `at` ends the text: any stop but a closer does,
@@ -276,7 +287,10 @@ impl StopSet {
         let gap = after.iter().take(CLOSER_GAP + 1).take_while(|b| b.is_ascii_whitespace()).count();
         match after.get(gap) {
             _ if gap > CLOSER_GAP => Some(true),
-            Some(&b) => Some(self.all.iter().any(|s| s.as_bytes().first() == Some(&b))),
+            Some(&b) => Some(match self.n_firsts {
+                StopSet::MANY => self.all.iter().any(|s| s.as_bytes().first() == Some(&b)),
+                n => self.firsts[..(n as usize).min(4)].contains(&b),
+            }),
             None if last => Some(true),
             None => None,
         }
