@@ -72,7 +72,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(2),
                     Op::Seq(2),
                     Op::Lit(0),
+                    Op::Seq(2),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(0),
                     Op::Seq(2),
                     Op::Seq(0),
                     Op::Seq(0),
@@ -137,10 +142,10 @@ static TABLE: Table = Table {
     literals: &LITERALS,
     resumes: &RESUMES,
     entries: [
-        St::Choice2 as u16,
-        St::Choice2 as u16,
-        St::Choice2 as u16,
-        St::Choice8 as u16,
+        St::Choice3 as u16,
+        St::Choice3 as u16,
+        St::Choice3 as u16,
+        St::Choice10 as u16,
         St::Prefilled as u16,
         St::Prefilled as u16,
         St::Prefilled as u16,
@@ -148,11 +153,11 @@ static TABLE: Table = Table {
         St::Content3 as u16,
         St::Content3 as u16,
         St::Content3 as u16,
-        St::Space7 as u16,
+        St::Space8 as u16,
         St::Content3 as u16,
         St::Content3 as u16,
         St::Content3 as u16,
-        St::Space7 as u16,
+        St::Space8 as u16,
     ],
     switches: THINKING_SWITCHES,
     pack: PACK,
@@ -178,33 +183,37 @@ enum St {
     Content3,
     Space2,
     Choice,
+    Space3,
+    Choice2,
     ReasoningText,
     Reasoning,
     OptionalNewline,
-    Choice2,
-    Space3,
     Choice3,
     Space4,
     Choice4,
     Space5,
+    Choice5,
+    Space6,
     Json,
     JsonStart,
-    Space6,
-    Choice5,
-    Choice6,
     Space7,
-    Space8,
+    Choice6,
     Choice7,
+    Space8,
+    Space9,
+    Choice8,
+    Space10,
+    Choice9,
     ReasoningText2,
     Reasoning2,
     OptionalNewline2,
-    Choice8,
+    Choice10,
     Prefilled,
     Prefilled2,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 38] = {
-    let mut s = [State::Done; 38];
+static STATES: [State; 42] = {
+    let mut s = [State::Done; 42];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -262,11 +271,17 @@ static STATES: [State; 38] = {
     s[St::Choice as usize] = State::Choice {
         arms: Arms { first: 1, len: 2 },
     };
+    s[St::Space3 as usize] = State::Space {
+        next: St::Choice as u16,
+    };
+    s[St::Choice2 as usize] = State::Choice {
+        arms: Arms { first: 3, len: 2 },
+    };
     s[St::ReasoningText as usize] = State::Text {
         kind: Kind::Reasoning,
         trim: true,
         stops: 1,
-        next: St::Choice as u16,
+        next: St::Choice2 as u16,
     };
     s[St::Reasoning as usize] = State::TextStart {
         next: St::ReasoningText as u16,
@@ -274,17 +289,11 @@ static STATES: [State; 38] = {
     s[St::OptionalNewline as usize] = State::Newline {
         next: St::Reasoning as u16,
     };
-    s[St::Choice2 as usize] = State::Choice {
-        arms: Arms { first: 3, len: 2 },
-    };
-    s[St::Space3 as usize] = State::Space {
-        next: St::EndOfOutput as u16,
-    };
     s[St::Choice3 as usize] = State::Choice {
         arms: Arms { first: 5, len: 2 },
     };
     s[St::Space4 as usize] = State::Space {
-        next: St::Choice3 as u16,
+        next: St::EndOfOutput as u16,
     };
     s[St::Choice4 as usize] = State::Choice {
         arms: Arms { first: 7, len: 2 },
@@ -292,40 +301,52 @@ static STATES: [State; 38] = {
     s[St::Space5 as usize] = State::Space {
         next: St::Choice4 as u16,
     };
+    s[St::Choice5 as usize] = State::Choice {
+        arms: Arms { first: 9, len: 2 },
+    };
+    s[St::Space6 as usize] = State::Space {
+        next: St::Choice5 as u16,
+    };
     s[St::Json as usize] = State::Json {
         content: true,
         marker: Lit::Empty as u16,
         open_end: NONE,
-        next: St::Space5 as u16,
+        next: St::Space6 as u16,
     };
     s[St::JsonStart as usize] = State::JsonStart {
         python: false,
         object_only: false,
         next: St::Json as u16,
     };
-    s[St::Space6 as usize] = State::Space {
+    s[St::Space7 as usize] = State::Space {
         next: St::JsonStart as u16,
-    };
-    s[St::Choice5 as usize] = State::Choice {
-        arms: Arms { first: 9, len: 2 },
     };
     s[St::Choice6 as usize] = State::Choice {
         arms: Arms { first: 11, len: 2 },
     };
-    s[St::Space7 as usize] = State::Space {
-        next: St::Choice6 as u16,
-    };
-    s[St::Space8 as usize] = State::Space {
-        next: St::Space7 as u16,
-    };
     s[St::Choice7 as usize] = State::Choice {
         arms: Arms { first: 13, len: 2 },
+    };
+    s[St::Space8 as usize] = State::Space {
+        next: St::Choice7 as u16,
+    };
+    s[St::Space9 as usize] = State::Space {
+        next: St::Space8 as u16,
+    };
+    s[St::Choice8 as usize] = State::Choice {
+        arms: Arms { first: 15, len: 2 },
+    };
+    s[St::Space10 as usize] = State::Space {
+        next: St::Choice8 as u16,
+    };
+    s[St::Choice9 as usize] = State::Choice {
+        arms: Arms { first: 17, len: 2 },
     };
     s[St::ReasoningText2 as usize] = State::Text {
         kind: Kind::Reasoning,
         trim: true,
         stops: 1,
-        next: St::Choice7 as u16,
+        next: St::Choice9 as u16,
     };
     s[St::Reasoning2 as usize] = State::TextStart {
         next: St::ReasoningText2 as u16,
@@ -333,8 +354,8 @@ static STATES: [State; 38] = {
     s[St::OptionalNewline2 as usize] = State::Newline {
         next: St::Reasoning2 as u16,
     };
-    s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 15, len: 2 },
+    s[St::Choice10 as usize] = State::Choice {
+        arms: Arms { first: 19, len: 2 },
     };
     s[St::Prefilled as usize] = State::Prefilled {
         kind: Kind::Content,
@@ -344,7 +365,7 @@ static STATES: [State; 38] = {
     s[St::Prefilled2 as usize] = State::Prefilled {
         kind: Kind::Content,
         text: Lit::Think2 as u16,
-        next: St::Space7 as u16,
+        next: St::Space8 as u16,
     };
     s
 };
@@ -373,7 +394,7 @@ static LITERALS: [&str; 7] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 17] = [
+static ARMS: [Arm; 21] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -382,6 +403,16 @@ static ARMS: [Arm; 17] = [
     Arm {
         guard: 1,
         to: St::Space2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 2,
+        to: St::Content3 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 1,
+        to: St::Space3 as u16,
         limit: None,
     },
     Arm {
@@ -401,7 +432,7 @@ static ARMS: [Arm; 17] = [
     },
     Arm {
         guard: 0,
-        to: St::Space3 as u16,
+        to: St::Space4 as u16,
         limit: None,
     },
     Arm {
@@ -411,27 +442,27 @@ static ARMS: [Arm; 17] = [
     },
     Arm {
         guard: 6,
-        to: St::Space4 as u16,
+        to: St::Space5 as u16,
         limit: None,
     },
     Arm {
         guard: 2,
-        to: St::Choice3 as u16,
+        to: St::Choice4 as u16,
         limit: None,
     },
     Arm {
         guard: 7,
-        to: St::Space6 as u16,
+        to: St::Space7 as u16,
         limit: None,
     },
     Arm {
         guard: 2,
-        to: St::Space6 as u16,
+        to: St::Space7 as u16,
         limit: None,
     },
     Arm {
         guard: 6,
-        to: St::Choice5 as u16,
+        to: St::Choice6 as u16,
         limit: None,
     },
     Arm {
@@ -441,12 +472,22 @@ static ARMS: [Arm; 17] = [
     },
     Arm {
         guard: 1,
-        to: St::Space8 as u16,
+        to: St::Space9 as u16,
         limit: None,
     },
     Arm {
         guard: 2,
-        to: St::Space7 as u16,
+        to: St::Space8 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 1,
+        to: St::Space10 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 2,
+        to: St::Space8 as u16,
         limit: None,
     },
     Arm {
@@ -480,7 +521,7 @@ static STOPS: [StopSet; 2] = [StopSet::new(&STOPS_0), StopSet::new(&STOPS_1)];
 /// Where each loop resumes after a broken round, per grammar variant.
 static RESUMES: [LoopResume; 3] = [
     LoopResume {
-        entry: St::Choice2 as u16,
+        entry: St::Choice3 as u16,
         repeat: 0,
         head: St::LoopHead as u16,
         recover: St::Content as u16,

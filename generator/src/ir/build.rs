@@ -386,12 +386,7 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
                 // Models echo the opener the prompt already wrote
                 // (`<think>\n<think>\n…`, Qwen3.5; vLLM's reasoning
                 // parsers drop it): markup, not reasoning.
-                if !start.is_empty() {
-                    let mut echo: Vec<Alt> =
-                        reasoning_openers(start).into_iter().map(|o| Alt::lenient(Node::seq(vec![Node::Space, Node::lit(o)]), Node::OptionalNewline)).collect();
-                    echo.push(Alt { guard: Node::Empty, body: Node::Empty });
-                    items.push(Node::Choice(echo));
-                }
+                items.push(opener_again(start));
                 items.push(block_unless_calling(&block_rest, &call_openers));
             } else if !from_start.is_empty() {
                 // Reasoning stays content, so the content starts with what the prompt opened.
@@ -401,7 +396,10 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
         Prefill::ClosedReasoning => {}
         Prefill::Nothing => {
             if extract && !start.is_empty() && !end.is_empty() {
-                let block = block_rest.clone();
+                // The opener written twice (`<think>\n<think>\n…`: GLM-4.5
+                // in an OpenHands trajectory, zai-org/GLM-4.5 #60): the
+                // second is markup too.
+                let block = Node::seq(vec![opener_again(start), block_rest.clone()]);
                 let mut alts: Vec<Alt> = reasoning_openers(start)
                     .into_iter()
                     .map(|opener| Alt { guard: Node::seq(vec![Node::Space, Node::lit(opener)]), body: block.clone() })
@@ -750,7 +748,24 @@ fn reasoning_openers(start: &str) -> Vec<String> {
     openers
 }
 
+/// The reasoning block's opener written again right after the first (or
+/// after the one the prompt wrote), with whitespace before it: markup, and
+/// the newline after it layout. Lenient: grammars never write it. Nothing
+/// without an opener.
+fn opener_again(start: &str) -> Node {
+    if start.is_empty() {
+        return Node::Empty;
+    }
+    let mut again: Vec<Alt> =
+        reasoning_openers(start).into_iter().map(|o| Alt::lenient(Node::seq(vec![Node::Space, Node::lit(o)]), Node::OptionalNewline)).collect();
+    again.push(Alt { guard: Node::Empty, body: Node::Empty });
+    Node::Choice(again)
+}
+
 /// Reasoning text up to the end marker, the marker and the space after it.
+/// The end marker written again right after it (only whitespace between:
+/// MiniMax-M2 re-emits `</think>`, which vLLM's MiniMax reasoning parser
+/// strips, vLLM #43133) is markup too.
 /// When the template's markers carry newlines (`<think>\n`, `\n</think>`),
 /// one newline at each side of the text is layout, not reasoning.
 /// `ends[0]` is the end marker; further stops end the block without it.
@@ -758,7 +773,7 @@ fn reasoning_block_rest(ends: &[String], layout_newlines: bool) -> Node {
     let end = ends.first().map(String::as_str).unwrap_or("");
     Node::seq(vec![
         Node::Until { stops: ends.to_vec(), kind: TextKind::Reasoning, trim_newlines: layout_newlines, closers: Vec::new() },
-        Node::optional(Node::lit(end), Node::Space),
+        Node::optional(Node::lit(end), Node::seq(vec![Node::Space, Node::lenient_optional(Node::lit(end), Node::Space)])),
     ])
 }
 
