@@ -40,9 +40,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^>]* | never-matches\narg-name ::= [^=>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^\\n/1<>_]))))) | never-matches\nvalue-part-5 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-6 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<=]))))) | never-matches\nvalue-part-7 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-8 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-9 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-10 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-11 ::= (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never-matches\nvalue-part-12 ::= ([^/<p] | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-6))) | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-8)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-13 ::= (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-13) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r =>] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall ::= [^\\t\\n\\r >] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\\n\">]* | never-matches\narg-name ::= [^\\n\"=>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^\\n/1<>_]))))) | never-matches\nvalue-part-5 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-6 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<=]))))) | never-matches\nvalue-part-7 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-8 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-9 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-10 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-11 ::= (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never-matches\nvalue-part-12 ::= ([^/<p] | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-6))) | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-8)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-13 ::= (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-13) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r \"=>] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall ::= [^\\t\\n\\r \">] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^>]/* | never_matches\narg_name: /[^=>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^\\n\\/1<>_]/))))) | never_matches\nvalue_part_5: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_6: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<=]/))))) | never_matches\nvalue_part_7: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_8: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_9: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_10: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_11: (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never_matches\nvalue_part_12: (/[^\\/<p]/ | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_6))) | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_8)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_13: (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_13) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r =>]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall: /[^\\t\\n\\r >]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\\n\">]/* | never_matches\narg_name: /[^\\n\"=>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^\\n\\/1<>_]/))))) | never_matches\nvalue_part_5: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_6: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<=]/))))) | never_matches\nvalue_part_7: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_8: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_9: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_10: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_11: (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never_matches\nvalue_part_12: (/[^\\/<p]/ | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_6))) | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_8)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_13: (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_13) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r \"=>]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall: /[^\\t\\n\\r \">]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -54,9 +54,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                 "<tool_call>",
                 "<function=",
                 ">",
+                "\"",
+                "\n",
                 "<parameter=",
                 ">",
                 "=",
+                "\"",
+                "\n",
                 "</parameter>",
                 "</parameter/",
                 "</parameter_",
@@ -75,15 +79,27 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(0),
-                    Op::Seq(4),
+                    Op::Seq(5),
                     Op::Lit(1),
                     Op::Seq(0),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(0),
                     Op::Call,
                     Op::Seq(5),
-                    Op::Name { stops: 2, count: 1 },
+                    Op::Name { stops: 2, count: 3 },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(2),
+                    Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(0),
@@ -93,9 +109,9 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(3),
+                    Op::Lit(5),
                     Op::Seq(2),
-                    Op::ArgName { stops: 4, count: 2 },
+                    Op::ArgName { stops: 6, count: 4 },
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Lit(2),
@@ -103,12 +119,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgString,
-                        stops: 6,
+                        stops: 10,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(6),
+                    Op::Lit(10),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
@@ -124,18 +140,18 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(6),
+                    Op::Lit(10),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgAuto,
-                        stops: 6,
+                        stops: 10,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(6),
+                    Op::Lit(10),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(0),
@@ -143,13 +159,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(12),
+                    Op::Lit(16),
                     Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(13),
+                    Op::Lit(17),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -166,15 +182,27 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(0),
-                    Op::Seq(4),
+                    Op::Seq(5),
                     Op::Lit(1),
                     Op::Seq(0),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(0),
                     Op::Call,
                     Op::Seq(5),
-                    Op::Name { stops: 2, count: 1 },
+                    Op::Name { stops: 2, count: 3 },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(2),
+                    Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(0),
@@ -184,9 +212,9 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(3),
+                    Op::Lit(5),
                     Op::Seq(2),
-                    Op::ArgName { stops: 4, count: 2 },
+                    Op::ArgName { stops: 6, count: 4 },
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Lit(2),
@@ -194,12 +222,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgString,
-                        stops: 6,
+                        stops: 10,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(6),
+                    Op::Lit(10),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
@@ -215,18 +243,18 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(6),
+                    Op::Lit(10),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgAuto,
-                        stops: 6,
+                        stops: 10,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(6),
+                    Op::Lit(10),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(0),
@@ -234,13 +262,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(12),
+                    Op::Lit(16),
                     Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(13),
+                    Op::Lit(17),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -258,15 +286,27 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(0),
-                    Op::Seq(4),
+                    Op::Seq(5),
                     Op::Lit(1),
                     Op::Seq(0),
                     Op::Space,
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(0),
                     Op::Call,
                     Op::Seq(5),
-                    Op::Name { stops: 2, count: 1 },
+                    Op::Name { stops: 2, count: 3 },
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(0),
+                    Op::Seq(0),
+                    Op::Alt(1),
+                    Op::Seq(2),
+                    Op::Seq(2),
                     Op::Space,
                     Op::Lit(2),
+                    Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(0),
@@ -276,9 +316,9 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(3),
+                    Op::Lit(5),
                     Op::Seq(2),
-                    Op::ArgName { stops: 4, count: 2 },
+                    Op::ArgName { stops: 6, count: 4 },
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Lit(2),
@@ -286,12 +326,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgString,
-                        stops: 6,
+                        stops: 10,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(6),
+                    Op::Lit(10),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
@@ -307,18 +347,18 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(6),
+                    Op::Lit(10),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgAuto,
-                        stops: 6,
+                        stops: 10,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(6),
+                    Op::Lit(10),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(0),
@@ -326,13 +366,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(12),
+                    Op::Lit(16),
                     Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(13),
+                    Op::Lit(17),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -359,11 +399,11 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.
-pub const HOLD_LIMIT: usize = 98;
+pub const HOLD_LIMIT: usize = 99;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 119;
+pub const WINDOW_BYTES: usize = 120;
 const W: usize = WINDOW_BYTES;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
@@ -441,7 +481,7 @@ static TABLE: Table = Table {
     switches: THINKING_SWITCHES,
     pack: PACK,
     hold_limit: HOLD_LIMIT,
-    full: 119,
+    full: 120,
 };
 /// The machine's states, named for what they read.
 #[derive(Clone, Copy)]
@@ -533,17 +573,22 @@ enum St {
     Choice10,
     ValueByArgumentType,
     Choice11,
+    Choice12,
     ArgName,
     ArgName2,
+    ArgName3,
+    ArgName4,
     ArgsOpen2,
-    Choice12,
-    LitGreater,
+    Choice13,
+    Choice14,
+    Choice15,
     ToolName5,
     ToolName6,
+    Choice16,
     Space13,
     ToolOpen2,
     LitFunction,
-    Choice13,
+    Choice17,
     Space14,
     Commit3,
     Loop2,
@@ -557,8 +602,8 @@ enum St {
     Content8,
     Space15,
     ToolClose2,
-    Choice14,
-    Choice15,
+    Choice18,
+    Choice19,
     ArgsClose3,
     ArgsOpen3,
     JsonClose4,
@@ -567,9 +612,9 @@ enum St {
     JsonStart6,
     Space16,
     LitColon5,
-    Choice16,
+    Choice20,
     Space17,
-    Choice17,
+    Choice21,
     LitQuote5,
     ToolName7,
     ToolName8,
@@ -587,14 +632,14 @@ enum St {
     Json7,
     JsonStart7,
     Commit4,
-    Choice18,
+    Choice22,
     Space18,
     LitColon8,
-    Choice19,
+    Choice23,
     Space19,
     LitOpenBrace2,
     ToolOpen3,
-    Choice20,
+    Choice24,
     Space20,
     JsonClose6,
     JsonEndMarker6,
@@ -604,10 +649,10 @@ enum St {
     ArgsClose4,
     LoopHead5,
     Space22,
-    Choice21,
+    Choice25,
     DiscardText2,
     Discard2,
-    Choice22,
+    Choice26,
     ArgStringText2,
     ArgString2,
     Space23,
@@ -619,40 +664,45 @@ enum St {
     Space25,
     ArgAutoText2,
     ArgAuto2,
-    Choice23,
+    Choice27,
     ValueByArgumentType2,
-    Choice24,
-    ArgName3,
-    ArgName4,
+    Choice28,
+    Choice29,
+    ArgName5,
+    ArgName6,
+    ArgName7,
+    ArgName8,
     ArgsOpen4,
-    Choice25,
-    LitGreater2,
+    Choice30,
+    Choice31,
+    Choice32,
     ToolName11,
     ToolName12,
+    Choice33,
     Space26,
     ToolOpen4,
     LitFunction2,
-    Choice26,
+    Choice34,
     Space27,
     Commit5,
     Loop3,
     ContentText9,
     Content9,
     Space28,
-    Choice27,
+    Choice35,
     Space29,
-    Choice28,
+    Choice36,
     Space30,
     Json11,
     JsonStart11,
     Space31,
-    Choice29,
-    Choice30,
+    Choice37,
+    Choice38,
     Space32,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 202] = {
-    let mut s = [State::Done; 202];
+static STATES: [State; 212] = {
+    let mut s = [State::Done; 212];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -707,7 +757,7 @@ static STATES: [State; 202] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 38, len: 3 },
+        arms: Arms { first: 48, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -909,7 +959,7 @@ static STATES: [State; 202] = {
         next: St::Choice7 as u16,
     };
     s[St::LoopHead3 as usize] = State::Loop {
-        arms: Arms { first: 33, len: 1 },
+        arms: Arms { first: 36, len: 2 },
         next: St::ArgsClose2 as u16,
     };
     s[St::Space9 as usize] = State::Space {
@@ -988,38 +1038,55 @@ static STATES: [State; 202] = {
         auto: St::ArgAuto as u16,
     };
     s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 31, len: 2 },
+        arms: Arms { first: 31, len: 3 },
+    };
+    s[St::Choice12 as usize] = State::Choice {
+        arms: Arms { first: 34, len: 2 },
     };
     s[St::ArgName as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
         stops: 5,
-        next: St::Choice11 as u16,
+        next: St::Choice12 as u16,
     };
     s[St::ArgName2 as usize] = State::TextStart {
         next: St::ArgName as u16,
     };
+    s[St::ArgName3 as usize] = State::Name {
+        kind: Kind::ArgName,
+        trim: false,
+        stops: 5,
+        next: St::Choice11 as u16,
+    };
+    s[St::ArgName4 as usize] = State::TextStart {
+        next: St::ArgName3 as u16,
+    };
     s[St::ArgsOpen2 as usize] = State::ArgsOpen {
         next: St::LoopHead3 as u16,
     };
-    s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 34, len: 2 },
+    s[St::Choice13 as usize] = State::Choice {
+        arms: Arms { first: 38, len: 2 },
     };
-    s[St::LitGreater as usize] = State::SpacedLiteral {
-        text: Lit::Greater as u16,
-        next: St::Choice12 as u16,
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 40, len: 2 },
+    };
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 42, len: 2 },
     };
     s[St::ToolName5 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 6,
-        next: St::LitGreater as u16,
+        next: St::Choice15 as u16,
     };
     s[St::ToolName6 as usize] = State::TextStart {
         next: St::ToolName5 as u16,
     };
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 44, len: 2 },
+    };
     s[St::Space13 as usize] = State::Space {
-        next: St::ToolName6 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::ToolOpen2 as usize] = State::ToolOpen {
         next: St::Space13 as u16,
@@ -1028,11 +1095,11 @@ static STATES: [State; 202] = {
         text: Lit::Function as u16,
         next: St::ToolOpen2 as u16,
     };
-    s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 36, len: 2 },
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 46, len: 2 },
     };
     s[St::Space14 as usize] = State::Space {
-        next: St::Choice13 as u16,
+        next: St::Choice17 as u16,
     };
     s[St::Commit3 as usize] = State::Commit {
         next: St::Space2 as u16,
@@ -1053,7 +1120,7 @@ static STATES: [State; 202] = {
     s[St::LoopHead4 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 78, len: 3 },
+        arms: Arms { first: 98, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -1084,30 +1151,30 @@ static STATES: [State; 202] = {
     s[St::ToolClose2 as usize] = State::ToolClose {
         next: St::Space15 as u16,
     };
-    s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 41, len: 2 },
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 51, len: 2 },
     };
-    s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 43, len: 2 },
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 53, len: 2 },
     };
     s[St::ArgsClose3 as usize] = State::ArgsClose {
-        next: St::Choice15 as u16,
+        next: St::Choice19 as u16,
     };
     s[St::ArgsOpen3 as usize] = State::ArgsOpen {
         next: St::ArgsClose3 as u16,
     };
     s[St::JsonClose4 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice15 as u16,
+        next: St::Choice19 as u16,
     };
     s[St::JsonEndMarker4 as usize] = State::Choice {
-        arms: Arms { first: 45, len: 1 },
+        arms: Arms { first: 55, len: 1 },
     };
     s[St::Json6 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker4 as u16,
-        next: St::Choice15 as u16,
+        next: St::Choice19 as u16,
     };
     s[St::JsonStart6 as usize] = State::JsonStart {
         python: false,
@@ -1121,18 +1188,18 @@ static STATES: [State; 202] = {
         text: Lit::Colon as u16,
         next: St::Space16 as u16,
     };
-    s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 46, len: 2 },
+    s[St::Choice20 as usize] = State::Choice {
+        arms: Arms { first: 56, len: 2 },
     };
     s[St::Space17 as usize] = State::Space {
-        next: St::Choice16 as u16,
+        next: St::Choice20 as u16,
     };
-    s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 48, len: 2 },
+    s[St::Choice21 as usize] = State::Choice {
+        arms: Arms { first: 58, len: 2 },
     };
     s[St::LitQuote5 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice17 as u16,
+        next: St::Choice21 as u16,
     };
     s[St::ToolName7 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1153,7 +1220,7 @@ static STATES: [State; 202] = {
     };
     s[St::LitQuote7 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice15 as u16,
+        next: St::Choice19 as u16,
     };
     s[St::ToolName9 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1185,7 +1252,7 @@ static STATES: [State; 202] = {
         next: St::LitComma2 as u16,
     };
     s[St::JsonEndMarker5 as usize] = State::Choice {
-        arms: Arms { first: 50, len: 1 },
+        arms: Arms { first: 60, len: 1 },
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
@@ -1201,21 +1268,21 @@ static STATES: [State; 202] = {
     s[St::Commit4 as usize] = State::Commit {
         next: St::JsonStart7 as u16,
     };
-    s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 51, len: 2 },
+    s[St::Choice22 as usize] = State::Choice {
+        arms: Arms { first: 61, len: 2 },
     };
     s[St::Space18 as usize] = State::Space {
-        next: St::Choice18 as u16,
+        next: St::Choice22 as u16,
     };
     s[St::LitColon8 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space18 as u16,
     };
-    s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 53, len: 3 },
+    s[St::Choice23 as usize] = State::Choice {
+        arms: Arms { first: 63, len: 3 },
     };
     s[St::Space19 as usize] = State::Space {
-        next: St::Choice19 as u16,
+        next: St::Choice23 as u16,
     };
     s[St::LitOpenBrace2 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -1224,18 +1291,18 @@ static STATES: [State; 202] = {
     s[St::ToolOpen3 as usize] = State::ToolOpen {
         next: St::LitOpenBrace2 as u16,
     };
-    s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 56, len: 2 },
+    s[St::Choice24 as usize] = State::Choice {
+        arms: Arms { first: 66, len: 2 },
     };
     s[St::Space20 as usize] = State::Space {
-        next: St::Choice20 as u16,
+        next: St::Choice24 as u16,
     };
     s[St::JsonClose6 as usize] = State::JsonClose {
         content: false,
         next: St::Space20 as u16,
     };
     s[St::JsonEndMarker6 as usize] = State::Choice {
-        arms: Arms { first: 58, len: 2 },
+        arms: Arms { first: 68, len: 2 },
     };
     s[St::Json8 as usize] = State::Json {
         content: false,
@@ -1252,41 +1319,41 @@ static STATES: [State; 202] = {
         next: St::JsonStart8 as u16,
     };
     s[St::ArgsClose4 as usize] = State::ArgsClose {
-        next: St::Choice20 as u16,
+        next: St::Choice24 as u16,
     };
     s[St::LoopHead5 as usize] = State::Loop {
-        arms: Arms { first: 73, len: 1 },
+        arms: Arms { first: 86, len: 2 },
         next: St::ArgsClose4 as u16,
     };
     s[St::Space22 as usize] = State::Space {
         next: St::LoopHead5 as u16,
     };
-    s[St::Choice21 as usize] = State::Choice {
-        arms: Arms { first: 60, len: 2 },
+    s[St::Choice25 as usize] = State::Choice {
+        arms: Arms { first: 70, len: 2 },
     };
     s[St::DiscardText2 as usize] = State::Text {
         kind: Kind::Discard,
         trim: false,
         stops: 3,
-        next: St::Choice21 as u16,
+        next: St::Choice25 as u16,
     };
     s[St::Discard2 as usize] = State::TextStart {
         next: St::DiscardText2 as u16,
     };
-    s[St::Choice22 as usize] = State::Choice {
-        arms: Arms { first: 62, len: 5 },
+    s[St::Choice26 as usize] = State::Choice {
+        arms: Arms { first: 72, len: 5 },
     };
     s[St::ArgStringText2 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
         stops: 4,
-        next: St::Choice22 as u16,
+        next: St::Choice26 as u16,
     };
     s[St::ArgString2 as usize] = State::TextStart {
         next: St::ArgStringText2 as u16,
     };
     s[St::Space23 as usize] = State::Space {
-        next: St::Choice22 as u16,
+        next: St::Choice26 as u16,
     };
     s[St::Json9 as usize] = State::Json {
         content: false,
@@ -1320,52 +1387,69 @@ static STATES: [State; 202] = {
         kind: Kind::ArgAuto,
         trim: true,
         stops: 4,
-        next: St::Choice22 as u16,
+        next: St::Choice26 as u16,
     };
     s[St::ArgAuto2 as usize] = State::TextStart {
         next: St::ArgAutoText2 as u16,
     };
-    s[St::Choice23 as usize] = State::Choice {
-        arms: Arms { first: 67, len: 4 },
+    s[St::Choice27 as usize] = State::Choice {
+        arms: Arms { first: 77, len: 4 },
     };
     s[St::ValueByArgumentType2 as usize] = State::ByArgType {
         string: St::ArgString2 as u16,
-        json: St::Choice23 as u16,
+        json: St::Choice27 as u16,
         auto: St::ArgAuto2 as u16,
     };
-    s[St::Choice24 as usize] = State::Choice {
-        arms: Arms { first: 71, len: 2 },
+    s[St::Choice28 as usize] = State::Choice {
+        arms: Arms { first: 81, len: 3 },
     };
-    s[St::ArgName3 as usize] = State::Name {
+    s[St::Choice29 as usize] = State::Choice {
+        arms: Arms { first: 84, len: 2 },
+    };
+    s[St::ArgName5 as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
         stops: 5,
-        next: St::Choice24 as u16,
+        next: St::Choice29 as u16,
     };
-    s[St::ArgName4 as usize] = State::TextStart {
-        next: St::ArgName3 as u16,
+    s[St::ArgName6 as usize] = State::TextStart {
+        next: St::ArgName5 as u16,
+    };
+    s[St::ArgName7 as usize] = State::Name {
+        kind: Kind::ArgName,
+        trim: false,
+        stops: 5,
+        next: St::Choice28 as u16,
+    };
+    s[St::ArgName8 as usize] = State::TextStart {
+        next: St::ArgName7 as u16,
     };
     s[St::ArgsOpen4 as usize] = State::ArgsOpen {
         next: St::LoopHead5 as u16,
     };
-    s[St::Choice25 as usize] = State::Choice {
-        arms: Arms { first: 74, len: 2 },
+    s[St::Choice30 as usize] = State::Choice {
+        arms: Arms { first: 88, len: 2 },
     };
-    s[St::LitGreater2 as usize] = State::SpacedLiteral {
-        text: Lit::Greater as u16,
-        next: St::Choice25 as u16,
+    s[St::Choice31 as usize] = State::Choice {
+        arms: Arms { first: 90, len: 2 },
+    };
+    s[St::Choice32 as usize] = State::Choice {
+        arms: Arms { first: 92, len: 2 },
     };
     s[St::ToolName11 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 6,
-        next: St::LitGreater2 as u16,
+        next: St::Choice32 as u16,
     };
     s[St::ToolName12 as usize] = State::TextStart {
         next: St::ToolName11 as u16,
     };
+    s[St::Choice33 as usize] = State::Choice {
+        arms: Arms { first: 94, len: 2 },
+    };
     s[St::Space26 as usize] = State::Space {
-        next: St::ToolName12 as u16,
+        next: St::Choice33 as u16,
     };
     s[St::ToolOpen4 as usize] = State::ToolOpen {
         next: St::Space26 as u16,
@@ -1374,11 +1458,11 @@ static STATES: [State; 202] = {
         text: Lit::Function as u16,
         next: St::ToolOpen4 as u16,
     };
-    s[St::Choice26 as usize] = State::Choice {
-        arms: Arms { first: 76, len: 2 },
+    s[St::Choice34 as usize] = State::Choice {
+        arms: Arms { first: 96, len: 2 },
     };
     s[St::Space27 as usize] = State::Space {
-        next: St::Choice26 as u16,
+        next: St::Choice34 as u16,
     };
     s[St::Commit5 as usize] = State::Commit {
         next: St::Space15 as u16,
@@ -1399,17 +1483,17 @@ static STATES: [State; 202] = {
     s[St::Space28 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice27 as usize] = State::Choice {
-        arms: Arms { first: 81, len: 2 },
+    s[St::Choice35 as usize] = State::Choice {
+        arms: Arms { first: 101, len: 2 },
     };
     s[St::Space29 as usize] = State::Space {
-        next: St::Choice27 as u16,
+        next: St::Choice35 as u16,
     };
-    s[St::Choice28 as usize] = State::Choice {
-        arms: Arms { first: 83, len: 2 },
+    s[St::Choice36 as usize] = State::Choice {
+        arms: Arms { first: 103, len: 2 },
     };
     s[St::Space30 as usize] = State::Space {
-        next: St::Choice28 as u16,
+        next: St::Choice36 as u16,
     };
     s[St::Json11 as usize] = State::Json {
         content: true,
@@ -1425,14 +1509,14 @@ static STATES: [State; 202] = {
     s[St::Space31 as usize] = State::Space {
         next: St::JsonStart11 as u16,
     };
-    s[St::Choice29 as usize] = State::Choice {
-        arms: Arms { first: 85, len: 2 },
+    s[St::Choice37 as usize] = State::Choice {
+        arms: Arms { first: 105, len: 2 },
     };
-    s[St::Choice30 as usize] = State::Choice {
-        arms: Arms { first: 87, len: 2 },
+    s[St::Choice38 as usize] = State::Choice {
+        arms: Arms { first: 107, len: 2 },
     };
     s[St::Space32 as usize] = State::Space {
-        next: St::Choice30 as u16,
+        next: St::Choice38 as u16,
     };
     s
 };
@@ -1470,13 +1554,14 @@ enum Lit {
     CloseParameter6,
     CloseParameter1,
     Equals,
+    Newline,
     Function,
     ToolCall,
     QuoteQuoteQuote,
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 33] = [
+static LITERALS: [&str; 34] = [
     "<|im_end|>",
     "</tool_call>",
     "}",
@@ -1506,6 +1591,7 @@ static LITERALS: [&str; 33] = [
     "</parameter\n",
     "</parameter1",
     "=",
+    "\n",
     "<function=",
     "<tool_call>",
     "```",
@@ -1513,7 +1599,7 @@ static LITERALS: [&str; 33] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 89] = [
+static ARMS: [Arm; 109] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1680,8 +1766,28 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
+        guard: 92,
+        to: St::ValueByArgumentType as u16,
+        limit: None,
+    },
+    Arm {
         guard: 93,
+        to: St::Choice11 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::Choice11 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 97,
         to: St::ArgName2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 100,
+        to: St::ArgName4 as u16,
         limit: None,
     },
     Arm {
@@ -1695,6 +1801,36 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
+        guard: 103,
+        to: St::Choice13 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 92,
+        to: St::Choice13 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 93,
+        to: St::Choice14 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::Choice14 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 93,
+        to: St::ToolName6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ToolName6 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 24,
         to: St::ToolOpen as u16,
         limit: None,
@@ -1705,12 +1841,12 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
-        guard: 94,
+        guard: 104,
         to: St::Space14 as u16,
         limit: Some(1u8),
     },
     Arm {
-        guard: 95,
+        guard: 105,
         to: St::ToolOpen2 as u16,
         limit: Some(1u8),
     },
@@ -1731,12 +1867,12 @@ static ARMS: [Arm; 89] = [
     },
     Arm {
         guard: 7,
-        to: St::Choice14 as u16,
+        to: St::Choice18 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice14 as u16,
+        to: St::Choice18 as u16,
         limit: None,
     },
     Arm {
@@ -1796,12 +1932,12 @@ static ARMS: [Arm; 89] = [
     },
     Arm {
         guard: 27,
-        to: St::Choice14 as u16,
+        to: St::Choice18 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice14 as u16,
+        to: St::Choice18 as u16,
         limit: None,
     },
     Arm {
@@ -1880,8 +2016,28 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
+        guard: 92,
+        to: St::ValueByArgumentType2 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 93,
-        to: St::ArgName4 as u16,
+        to: St::Choice28 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::Choice28 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 97,
+        to: St::ArgName6 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 100,
+        to: St::ArgName8 as u16,
         limit: None,
     },
     Arm {
@@ -1895,6 +2051,36 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
+        guard: 103,
+        to: St::Choice30 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 92,
+        to: St::Choice30 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 93,
+        to: St::Choice31 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::Choice31 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 93,
+        to: St::ToolName12 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 4,
+        to: St::ToolName12 as u16,
+        limit: None,
+    },
+    Arm {
         guard: 24,
         to: St::ToolOpen3 as u16,
         limit: None,
@@ -1905,12 +2091,12 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
-        guard: 94,
+        guard: 104,
         to: St::Space27 as u16,
         limit: None,
     },
     Arm {
-        guard: 95,
+        guard: 105,
         to: St::ToolOpen4 as u16,
         limit: None,
     },
@@ -1930,17 +2116,17 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
-        guard: 96,
+        guard: 106,
         to: St::Space29 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::Choice27 as u16,
+        to: St::Choice35 as u16,
         limit: None,
     },
     Arm {
-        guard: 97,
+        guard: 107,
         to: St::Space31 as u16,
         limit: None,
     },
@@ -1950,8 +2136,8 @@ static ARMS: [Arm; 89] = [
         limit: None,
     },
     Arm {
-        guard: 96,
-        to: St::Choice29 as u16,
+        guard: 106,
+        to: St::Choice37 as u16,
         limit: None,
     },
     Arm {
@@ -1961,7 +2147,7 @@ static ARMS: [Arm; 89] = [
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 98] = [
+static GUARDS: [Guard; 108] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseToolCall as u16),
@@ -2053,9 +2239,19 @@ static GUARDS: [Guard; 98] = [
     Guard::Seq { first: 84, len: 4 },
     Guard::Peek(88),
     Guard::Lit(Lit::Equals as u16),
+    Guard::Lit(Lit::Newline as u16),
+    Guard::Peek(91),
+    Guard::Lit(Lit::Quote as u16),
     Guard::Space,
     Guard::Lit(Lit::Parameter as u16),
-    Guard::Seq { first: 91, len: 2 },
+    Guard::Lit(Lit::Quote as u16),
+    Guard::Seq { first: 94, len: 3 },
+    Guard::Space,
+    Guard::Lit(Lit::Parameter as u16),
+    Guard::Seq { first: 98, len: 2 },
+    Guard::Space,
+    Guard::Lit(Lit::Greater as u16),
+    Guard::Seq { first: 101, len: 2 },
     Guard::Lit(Lit::ToolCall as u16),
     Guard::Lit(Lit::Function as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
@@ -2081,10 +2277,10 @@ static STOPS_4: [&str; 9] = [
     "</tool_call>",
     "<parameter=",
 ];
-/// Text ends at [">", "="].
-static STOPS_5: [&str; 2] = [">", "="];
-/// Text ends at [">"].
-static STOPS_6: [&str; 1] = [">"];
+/// Text ends at [">", "=", "\"", "\n"].
+static STOPS_5: [&str; 4] = [">", "=", "\"", "\n"];
+/// Text ends at [">", "\"", "\n"].
+static STOPS_6: [&str; 3] = [">", "\"", "\n"];
 /// What ends each kind of text (`State::Text { stops, .. }`).
 static STOPS: [StopSet; 7] = [
     StopSet::new(&STOPS_0),

@@ -1730,8 +1730,12 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
             marker(&t.function.close),
         ]);
     }
-    let stops = name_stops(spec);
+    let mut stops = name_stops(spec);
     let suffix = t.function.name_suffix.trim().to_string();
+    let attribute = attribute_name(t.function.name_prefix.trim(), &suffix);
+    if attribute {
+        stops.extend(ATTRIBUTE_NAME_ENDS.map(str::to_string));
+    }
     // The marker that opens JSON arguments after the name or the id
     // (Mistral's `[ARGS]`), or nothing where the model leaves it out and
     // the arguments' `{` follows (`[TOOL_CALLS]get_weather{"city": …}`):
@@ -1774,15 +1778,24 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
                 closer(&t.arguments.end, &call_closers(spec, true)),
             ]),
         };
+        let name_end = match (suffix.is_empty(), attribute) {
+            (true, _) => Node::Empty,
+            // (JSON arguments may follow without the `>`, as after any
+            // name suffix: see `marker_before_args`.)
+            (false, true) if t.format.mode == ToolFormatMode::TagWithJson => Node::seq(vec![attribute_quote(), attribute_end(Node::seq(vec![Node::Space, Node::lit("{")]))]),
+            (false, true) => Node::seq(vec![attribute_quote(), attribute_end(Node::Empty)]),
+            (false, false) => marker_before_args(&suffix),
+        };
         Node::seq(vec![
-            if suffix.is_empty() { Node::Empty } else { marker_before_args(&suffix) },
+            name_end,
             id.clone(),
             args,
             post_args_id.clone(),
             closer(&t.function.close, &call_closers(spec, false)),
         ])
     };
-    Node::seq(vec![Node::Mark(Mark::ToolOpen), pre_name_id, Node::Space, named(Node::Empty, &stops, &after)])
+    let before_name = if attribute { attribute_quote() } else { Node::Empty };
+    Node::seq(vec![Node::Mark(Mark::ToolOpen), pre_name_id, Node::Space, named(before_name, &stops, &after)])
 }
 
 /// One object literal with bare keys and marked strings (Gemma 4):
@@ -1933,31 +1946,42 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
     let misspelled_end = if untyped_end.is_none() { name_end_misspelled(&name_prefix, &name_end) } else { None };
     let mut alts = Vec::new();
     // Each argument: its name, then its value read by its declared type.
-    let body = Node::seq(vec![
-        Node::Until { stops: [Some(name_end.clone()), untyped_end.clone(), misspelled_end.clone()].into_iter().flatten().collect(), kind: TextKind::ArgName, trim_newlines: false, closers: Vec::new() },
-        by_type_after(&name_end, untyped_end.as_deref(), misspelled_end.as_deref(), match &typed {
-            // The parser reads either form, whatever the schema says;
-            // each branch lists the schema's form first, which is the
-            // one a grammar allows (see `Node::ByArgType`).
-            Some((_, string, json)) => {
-                let as_string = Alt { guard: Node::lit(string.clone()), body: value(ValueKind::String) };
-                let as_json = Alt { guard: Node::lit(json.clone()), body: value(ValueKind::Json) };
-                Node::ByArgType {
-                    string: Box::new(Node::Choice(vec![as_string.clone(), as_json.clone()])),
-                    json: Box::new(Node::Choice(vec![as_json.clone(), as_string.clone()])),
-                    auto: Box::new(Node::Choice(vec![as_string, as_json])),
+    // (`misspelled_end` is there exactly for attribute names.)
+    let name_ends = misspelled_end.iter().flat_map(|_| ATTRIBUTE_NAME_ENDS.map(str::to_string));
+    let name = Node::Until { stops: [Some(name_end.clone()), untyped_end.clone(), misspelled_end.clone()].into_iter().flatten().chain(name_ends).collect(), kind: TextKind::ArgName, trim_newlines: false, closers: Vec::new() };
+    let body = |quoted: bool| -> Node {
+        Node::seq(vec![
+            name.clone(),
+            if quoted { attribute_quote() } else { Node::Empty },
+            by_type_after(&name_end, untyped_end.as_deref(), misspelled_end.as_deref(), match &typed {
+                // The parser reads either form, whatever the schema says;
+                // each branch lists the schema's form first, which is the
+                // one a grammar allows (see `Node::ByArgType`).
+                Some((_, string, json)) => {
+                    let as_string = Alt { guard: Node::lit(string.clone()), body: value(ValueKind::String) };
+                    let as_json = Alt { guard: Node::lit(json.clone()), body: value(ValueKind::Json) };
+                    Node::ByArgType {
+                        string: Box::new(Node::Choice(vec![as_string.clone(), as_json.clone()])),
+                        json: Box::new(Node::Choice(vec![as_json.clone(), as_string.clone()])),
+                        auto: Box::new(Node::Choice(vec![as_string, as_json])),
+                    }
                 }
-            }
-            None => by_schema(),
-        }, by_schema),
-    ]);
+                None => by_schema(),
+            }, by_schema),
+        ])
+    };
     // The doubled opener first: its guard is the longer. (An alternative
     // of its own, not a node before the name: grammars leave it out and
     // still see an argument list, which they type by the schema.)
     if let Some(again) = name_start_again(&name_prefix) {
-        alts.push(Alt::lenient(again, body.clone()));
+        alts.push(Alt::lenient(again, body(false)));
     }
-    alts.push(Alt { guard: Node::seq(vec![Node::Space, Node::lit(name_prefix.clone())]), body });
+    // A quoted attribute name (see `attribute_name`), an alternative of its
+    // own, as the doubled opener is.
+    if misspelled_end.is_some() {
+        alts.push(Alt::lenient(Node::seq(vec![Node::Space, Node::lit(name_prefix.clone()), Node::lit("\"")]), body(true)));
+    }
+    alts.push(Alt { guard: Node::seq(vec![Node::Space, Node::lit(name_prefix.clone())]), body: body(false) });
     let n = alts.len();
     let tagged = Node::seq(vec![
         Node::Mark(Mark::ArgsOpen),
@@ -2013,9 +2037,12 @@ fn misspelled_closer(stem: &str) -> Alt {
 fn by_type_after(name_end: &str, untyped_end: Option<&str>, misspelled_end: Option<&str>, typed: Node, by_schema: impl Fn() -> Node) -> Node {
     match (untyped_end, misspelled_end) {
         (Some(end), _) => Node::Choice(vec![Alt { guard: Node::lit(name_end), body: typed }, Alt::lenient(Node::lit(end), by_schema())]),
+        // (An attribute name: also without its `>` before the line break,
+        // which is then the value's layout; see `attribute_name`.)
         (None, Some(end)) => Node::Choice(vec![
             Alt { guard: Node::lit(name_end), body: Node::seq(vec![name_end_again(name_end), typed.clone()]) },
-            Alt::lenient(Node::lit(end), typed),
+            Alt::lenient(Node::lit(end), typed.clone()),
+            Alt::lenient(Node::Peek(Box::new(Node::lit("\n"))), typed),
         ]),
         (None, None) => Node::seq(vec![Node::lit(name_end), name_end_again(name_end), typed]),
     }
@@ -2026,8 +2053,43 @@ fn by_type_after(name_end: &str, untyped_end: Option<&str>, misspelled_end: Opti
 /// again in place of the `>` (Qwen3-Coder's `<parameter=command=str_replace</parameter>`,
 /// OpenHands #10039 / #10539), and the value follows it.
 fn name_end_misspelled(name_prefix: &str, name_end: &str) -> Option<String> {
-    (name_prefix.ends_with('=') && name_end == ">").then(|| "=".to_string())
+    attribute_name(name_prefix, name_end).then(|| "=".to_string())
 }
+
+/// Whether a name is a tag's attribute value (`<function=NAME>`,
+/// `<parameter=NAME>`: a tag prefix that ends in `=`, the name ended by the
+/// tag's `>`). Models quote it (`<parameter="command">`: the largest share
+/// of Qwen's schema-rejected calls in 600 opencode runs,
+/// openvinotoolkit/model_server #4487; `<function="bash">`, the same) or
+/// leave the `>` out before the line break (`<function=bash\n<parameter=…`,
+/// `<parameter=command\nls\n</parameter>`: Qwen3.6, mlx-lm #1811 and
+/// #1881): see [`attribute_quote`] and [`attribute_end`].
+fn attribute_name(prefix: &str, end: &str) -> bool {
+    is_tag_start(prefix) && prefix.ends_with('=') && end == ">"
+}
+
+/// A quote around an attribute name ([`attribute_name`]), before or after
+/// it: dropped. Lenient: grammars write the name bare.
+fn attribute_quote() -> Node {
+    Node::lenient_optional(Node::lit("\""), Node::Empty)
+}
+
+/// The end of an attribute name ([`attribute_name`]): the tag's `>`, or
+/// nothing where the line breaks there, or where `next` follows (lenient;
+/// `Node::Empty`: only the line break). The stops of such a name
+/// ([`ATTRIBUTE_NAME_ENDS`]) end it at a quote or a line break too.
+fn attribute_end(next: Node) -> Node {
+    let mut alts = vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(">")]), body: Node::Empty }, Alt::lenient(Node::Peek(Box::new(Node::lit("\n"))), Node::Empty)];
+    if next != Node::Empty {
+        alts.push(Alt::lenient(Node::Peek(Box::new(next)), Node::Empty));
+    }
+    Node::Choice(alts)
+}
+
+/// What else ends an attribute name ([`attribute_name`]): its closing
+/// quote, or the line break where the `>` is left out. Neither is ever
+/// part of a tool's or an argument's name.
+const ATTRIBUTE_NAME_ENDS: [&str; 2] = ["\"", "\n"];
 
 /// An argument name's closing tag written twice (GLM-4.7:
 /// `<arg_key>city</arg_key></arg_key><arg_value>…`, vLLM #54971 strips the
