@@ -446,6 +446,8 @@ impl Writer {
                 })
             }
             Node::JsonStringContent(_) => out.push(Op::JsonStringContent { python: self.python }),
+            // (The form grammars write: see `Node::ByToolName`.)
+            Node::ByToolName { other, .. } => self.node(other, out),
             Node::ByArgType { string, json, auto } => {
                 out.push(Op::ByArgType);
                 // A typed branch's first alternative is the schema's form.

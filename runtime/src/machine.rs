@@ -1345,6 +1345,11 @@ impl<'t, const R: usize, const P: usize> Core<'t, R, P> {
         true
     }
 
+    /// Whether `name` is a declared tool's (none is without tools).
+    pub fn declares(&self, name: &str) -> bool {
+        named_tool(name, false, self.tools.iter().map(|t| t.name)).is_some()
+    }
+
     /// How far a name may still run: reading a name looks no further.
     pub fn name_room(&self) -> usize {
         if self.flags.has(FRESH) {

@@ -6,7 +6,7 @@
 //! Each returns the [`Flow`] the state's step ends with, having moved to
 //! `next` when it is done.
 
-use crate::machine::{end, floor_boundary, lit, ws_end, Core, Flow, Found, Kind, G};
+use crate::machine::{end, floor_boundary, lit, ws_end, Core, Flow, Found, Kind, MAX_NAME_LEN, G};
 use crate::table::{Ending, StopSet, Table};
 use crate::Sink;
 
@@ -163,6 +163,26 @@ impl<const R: usize, const P: usize> Core<'_, R, P> {
             return Flow::Fail;
         }
         self.step_done(t, kind, trim, found, next, sink)
+    }
+
+    /// On to `declared` when the text ahead, up to the first of `stops`,
+    /// names a declared tool, else to `other` (also without declared tools,
+    /// and where no stop comes within a name's length); reads nothing.
+    #[inline(never)]
+    pub fn by_tool_name(&mut self, t: &str, last: bool, stops: &StopSet, declared: u16, other: u16) -> Flow {
+        let ahead = t.get(self.pos..).unwrap_or("");
+        let window = &ahead[..floor_boundary(ahead, MAX_NAME_LEN + stops.longest as usize)];
+        let named = match stops.find(window.as_bytes()) {
+            Some(i) if i <= MAX_NAME_LEN => {
+                let name = window.get(..i).unwrap_or("").trim();
+                self.declares(name)
+            }
+            Some(_) => false,
+            None if last || window.len() - stops.partial(window.as_bytes()) > MAX_NAME_LEN => false,
+            None => return Flow::More,
+        };
+        self.st = if named { declared } else { other };
+        Flow::Go
     }
 
     /// One alternative of a choice, by its guard's answer `g`: taken (on

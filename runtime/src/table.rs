@@ -80,6 +80,9 @@ pub enum State {
     ArgKey { key: u16, next: u16 },
     /// On by the declared type of the argument just named.
     ByArgType { string: u16, json: u16, auto: u16 },
+    /// On to `declared` when the text ahead, up to the first of stop set
+    /// `stops`, names a declared tool, else to `other`; reads nothing.
+    ByToolName { stops: u16, declared: u16, other: u16 },
     /// A call begins.
     ToolOpen { next: u16 },
     /// A call's closing markup matched.
@@ -686,6 +689,7 @@ impl Table {
                 };
                 go(c, next)
             }
+            State::ByToolName { stops, declared, other } => c.by_tool_name(t, last, self.stop_set(stops), declared, other),
             State::ToolOpen { next } => {
                 c.tool_open(sink);
                 go(c, next)

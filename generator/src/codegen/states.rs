@@ -320,6 +320,14 @@ impl States {
                 let a = self.state(a);
                 self.push("value by argument type", quote! { State::ByArgType { string: #s, json: #j, auto: #a } })
             }
+            Node::ByToolName { stops, declared, other } => {
+                let d = self.compile(declared, next, v);
+                let d = self.state(d);
+                let o = self.compile(other, next, v);
+                let o = self.state(o);
+                let set = Literal::u16_unsuffixed(self.stop_set(stops, &[]));
+                self.push("by tool name", quote! { State::ByToolName { stops: #set, declared: #d, other: #o } })
+            }
             // Only grammars tell a lenient alternative from another.
             Node::Mark(Mark::Lenient) => next,
             Node::Mark(m) => {
@@ -679,6 +687,7 @@ fn region_depth(node: &Node) -> usize {
             inner.max(rec) + usize::from(recover.is_some())
         }
         Node::ByArgType { string, json, auto } => region_depth(string).max(region_depth(json)).max(region_depth(auto)),
+        Node::ByToolName { declared, other, .. } => region_depth(declared).max(region_depth(other)),
         _ => 0,
     }
 }
@@ -699,6 +708,7 @@ fn max_alts(node: &Node) -> usize {
             inner.max(own).max(recover.as_deref().map(max_alts).unwrap_or(0))
         }
         Node::ByArgType { string, json, auto } => max_alts(string).max(max_alts(json)).max(max_alts(auto)),
+        Node::ByToolName { declared, other, .. } => max_alts(declared).max(max_alts(other)),
         _ => 0,
     }
 }
@@ -837,6 +847,7 @@ fn lead_of(node: &Node, costs: &Costs<'_>) -> Option<(usize, bool)> {
         }
         Node::Peek(inner) => lead_of(inner, costs),
         Node::ByArgType { string, json, auto } => [string, json, auto].iter().filter_map(|n| lead_of(n, costs)).fold(None, longer_lead),
+        Node::ByToolName { declared, other, .. } => [declared, other].iter().filter_map(|n| lead_of(n, costs)).fold(None, longer_lead),
         _ => None,
     }
 }
@@ -926,6 +937,13 @@ fn prefix(node: &Node, costs: &Costs<'_>) -> Prefix {
             }
         }
         Node::JsonStringContent(_) => Prefix::markup(ID_ROOM),
+        Node::ByToolName { stops, declared, other } => {
+            // The name is read ahead, then again by the branch taken.
+            let longest = stops.iter().map(|s| costs.partial(s)).max().unwrap_or(0);
+            let ahead = Prefix { ahead: crate::ir::MAX_NAME_LEN + longest, ..Prefix::default() };
+            let branches = Node::Choice(vec![Alt { guard: Node::Empty, body: (**declared).clone() }, Alt { guard: Node::Empty, body: (**other).clone() }]);
+            ahead.then(prefix(&branches, costs))
+        }
         Node::Mark(Mark::Commit) | Node::Mark(Mark::Name(_)) => Prefix { done: true, ..Prefix::default() },
         // Anything else reports as it reads (or reads nothing).
         Node::Json { .. } | Node::Repeat { .. } => Prefix { done: true, ..Prefix::default() },
@@ -951,6 +969,10 @@ fn walk(node: &Node, f: &mut impl FnMut(&Node)) {
             walk(string, f);
             walk(json, f);
             walk(auto, f);
+        }
+        Node::ByToolName { declared, other, .. } => {
+            walk(declared, f);
+            walk(other, f);
         }
         _ => {}
     }

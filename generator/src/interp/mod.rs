@@ -107,6 +107,7 @@ enum Frame<'g> {
     Mark(&'g Mark),
     ArgKey(&'g str),
     ByArgType { string: &'g Node, json: &'g Node, auto: &'g Node },
+    ByToolName { stops: &'g [String], declared: &'g Node, other: &'g Node },
     End,
 }
 
@@ -773,6 +774,11 @@ impl<'g> StreamParser<'g> {
                 };
                 (Step::Push(frame_for(node)), None)
             }
+            Frame::ByToolName { stops, declared, other } => match self.tool_name_ahead(stops, last) {
+                Some(true) => (Step::Push(frame_for(declared)), None),
+                Some(false) => (Step::Push(frame_for(other)), None),
+                None => (Step::NeedMore, Some(Frame::ByToolName { stops, declared, other })),
+            },
             Frame::End => {
                 if self.pos < self.text.len() {
                     (Step::Fail, None)
@@ -977,6 +983,28 @@ impl<'g> StreamParser<'g> {
         }
     }
 
+    /// Whether the text ahead, up to the first of `stops`, names a declared
+    /// tool (`Node::ByToolName`); `None` until a stop or more than a name's
+    /// length is read.
+    fn tool_name_ahead(&self, stops: &[String], last: bool) -> Option<bool> {
+        let rest = &self.text[self.pos..];
+        let longest = stops.iter().map(String::len).max().unwrap_or(0);
+        let mut cut = (MAX_NAME_LEN + longest).min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let window = &rest[..cut];
+        match find_first_stop(window, stops) {
+            Some(i) if i <= MAX_NAME_LEN => {
+                let name = window[..i].trim();
+                Some(chat_parser_runtime::machine::named_tool(name, false, self.tools.iter().map(|t| t.name.as_str())).is_some())
+            }
+            Some(_) => Some(false),
+            None if last || window.len() - partial_stop_len(window, stops) > MAX_NAME_LEN => Some(false),
+            None => None,
+        }
+    }
+
     /// JSON text of a value of this kind: arguments, or the reply itself.
     fn emit_json(&mut self, kind: JsonKind, text: &str) {
         match kind {
@@ -1085,6 +1113,7 @@ fn frame_for(node: &Node) -> Frame<'_> {
         Node::JsonStringContent(kind) => Frame::JsonString { kind: *kind, escaped: false },
         Node::ArgKey(k) => Frame::ArgKey(k.as_str()),
         Node::ByArgType { string, json, auto } => Frame::ByArgType { string, json, auto },
+        Node::ByToolName { stops, declared, other } => Frame::ByToolName { stops, declared, other },
         Node::Mark(m) => Frame::Mark(m),
         Node::End => Frame::End,
     }

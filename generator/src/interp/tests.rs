@@ -121,3 +121,33 @@ fn a_name_too_long_for_its_room_breaks_where_a_wide_character_straddles_the_limi
         assert!(m.tool_calls[0].complete);
     }
 }
+
+#[test]
+fn by_tool_name_branches_on_the_declared_tools() {
+    use crate::ir::{Alt, TextKind};
+    // `@NAME: ` then either a call to NAME (declared) or text dropped.
+    let call = Node::seq(vec![
+        Node::Mark(crate::ir::Mark::ToolOpen),
+        Node::until(&[":"], TextKind::ToolName),
+        Node::lit(": "),
+        Node::Mark(crate::ir::Mark::ArgsOpen),
+        Node::Mark(crate::ir::Mark::ArgsClose),
+        Node::Mark(crate::ir::Mark::ToolClose),
+    ]);
+    let other = Node::seq(vec![Node::until(&[":"], TextKind::Discard), Node::lit(": ")]);
+    let g = Node::seq(vec![
+        Node::Choice(vec![Alt { guard: Node::lit("@"), body: Node::ByToolName { stops: vec![":".into()], declared: Box::new(call), other: Box::new(other) } }]),
+        Node::rest(TextKind::Content),
+    ]);
+    let opts = ParseOptions { tools: vec![tool("f", serde_json::json!({}))], ..ParseOptions::default() };
+    for chunk in [1, 2, 1000] {
+        let m = parse_chunked(&g, &opts, "@f: after", chunk);
+        assert_eq!((m.content.as_str(), m.tool_calls.len()), ("after", 1), "chunk {chunk}");
+        assert_eq!(m.tool_calls[0].name, "f");
+        let m = parse_chunked(&g, &opts, "@g: after", chunk);
+        assert_eq!((m.content.as_str(), m.tool_calls.len()), ("after", 0), "chunk {chunk}");
+    }
+    // Without declared tools no name is one.
+    let m = parse_chunked(&g, &ParseOptions::default(), "@f: after", 1);
+    assert_eq!((m.content.as_str(), m.tool_calls.len()), ("after", 0));
+}

@@ -280,6 +280,11 @@ fn namespace_optional(node: Node, ns: &str) -> Node {
             Node::Until { stops: with_bare(stops), kind, trim_newlines, closers: with_bare(closers) }
         }
         Node::Json { kind, schema, python, marker, ends } => Node::Json { kind, schema, python, marker, ends: with_bare(ends) },
+        Node::ByToolName { stops, declared, other } => Node::ByToolName {
+            stops,
+            declared: Box::new(namespace_optional(*declared, ns)),
+            other: Box::new(namespace_optional(*other, ns)),
+        },
         Node::ByArgType { string, json, auto } => Node::ByArgType {
             string: Box::new(namespace_optional(*string, ns)),
             json: Box::new(namespace_optional(*json, ns)),

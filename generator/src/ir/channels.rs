@@ -100,13 +100,17 @@ fn body(c: &ChannelSpec, kind: TextKind) -> Node {
     ])
 }
 
+/// What ends a recipient's name: the header's next piece.
+fn name_stops(c: &ChannelSpec) -> Vec<String> {
+    vec![" ".to_string(), c.channel.clone(), c.constrain.clone(), c.message.clone()]
+}
+
 /// A call from after `to=functions.`: its name, the rest of its header, its
 /// JSON arguments and its end marker.
 fn call_after_namespace(c: &ChannelSpec) -> Node {
-    let name_stops = vec![" ".to_string(), c.channel.clone(), c.constrain.clone(), c.message.clone()];
     Node::seq(vec![
         Node::Mark(Mark::ToolOpen),
-        Node::Until { stops: name_stops, kind: TextKind::ToolName, trim_newlines: false, closers: Vec::new() },
+        Node::Until { stops: name_stops(c), kind: TextKind::ToolName, trim_newlines: false, closers: Vec::new() },
         header_rest(c),
         Node::Space,
         Node::Json { kind: JsonKind::ToolArgs, schema: None, python: false, marker: String::new(), ends: Vec::new() },
@@ -119,9 +123,8 @@ fn call_after_namespace(c: &ChannelSpec) -> Node {
 /// A message to a recipient other than a function or the model: a built-in
 /// tool call the request cannot express; its header and body are dropped.
 fn other_recipient(c: &ChannelSpec) -> Node {
-    let stops = vec![" ".to_string(), c.channel.clone(), c.constrain.clone(), c.message.clone()];
     Node::seq(vec![
-        Node::Until { stops, kind: TextKind::Discard, trim_newlines: false, closers: Vec::new() },
+        Node::Until { stops: name_stops(c), kind: TextKind::Discard, trim_newlines: false, closers: Vec::new() },
         Node::Mark(Mark::Commit),
         header_rest(c),
         // The body is dropped as it is read: a long program for the python
@@ -142,7 +145,15 @@ fn addressed(c: &ChannelSpec, tools: bool, own: Node) -> Vec<Alt> {
         alts.push(Alt { guard: Node::lit(c.namespace.clone()), body: call_after_namespace(c) });
     }
     alts.push(Alt { guard: Node::lit(c.role.clone()), body: own });
-    alts.push(Alt { guard: Node::Empty, body: other_recipient(c) });
+    // A declared tool's name without the namespace (`to=get_weather`:
+    // gpt-oss in long contexts, vLLM #42454, which reads it the same way)
+    // is a call to it; any other recipient is a built-in tool's.
+    let other = if tools {
+        Node::ByToolName { stops: name_stops(c), declared: Box::new(call_after_namespace(c)), other: Box::new(other_recipient(c)) }
+    } else {
+        other_recipient(c)
+    };
+    alts.push(Alt { guard: Node::Empty, body: other });
     alts
 }
 

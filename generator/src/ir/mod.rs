@@ -219,6 +219,15 @@ pub enum Node {
     /// markup says the type). Grammars write any other branch whole (a
     /// Python string argument in either quote style).
     ByArgType { string: Box<Node>, json: Box<Node>, auto: Box<Node> },
+    /// On by whether the text ahead, up to the first of `stops`, names a
+    /// tool the request declares (looked up at run time; nothing is read):
+    /// `declared` if it does, else `other` (also without declared tools,
+    /// and where no stop comes within a name's length). For markup a model
+    /// writes for its own tools in a form that otherwise means something
+    /// else (gpt-oss's recipient without its `functions.` namespace, vLLM
+    /// #42454, where any other recipient is a built-in tool's). Grammars
+    /// write `other`.
+    ByToolName { stops: Vec<String>, declared: Box<Node>, other: Box<Node> },
     /// Reports a structural event.
     Mark(Mark),
     /// Succeeds only at the end of the output.
@@ -254,6 +263,9 @@ impl Node {
                 json: Box::new(json.for_parsers()),
                 auto: Box::new(auto.for_parsers()),
             },
+            Node::ByToolName { stops, declared, other } => {
+                Node::ByToolName { stops: stops.clone(), declared: Box::new(declared.for_parsers()), other: Box::new(other.for_parsers()) }
+            }
             other => other.clone(),
         }
     }
@@ -357,6 +369,7 @@ impl std::fmt::Display for Node {
             Node::Peek(n) => write!(f, "&{n}"),
             Node::ArgKey(k) => write!(f, "key:{k:?}"),
             Node::ByArgType { string, json, auto } => write!(f, "<by type: string {string} | json {json} | auto {auto}>"),
+            Node::ByToolName { stops, declared, other } => write!(f, "<by tool name up to {stops:?}: declared {declared} | other {other}>"),
             Node::Mark(m) => write!(f, "<{m:?}>"),
             Node::End => write!(f, "$"),
         }
