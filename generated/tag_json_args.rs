@@ -33,9 +33,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\\n\">{]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent-part ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<=]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content-part-2)))* ([^<f] | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" content-part))))* (\"\" | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content-part-2)))* (\"\" | \"f\" (\"\" | \"u\" (\"\" | \"n\" content-part-3)))) | never-matches\ncall ::= [^\\t\\n\\r \">{] name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r \">{] name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content (\"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\\n>{]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent-part ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<=]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content-part-2)))* ([^<f] | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" content-part))))* (\"\" | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content-part-2)))* (\"\" | \"f\" (\"\" | \"u\" (\"\" | \"n\" content-part-3)))) | never-matches\ncall ::= [^\\t\\n\\r >{] name (\">\" | ws \">\") ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r >{] name (\">\" | ws \">\") ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content (\"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\\n\">{]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent_part: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<=]/))))) | never_matches\ncontent_part_2: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content_part_2)))* (/[^<f]/ | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" content_part))))* (\"\" | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content_part_2)))* (\"\" | \"f\" (\"\" | \"u\" (\"\" | \"n\" content_part_3)))) | never_matches\ncall: /[^\\t\\n\\r \">{]/ name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content\ncall_2: /[^\\t\\n\\r \">{]/ name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content (\"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\\n>{]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent_part: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<=]/))))) | never_matches\ncontent_part_2: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content_part_2)))* (/[^<f]/ | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" content_part))))* (\"\" | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content_part_2)))* (\"\" | \"f\" (\"\" | \"u\" (\"\" | \"n\" content_part_3)))) | never_matches\ncall: /[^\\t\\n\\r >{]/ name (\">\" | ws \">\") ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content\ncall_2: /[^\\t\\n\\r >{]/ name (\">\" | ws \">\") ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content (\"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -43,25 +43,20 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
         const REASONING: &[Op] = &[];
         const TRIGGERS: &[(TriggerKind, &str)] = &[(TriggerKind::Word, "<function=")];
         Envelope {
-            strings: &["<function=", ">", "{", "\"", "\n", "</function>"],
+            strings: &["<function=", ">", "{", "\n", "</function>"],
             calls: [
                 &[
-                    Op::Seq(5),
+                    Op::Seq(4),
                     Op::Lit(0),
                     Op::Seq(0),
                     Op::Space,
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Seq(0),
-                    Op::Seq(0),
                     Op::Call,
-                    Op::Seq(10),
-                    Op::Name { stops: 1, count: 4 },
-                    Op::Alt(1),
+                    Op::Seq(9),
+                    Op::Name { stops: 1, count: 3 },
+                    Op::Alt(2),
                     Op::Seq(2),
+                    Op::Lit(1),
                     Op::Seq(0),
-                    Op::Seq(0),
-                    Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
@@ -73,7 +68,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                         marker: None,
                     },
                     Op::Space,
-                    Op::Lit(5),
+                    Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
                     Op::Text {
@@ -83,22 +78,17 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     },
                 ],
                 &[
-                    Op::Seq(5),
+                    Op::Seq(4),
                     Op::Lit(0),
                     Op::Seq(0),
                     Op::Space,
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Seq(0),
-                    Op::Seq(0),
                     Op::Call,
-                    Op::Seq(11),
-                    Op::Name { stops: 1, count: 4 },
-                    Op::Alt(1),
+                    Op::Seq(10),
+                    Op::Name { stops: 1, count: 3 },
+                    Op::Alt(2),
                     Op::Seq(2),
+                    Op::Lit(1),
                     Op::Seq(0),
-                    Op::Seq(0),
-                    Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
@@ -110,7 +100,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                         marker: None,
                     },
                     Op::Space,
-                    Op::Lit(5),
+                    Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
                     Op::Text {
@@ -122,21 +112,16 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Lit(0),
-                    Op::Seq(4),
+                    Op::Seq(3),
                     Op::Seq(0),
                     Op::Space,
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Seq(0),
-                    Op::Seq(0),
                     Op::Call,
-                    Op::Seq(10),
-                    Op::Name { stops: 1, count: 4 },
-                    Op::Alt(1),
+                    Op::Seq(9),
+                    Op::Name { stops: 1, count: 3 },
+                    Op::Alt(2),
                     Op::Seq(2),
+                    Op::Lit(1),
                     Op::Seq(0),
-                    Op::Seq(0),
-                    Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
@@ -148,7 +133,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                         marker: None,
                     },
                     Op::Space,
-                    Op::Lit(5),
+                    Op::Lit(4),
                     Op::Seq(0),
                     Op::Space,
                     Op::Text {
@@ -167,11 +152,11 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.
-pub const HOLD_LIMIT: usize = 80;
+pub const HOLD_LIMIT: usize = 79;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 95;
+pub const WINDOW_BYTES: usize = 94;
 const W: usize = WINDOW_BYTES;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
@@ -240,7 +225,7 @@ static TABLE: Table = Table {
     switches: THINKING_SWITCHES,
     pack: PACK,
     hold_limit: HOLD_LIMIT,
-    full: 95,
+    full: 94,
 };
 /// The machine's states, named for what they read.
 #[derive(Clone, Copy)]
@@ -274,10 +259,8 @@ enum St {
     JsonStart,
     Space3,
     Choice,
-    Choice2,
     ToolName,
     ToolName2,
-    Choice3,
     Space4,
     ToolOpen,
     Commit2,
@@ -298,11 +281,9 @@ enum St {
     Json2,
     JsonStart2,
     Space6,
-    Choice4,
-    Choice5,
+    Choice2,
     ToolName3,
     ToolName4,
-    Choice6,
     Space7,
     ToolOpen2,
     Commit3,
@@ -310,20 +291,20 @@ enum St {
     ContentText9,
     Content9,
     Space8,
-    Choice7,
+    Choice3,
     Space9,
-    Choice8,
+    Choice4,
     Space10,
     Json3,
     JsonStart3,
     Space11,
-    Choice9,
-    Choice10,
+    Choice5,
+    Choice6,
     Space12,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 74] = {
-    let mut s = [State::Done; 74];
+static STATES: [State; 70] = {
+    let mut s = [State::Done; 70];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -378,7 +359,7 @@ static STATES: [State; 74] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 9, len: 2 },
+        arms: Arms { first: 6, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -435,25 +416,19 @@ static STATES: [State; 74] = {
         next: St::JsonStart as u16,
     };
     s[St::Choice as usize] = State::Choice {
-        arms: Arms { first: 2, len: 3 },
-    };
-    s[St::Choice2 as usize] = State::Choice {
-        arms: Arms { first: 5, len: 2 },
+        arms: Arms { first: 2, len: 4 },
     };
     s[St::ToolName as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::Choice2 as u16,
+        next: St::Choice as u16,
     };
     s[St::ToolName2 as usize] = State::TextStart {
         next: St::ToolName as u16,
     };
-    s[St::Choice3 as usize] = State::Choice {
-        arms: Arms { first: 7, len: 2 },
-    };
     s[St::Space4 as usize] = State::Space {
-        next: St::Choice3 as u16,
+        next: St::ToolName2 as u16,
     };
     s[St::ToolOpen as usize] = State::ToolOpen {
         next: St::Space4 as u16,
@@ -477,7 +452,7 @@ static STATES: [State; 74] = {
     s[St::LoopHead3 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 19, len: 2 },
+        arms: Arms { first: 13, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -517,7 +492,7 @@ static STATES: [State; 74] = {
         next: St::LitCloseFunction2 as u16,
     };
     s[St::JsonEndMarker2 as usize] = State::Choice {
-        arms: Arms { first: 11, len: 1 },
+        arms: Arms { first: 8, len: 1 },
     };
     s[St::Json2 as usize] = State::Json {
         content: false,
@@ -533,26 +508,20 @@ static STATES: [State; 74] = {
     s[St::Space6 as usize] = State::Space {
         next: St::JsonStart2 as u16,
     };
-    s[St::Choice4 as usize] = State::Choice {
-        arms: Arms { first: 12, len: 3 },
-    };
-    s[St::Choice5 as usize] = State::Choice {
-        arms: Arms { first: 15, len: 2 },
+    s[St::Choice2 as usize] = State::Choice {
+        arms: Arms { first: 9, len: 4 },
     };
     s[St::ToolName3 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 2,
-        next: St::Choice5 as u16,
+        next: St::Choice2 as u16,
     };
     s[St::ToolName4 as usize] = State::TextStart {
         next: St::ToolName3 as u16,
     };
-    s[St::Choice6 as usize] = State::Choice {
-        arms: Arms { first: 17, len: 2 },
-    };
     s[St::Space7 as usize] = State::Space {
-        next: St::Choice6 as u16,
+        next: St::ToolName4 as u16,
     };
     s[St::ToolOpen2 as usize] = State::ToolOpen {
         next: St::Space7 as u16,
@@ -576,17 +545,17 @@ static STATES: [State; 74] = {
     s[St::Space8 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice7 as usize] = State::Choice {
-        arms: Arms { first: 21, len: 2 },
+    s[St::Choice3 as usize] = State::Choice {
+        arms: Arms { first: 15, len: 2 },
     };
     s[St::Space9 as usize] = State::Space {
-        next: St::Choice7 as u16,
+        next: St::Choice3 as u16,
     };
-    s[St::Choice8 as usize] = State::Choice {
-        arms: Arms { first: 23, len: 2 },
+    s[St::Choice4 as usize] = State::Choice {
+        arms: Arms { first: 17, len: 2 },
     };
     s[St::Space10 as usize] = State::Space {
-        next: St::Choice8 as u16,
+        next: St::Choice4 as u16,
     };
     s[St::Json3 as usize] = State::Json {
         content: true,
@@ -602,14 +571,14 @@ static STATES: [State; 74] = {
     s[St::Space11 as usize] = State::Space {
         next: St::JsonStart3 as u16,
     };
-    s[St::Choice9 as usize] = State::Choice {
-        arms: Arms { first: 25, len: 2 },
+    s[St::Choice5 as usize] = State::Choice {
+        arms: Arms { first: 19, len: 2 },
     };
-    s[St::Choice10 as usize] = State::Choice {
-        arms: Arms { first: 27, len: 2 },
+    s[St::Choice6 as usize] = State::Choice {
+        arms: Arms { first: 21, len: 2 },
     };
     s[St::Space12 as usize] = State::Space {
-        next: St::Choice10 as u16,
+        next: St::Choice6 as u16,
     };
     s
 };
@@ -624,27 +593,25 @@ enum Lit {
     Greater,
     Newline,
     OpenBrace,
-    Quote,
     Function,
     QuoteQuoteQuote,
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 10] = [
+static LITERALS: [&str; 9] = [
     "<|end|>",
     "</function>",
     "",
     ">",
     "\n",
     "{",
-    "\"",
     "<function=",
     "```",
     "json",
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 29] = [
+static ARMS: [Arm; 23] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -656,42 +623,27 @@ static ARMS: [Arm; 29] = [
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 5,
         to: St::Space3 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 8,
         to: St::Space3 as u16,
         limit: None,
     },
     Arm {
-        guard: 13,
+        guard: 10,
         to: St::Space3 as u16,
         limit: None,
     },
     Arm {
         guard: 14,
-        to: St::Choice as u16,
+        to: St::Space3 as u16,
         limit: None,
     },
     Arm {
         guard: 15,
-        to: St::Choice as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 14,
-        to: St::ToolName2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 15,
-        to: St::ToolName2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 16,
         to: St::ToolOpen as u16,
         limit: Some(1u8),
     },
@@ -706,42 +658,27 @@ static ARMS: [Arm; 29] = [
         limit: None,
     },
     Arm {
-        guard: 7,
+        guard: 5,
         to: St::Space6 as u16,
         limit: None,
     },
     Arm {
-        guard: 9,
+        guard: 8,
         to: St::Space6 as u16,
         limit: None,
     },
     Arm {
-        guard: 13,
+        guard: 10,
         to: St::Space6 as u16,
         limit: None,
     },
     Arm {
         guard: 14,
-        to: St::Choice4 as u16,
+        to: St::Space6 as u16,
         limit: None,
     },
     Arm {
         guard: 15,
-        to: St::Choice4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 14,
-        to: St::ToolName4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 15,
-        to: St::ToolName4 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 16,
         to: St::ToolOpen2 as u16,
         limit: None,
     },
@@ -756,7 +693,7 @@ static ARMS: [Arm; 29] = [
         limit: None,
     },
     Arm {
-        guard: 15,
+        guard: 16,
         to: St::EndOfOutput as u16,
         limit: None,
     },
@@ -766,8 +703,8 @@ static ARMS: [Arm; 29] = [
         limit: None,
     },
     Arm {
-        guard: 15,
-        to: St::Choice7 as u16,
+        guard: 16,
+        to: St::Choice3 as u16,
         limit: None,
     },
     Arm {
@@ -776,17 +713,17 @@ static ARMS: [Arm; 29] = [
         limit: None,
     },
     Arm {
-        guard: 15,
+        guard: 16,
         to: St::Space11 as u16,
         limit: None,
     },
     Arm {
         guard: 17,
-        to: St::Choice9 as u16,
+        to: St::Choice5 as u16,
         limit: None,
     },
     Arm {
-        guard: 15,
+        guard: 16,
         to: St::JsonStart3 as u16,
         limit: None,
     },
@@ -798,18 +735,18 @@ static GUARDS: [Guard; 19] = [
     Guard::Lit(Lit::CloseFunction as u16),
     Guard::Seq { first: 1, len: 2 },
     Guard::Peek(3),
+    Guard::Lit(Lit::Greater as u16),
     Guard::Space,
     Guard::Lit(Lit::Greater as u16),
-    Guard::Seq { first: 5, len: 2 },
+    Guard::Seq { first: 6, len: 2 },
     Guard::Lit(Lit::Newline as u16),
-    Guard::Peek(8),
+    Guard::Peek(9),
     Guard::Space,
     Guard::Lit(Lit::OpenBrace as u16),
-    Guard::Seq { first: 10, len: 2 },
-    Guard::Peek(12),
-    Guard::Lit(Lit::Quote as u16),
-    Guard::Empty,
+    Guard::Seq { first: 11, len: 2 },
+    Guard::Peek(13),
     Guard::Lit(Lit::Function as u16),
+    Guard::Empty,
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
     Guard::Lit(Lit::Json as u16),
 ];
@@ -817,8 +754,8 @@ static GUARDS: [Guard; 19] = [
 static STOPS_0: [&str; 1] = ["<|end|>"];
 /// Text ends at ["<function=", "<|end|>"].
 static STOPS_1: [&str; 2] = ["<function=", "<|end|>"];
-/// Text ends at [">", "{", "\"", "\n"].
-static STOPS_2: [&str; 4] = [">", "{", "\"", "\n"];
+/// Text ends at [">", "{", "\n"].
+static STOPS_2: [&str; 3] = [">", "{", "\n"];
 /// What ends each kind of text (`State::Text { stops, .. }`).
 static STOPS: [StopSet; 3] = [
     StopSet::new(&STOPS_0),

@@ -40,9 +40,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\\n\">]* | never-matches\narg-name ::= [^\\n\"=>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^\\n/1<>_]))))) | never-matches\nvalue-part-5 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-6 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<=]))))) | never-matches\nvalue-part-7 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-8 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-9 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-10 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-11 ::= (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never-matches\nvalue-part-12 ::= ([^/<p] | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-6))) | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-8)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-13 ::= (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-13) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r \"=>] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall ::= [^\\t\\n\\r \">] name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\\n>]* | never-matches\narg-name ::= [^\\n=>]* | never-matches\nvalue-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\nvalue-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\nvalue-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\nvalue-part-4 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^\\n/1<>_]))))) | never-matches\nvalue-part-5 ::= (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never-matches\nvalue-part-6 ::= ([^<m] | \"m\" ([^<e] | \"e\" ([^<t] | \"t\" ([^<e] | \"e\" ([^<r] | \"r\" [^<=]))))) | never-matches\nvalue-part-7 ::= (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never-matches\nvalue-part-8 ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<>]))))) | never-matches\nvalue-part-9 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\nvalue-part-10 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\nvalue-part-11 ::= (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never-matches\nvalue-part-12 ::= ([^/<p] | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-6))) | \"/\" ([^<fpt] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" value-part))) | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" value-part-8)) | \"p\" ([^<a] | \"a\" ([^<r] | \"r\" ([^<a] | \"a\" value-part-4))))) | never-matches\nvalue-part-13 ::= (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value-part-3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value-part-10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value-part-5))))) | never-matches\nvalue ::= ([^<] | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value-part-7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value-part-2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value-part-9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value-part-11))))* value-part-13) | never-matches\narg ::= ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" [^\\t\\n\\r =>] arg-name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall ::= [^\\t\\n\\r >] name (\">\" | ws \">\") arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent-part ::= ([^<_] | \"_\" ([^<c] | \"c\" ([^<a] | \"a\" ([^<l] | \"l\" ([^<l] | \"l\" [^<>]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* ([^<t] | \"t\" ([^<o] | \"o\" ([^<o] | \"o\" ([^<l] | \"l\" content-part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content-part-2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content-part-3))))) | never-matches\ntool-calls ::= \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\\n\">]/* | never_matches\narg_name: /[^\\n\"=>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^\\n\\/1<>_]/))))) | never_matches\nvalue_part_5: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_6: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<=]/))))) | never_matches\nvalue_part_7: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_8: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_9: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_10: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_11: (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never_matches\nvalue_part_12: (/[^\\/<p]/ | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_6))) | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_8)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_13: (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_13) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r \"=>]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall: /[^\\t\\n\\r \">]/ name ws \">\" arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\\n>]/* | never_matches\narg_name: /[^\\n=>]/* | never_matches\nvalue_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\nvalue_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\nvalue_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\nvalue_part_4: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^\\n\\/1<>_]/))))) | never_matches\nvalue_part_5: (\"\" | \"m\" (\"\" | \"e\" (\"\" | \"t\" (\"\" | \"e\" (\"\" | \"r\"))))) | never_matches\nvalue_part_6: (/[^<m]/ | \"m\" (/[^<e]/ | \"e\" (/[^<t]/ | \"t\" (/[^<e]/ | \"e\" (/[^<r]/ | \"r\" /[^<=]/))))) | never_matches\nvalue_part_7: (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" (\"<\" | \"r\" \"<\"))))) | never_matches\nvalue_part_8: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<>]/))))) | never_matches\nvalue_part_9: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\nvalue_part_10: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\nvalue_part_11: (\"<\" | \"a\" (\"<\" | \"m\" (\"<\" | \"e\" (\"<\" | \"t\" (\"<\" | \"e\" \"<\"))))) | never_matches\nvalue_part_12: (/[^\\/<p]/ | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_6))) | \"/\" (/[^<fpt]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" value_part))) | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" value_part_8)) | \"p\" (/[^<a]/ | \"a\" (/[^<r]/ | \"r\" (/[^<a]/ | \"a\" value_part_4))))) | never_matches\nvalue_part_13: (\"\" | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))) | \"/\" (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" value_part_3))) | \"f\" (\"\" | \"u\" (\"\" | \"n\" value_part_10)) | \"p\" (\"\" | \"a\" (\"\" | \"r\" (\"\" | \"a\" value_part_5))))) | never_matches\nvalue: (/[^<]/ | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_12)* (\"\" | \"<\" (\"<\" | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" (\"<\" | \"a\" value_part_7))) | \"/\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" value_part_2))) | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" value_part_9)) | \"p\" (\"<\" | \"a\" (\"<\" | \"r\" value_part_11))))* value_part_13) | never_matches\narg: ws \"<\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \"=\" /[^\\t\\n\\r =>]/ arg_name \">\" value \"<\" \"/\" \"p\" \"a\" \"r\" \"a\" \"m\" \"e\" \"t\" \"e\" \"r\" \">\" ws\ncall: /[^\\t\\n\\r >]/ name (\">\" | ws \">\") arg* ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\"\ncontent_part: (/[^<_]/ | \"_\" (/[^<c]/ | \"c\" (/[^<a]/ | \"a\" (/[^<l]/ | \"l\" (/[^<l]/ | \"l\" /[^<>]/))))) | never_matches\ncontent_part_2: (\"<\" | \"_\" (\"<\" | \"c\" (\"<\" | \"a\" (\"<\" | \"l\" (\"<\" | \"l\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"_\" (\"\" | \"c\" (\"\" | \"a\" (\"\" | \"l\" (\"\" | \"l\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (/[^<t]/ | \"t\" (/[^<o]/ | \"o\" (/[^<o]/ | \"o\" (/[^<l]/ | \"l\" content_part)))))* (\"\" | \"<\" (\"<\" | \"t\" (\"<\" | \"o\" (\"<\" | \"o\" (\"<\" | \"l\" content_part_2))))* (\"\" | \"t\" (\"\" | \"o\" (\"\" | \"o\" (\"\" | \"l\" content_part_3))))) | never_matches\ntool_calls: \"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content (\"<\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call ws \"<\" \"/\" \"t\" \"o\" \"o\" \"l\" \"_\" \"c\" \"a\" \"l\" \"l\" \">\" ws content)*\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -54,12 +54,10 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                 "<tool_call>",
                 "<function=",
                 ">",
-                "\"",
                 "\n",
                 "<parameter=",
                 ">",
                 "=",
-                "\"",
                 "\n",
                 "</parameter>",
                 "</parameter/",
@@ -79,22 +77,17 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(0),
-                    Op::Seq(5),
+                    Op::Seq(4),
                     Op::Lit(1),
                     Op::Seq(0),
                     Op::Space,
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Seq(0),
-                    Op::Seq(0),
                     Op::Call,
-                    Op::Seq(5),
-                    Op::Name { stops: 2, count: 3 },
-                    Op::Alt(1),
+                    Op::Seq(4),
+                    Op::Name { stops: 2, count: 2 },
+                    Op::Alt(2),
                     Op::Seq(2),
+                    Op::Lit(2),
                     Op::Seq(0),
-                    Op::Seq(0),
-                    Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
@@ -109,9 +102,9 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(5),
+                    Op::Lit(4),
                     Op::Seq(2),
-                    Op::ArgName { stops: 6, count: 4 },
+                    Op::ArgName { stops: 5, count: 3 },
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Lit(2),
@@ -119,12 +112,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgString,
-                        stops: 10,
+                        stops: 8,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(10),
+                    Op::Lit(8),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
@@ -140,18 +133,18 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(10),
+                    Op::Lit(8),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgAuto,
-                        stops: 10,
+                        stops: 8,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(10),
+                    Op::Lit(8),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(0),
@@ -159,13 +152,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(16),
+                    Op::Lit(14),
                     Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(17),
+                    Op::Lit(15),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -182,22 +175,17 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(0),
-                    Op::Seq(5),
+                    Op::Seq(4),
                     Op::Lit(1),
                     Op::Seq(0),
                     Op::Space,
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Seq(0),
-                    Op::Seq(0),
                     Op::Call,
-                    Op::Seq(5),
-                    Op::Name { stops: 2, count: 3 },
-                    Op::Alt(1),
+                    Op::Seq(4),
+                    Op::Name { stops: 2, count: 2 },
+                    Op::Alt(2),
                     Op::Seq(2),
+                    Op::Lit(2),
                     Op::Seq(0),
-                    Op::Seq(0),
-                    Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
@@ -212,9 +200,9 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(5),
+                    Op::Lit(4),
                     Op::Seq(2),
-                    Op::ArgName { stops: 6, count: 4 },
+                    Op::ArgName { stops: 5, count: 3 },
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Lit(2),
@@ -222,12 +210,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgString,
-                        stops: 10,
+                        stops: 8,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(10),
+                    Op::Lit(8),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
@@ -243,18 +231,18 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(10),
+                    Op::Lit(8),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgAuto,
-                        stops: 10,
+                        stops: 8,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(10),
+                    Op::Lit(8),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(0),
@@ -262,13 +250,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(16),
+                    Op::Lit(14),
                     Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(17),
+                    Op::Lit(15),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -286,22 +274,17 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(0),
-                    Op::Seq(5),
+                    Op::Seq(4),
                     Op::Lit(1),
                     Op::Seq(0),
                     Op::Space,
-                    Op::Alt(1),
-                    Op::Seq(2),
-                    Op::Seq(0),
-                    Op::Seq(0),
                     Op::Call,
-                    Op::Seq(5),
-                    Op::Name { stops: 2, count: 3 },
-                    Op::Alt(1),
+                    Op::Seq(4),
+                    Op::Name { stops: 2, count: 2 },
+                    Op::Alt(2),
                     Op::Seq(2),
+                    Op::Lit(2),
                     Op::Seq(0),
-                    Op::Seq(0),
-                    Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
@@ -316,9 +299,9 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(5),
+                    Op::Lit(4),
                     Op::Seq(2),
-                    Op::ArgName { stops: 6, count: 4 },
+                    Op::ArgName { stops: 5, count: 3 },
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Lit(2),
@@ -326,12 +309,12 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgString,
-                        stops: 10,
+                        stops: 8,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(10),
+                    Op::Lit(8),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
@@ -347,18 +330,18 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Space,
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(10),
+                    Op::Lit(8),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(3),
                     Op::Text {
                         role: TextRole::ArgAuto,
-                        stops: 10,
+                        stops: 8,
                         count: 9,
                     },
                     Op::Alt(1),
                     Op::Seq(2),
-                    Op::Lit(10),
+                    Op::Lit(8),
                     Op::Seq(0),
                     Op::Space,
                     Op::Seq(0),
@@ -366,13 +349,13 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(16),
+                    Op::Lit(14),
                     Op::Seq(0),
                     Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
-                    Op::Lit(17),
+                    Op::Lit(15),
                     Op::Seq(0),
                     Op::Seq(0),
                     Op::Space,
@@ -399,11 +382,11 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
 /// The longest markup the parser reads before it knows what it is
 /// (from the start of an uncommitted call, or from the last reported
 /// piece): longer markup is broken, and degrades to content.
-pub const HOLD_LIMIT: usize = 99;
+pub const HOLD_LIMIT: usize = 98;
 /// Bytes of output the parser can hold back across chunks: the hold
 /// limit plus the longest lookahead (packed bytes, when `PACK` is
 /// not empty).
-pub const WINDOW_BYTES: usize = 120;
+pub const WINDOW_BYTES: usize = 119;
 const W: usize = WINDOW_BYTES;
 /// Markers held back as two-byte codes (`chat_parser_runtime::pack`);
 /// `HOLD_LIMIT` counts them so.
@@ -481,7 +464,7 @@ static TABLE: Table = Table {
     switches: THINKING_SWITCHES,
     pack: PACK,
     hold_limit: HOLD_LIMIT,
-    full: 120,
+    full: 119,
 };
 /// The machine's states, named for what they read.
 #[derive(Clone, Copy)]
@@ -573,22 +556,17 @@ enum St {
     Choice10,
     ValueByArgumentType,
     Choice11,
-    Choice12,
     ArgName,
     ArgName2,
-    ArgName3,
-    ArgName4,
     ArgsOpen2,
+    Choice12,
     Choice13,
-    Choice14,
-    Choice15,
     ToolName5,
     ToolName6,
-    Choice16,
     Space13,
     ToolOpen2,
     LitFunction,
-    Choice17,
+    Choice14,
     Space14,
     Commit3,
     Loop2,
@@ -602,8 +580,8 @@ enum St {
     Content8,
     Space15,
     ToolClose2,
-    Choice18,
-    Choice19,
+    Choice15,
+    Choice16,
     ArgsClose3,
     ArgsOpen3,
     JsonClose4,
@@ -612,9 +590,9 @@ enum St {
     JsonStart6,
     Space16,
     LitColon5,
-    Choice20,
+    Choice17,
     Space17,
-    Choice21,
+    Choice18,
     LitQuote5,
     ToolName7,
     ToolName8,
@@ -632,14 +610,14 @@ enum St {
     Json7,
     JsonStart7,
     Commit4,
-    Choice22,
+    Choice19,
     Space18,
     LitColon8,
-    Choice23,
+    Choice20,
     Space19,
     LitOpenBrace2,
     ToolOpen3,
-    Choice24,
+    Choice21,
     Space20,
     JsonClose6,
     JsonEndMarker6,
@@ -649,10 +627,10 @@ enum St {
     ArgsClose4,
     LoopHead5,
     Space22,
-    Choice25,
+    Choice22,
     DiscardText2,
     Discard2,
-    Choice26,
+    Choice23,
     ArgStringText2,
     ArgString2,
     Space23,
@@ -664,45 +642,40 @@ enum St {
     Space25,
     ArgAutoText2,
     ArgAuto2,
-    Choice27,
+    Choice24,
     ValueByArgumentType2,
-    Choice28,
-    Choice29,
-    ArgName5,
-    ArgName6,
-    ArgName7,
-    ArgName8,
+    Choice25,
+    ArgName3,
+    ArgName4,
     ArgsOpen4,
-    Choice30,
-    Choice31,
-    Choice32,
+    Choice26,
+    Choice27,
     ToolName11,
     ToolName12,
-    Choice33,
     Space26,
     ToolOpen4,
     LitFunction2,
-    Choice34,
+    Choice28,
     Space27,
     Commit5,
     Loop3,
     ContentText9,
     Content9,
     Space28,
-    Choice35,
+    Choice29,
     Space29,
-    Choice36,
+    Choice30,
     Space30,
     Json11,
     JsonStart11,
     Space31,
-    Choice37,
-    Choice38,
+    Choice31,
+    Choice32,
     Space32,
 }
 /// Each state's row: what it reads and where it goes next.
-static STATES: [State; 212] = {
-    let mut s = [State::Done; 212];
+static STATES: [State; 202] = {
+    let mut s = [State::Done; 202];
     s[St::Done as usize] = State::Done;
     s[St::EndOfOutput as usize] = State::End {
         next: St::Done as u16,
@@ -757,7 +730,7 @@ static STATES: [State; 212] = {
     s[St::LoopHead2 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 48, len: 3 },
+        arms: Arms { first: 42, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone2 as usize] = State::RoundDone {
@@ -959,7 +932,7 @@ static STATES: [State; 212] = {
         next: St::Choice7 as u16,
     };
     s[St::LoopHead3 as usize] = State::Loop {
-        arms: Arms { first: 36, len: 2 },
+        arms: Arms { first: 34, len: 1 },
         next: St::ArgsClose2 as u16,
     };
     s[St::Space9 as usize] = State::Space {
@@ -1040,53 +1013,35 @@ static STATES: [State; 212] = {
     s[St::Choice11 as usize] = State::Choice {
         arms: Arms { first: 31, len: 3 },
     };
-    s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 34, len: 2 },
-    };
     s[St::ArgName as usize] = State::Name {
-        kind: Kind::ArgName,
-        trim: false,
-        stops: 5,
-        next: St::Choice12 as u16,
-    };
-    s[St::ArgName2 as usize] = State::TextStart {
-        next: St::ArgName as u16,
-    };
-    s[St::ArgName3 as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
         stops: 5,
         next: St::Choice11 as u16,
     };
-    s[St::ArgName4 as usize] = State::TextStart {
-        next: St::ArgName3 as u16,
+    s[St::ArgName2 as usize] = State::TextStart {
+        next: St::ArgName as u16,
     };
     s[St::ArgsOpen2 as usize] = State::ArgsOpen {
         next: St::LoopHead3 as u16,
     };
+    s[St::Choice12 as usize] = State::Choice {
+        arms: Arms { first: 35, len: 2 },
+    };
     s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 38, len: 2 },
-    };
-    s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 40, len: 2 },
-    };
-    s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 42, len: 2 },
+        arms: Arms { first: 37, len: 3 },
     };
     s[St::ToolName5 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 6,
-        next: St::Choice15 as u16,
+        next: St::Choice13 as u16,
     };
     s[St::ToolName6 as usize] = State::TextStart {
         next: St::ToolName5 as u16,
     };
-    s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 44, len: 2 },
-    };
     s[St::Space13 as usize] = State::Space {
-        next: St::Choice16 as u16,
+        next: St::ToolName6 as u16,
     };
     s[St::ToolOpen2 as usize] = State::ToolOpen {
         next: St::Space13 as u16,
@@ -1095,11 +1050,11 @@ static STATES: [State; 212] = {
         text: Lit::Function as u16,
         next: St::ToolOpen2 as u16,
     };
-    s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 46, len: 2 },
+    s[St::Choice14 as usize] = State::Choice {
+        arms: Arms { first: 40, len: 2 },
     };
     s[St::Space14 as usize] = State::Space {
-        next: St::Choice17 as u16,
+        next: St::Choice14 as u16,
     };
     s[St::Commit3 as usize] = State::Commit {
         next: St::Space2 as u16,
@@ -1120,7 +1075,7 @@ static STATES: [State; 212] = {
     s[St::LoopHead4 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 98, len: 3 },
+        arms: Arms { first: 86, len: 3 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -1151,30 +1106,30 @@ static STATES: [State; 212] = {
     s[St::ToolClose2 as usize] = State::ToolClose {
         next: St::Space15 as u16,
     };
-    s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 51, len: 2 },
+    s[St::Choice15 as usize] = State::Choice {
+        arms: Arms { first: 45, len: 2 },
     };
-    s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 53, len: 2 },
+    s[St::Choice16 as usize] = State::Choice {
+        arms: Arms { first: 47, len: 2 },
     };
     s[St::ArgsClose3 as usize] = State::ArgsClose {
-        next: St::Choice19 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::ArgsOpen3 as usize] = State::ArgsOpen {
         next: St::ArgsClose3 as u16,
     };
     s[St::JsonClose4 as usize] = State::JsonClose {
         content: false,
-        next: St::Choice19 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::JsonEndMarker4 as usize] = State::Choice {
-        arms: Arms { first: 55, len: 1 },
+        arms: Arms { first: 49, len: 1 },
     };
     s[St::Json6 as usize] = State::Json {
         content: false,
         marker: Lit::Empty as u16,
         open_end: St::JsonEndMarker4 as u16,
-        next: St::Choice19 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::JsonStart6 as usize] = State::JsonStart {
         python: false,
@@ -1188,18 +1143,18 @@ static STATES: [State; 212] = {
         text: Lit::Colon as u16,
         next: St::Space16 as u16,
     };
-    s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 56, len: 2 },
+    s[St::Choice17 as usize] = State::Choice {
+        arms: Arms { first: 50, len: 2 },
     };
     s[St::Space17 as usize] = State::Space {
-        next: St::Choice20 as u16,
+        next: St::Choice17 as u16,
     };
-    s[St::Choice21 as usize] = State::Choice {
-        arms: Arms { first: 58, len: 2 },
+    s[St::Choice18 as usize] = State::Choice {
+        arms: Arms { first: 52, len: 2 },
     };
     s[St::LitQuote5 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice21 as u16,
+        next: St::Choice18 as u16,
     };
     s[St::ToolName7 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1220,7 +1175,7 @@ static STATES: [State; 212] = {
     };
     s[St::LitQuote7 as usize] = State::Literal {
         text: Lit::Quote as u16,
-        next: St::Choice19 as u16,
+        next: St::Choice16 as u16,
     };
     s[St::ToolName9 as usize] = State::Name {
         kind: Kind::ToolName,
@@ -1252,7 +1207,7 @@ static STATES: [State; 212] = {
         next: St::LitComma2 as u16,
     };
     s[St::JsonEndMarker5 as usize] = State::Choice {
-        arms: Arms { first: 60, len: 1 },
+        arms: Arms { first: 54, len: 1 },
     };
     s[St::Json7 as usize] = State::Json {
         content: false,
@@ -1268,21 +1223,21 @@ static STATES: [State; 212] = {
     s[St::Commit4 as usize] = State::Commit {
         next: St::JsonStart7 as u16,
     };
-    s[St::Choice22 as usize] = State::Choice {
-        arms: Arms { first: 61, len: 2 },
+    s[St::Choice19 as usize] = State::Choice {
+        arms: Arms { first: 55, len: 2 },
     };
     s[St::Space18 as usize] = State::Space {
-        next: St::Choice22 as u16,
+        next: St::Choice19 as u16,
     };
     s[St::LitColon8 as usize] = State::SpacedLiteral {
         text: Lit::Colon as u16,
         next: St::Space18 as u16,
     };
-    s[St::Choice23 as usize] = State::Choice {
-        arms: Arms { first: 63, len: 3 },
+    s[St::Choice20 as usize] = State::Choice {
+        arms: Arms { first: 57, len: 3 },
     };
     s[St::Space19 as usize] = State::Space {
-        next: St::Choice23 as u16,
+        next: St::Choice20 as u16,
     };
     s[St::LitOpenBrace2 as usize] = State::Literal {
         text: Lit::OpenBrace as u16,
@@ -1291,18 +1246,18 @@ static STATES: [State; 212] = {
     s[St::ToolOpen3 as usize] = State::ToolOpen {
         next: St::LitOpenBrace2 as u16,
     };
-    s[St::Choice24 as usize] = State::Choice {
-        arms: Arms { first: 66, len: 2 },
+    s[St::Choice21 as usize] = State::Choice {
+        arms: Arms { first: 60, len: 2 },
     };
     s[St::Space20 as usize] = State::Space {
-        next: St::Choice24 as u16,
+        next: St::Choice21 as u16,
     };
     s[St::JsonClose6 as usize] = State::JsonClose {
         content: false,
         next: St::Space20 as u16,
     };
     s[St::JsonEndMarker6 as usize] = State::Choice {
-        arms: Arms { first: 68, len: 2 },
+        arms: Arms { first: 62, len: 2 },
     };
     s[St::Json8 as usize] = State::Json {
         content: false,
@@ -1319,41 +1274,41 @@ static STATES: [State; 212] = {
         next: St::JsonStart8 as u16,
     };
     s[St::ArgsClose4 as usize] = State::ArgsClose {
-        next: St::Choice24 as u16,
+        next: St::Choice21 as u16,
     };
     s[St::LoopHead5 as usize] = State::Loop {
-        arms: Arms { first: 86, len: 2 },
+        arms: Arms { first: 78, len: 1 },
         next: St::ArgsClose4 as u16,
     };
     s[St::Space22 as usize] = State::Space {
         next: St::LoopHead5 as u16,
     };
-    s[St::Choice25 as usize] = State::Choice {
-        arms: Arms { first: 70, len: 2 },
+    s[St::Choice22 as usize] = State::Choice {
+        arms: Arms { first: 64, len: 2 },
     };
     s[St::DiscardText2 as usize] = State::Text {
         kind: Kind::Discard,
         trim: false,
         stops: 3,
-        next: St::Choice25 as u16,
+        next: St::Choice22 as u16,
     };
     s[St::Discard2 as usize] = State::TextStart {
         next: St::DiscardText2 as u16,
     };
-    s[St::Choice26 as usize] = State::Choice {
-        arms: Arms { first: 72, len: 5 },
+    s[St::Choice23 as usize] = State::Choice {
+        arms: Arms { first: 66, len: 5 },
     };
     s[St::ArgStringText2 as usize] = State::Text {
         kind: Kind::ArgString,
         trim: true,
         stops: 4,
-        next: St::Choice26 as u16,
+        next: St::Choice23 as u16,
     };
     s[St::ArgString2 as usize] = State::TextStart {
         next: St::ArgStringText2 as u16,
     };
     s[St::Space23 as usize] = State::Space {
-        next: St::Choice26 as u16,
+        next: St::Choice23 as u16,
     };
     s[St::Json9 as usize] = State::Json {
         content: false,
@@ -1387,69 +1342,51 @@ static STATES: [State; 212] = {
         kind: Kind::ArgAuto,
         trim: true,
         stops: 4,
-        next: St::Choice26 as u16,
+        next: St::Choice23 as u16,
     };
     s[St::ArgAuto2 as usize] = State::TextStart {
         next: St::ArgAutoText2 as u16,
     };
-    s[St::Choice27 as usize] = State::Choice {
-        arms: Arms { first: 77, len: 4 },
+    s[St::Choice24 as usize] = State::Choice {
+        arms: Arms { first: 71, len: 4 },
     };
     s[St::ValueByArgumentType2 as usize] = State::ByArgType {
         string: St::ArgString2 as u16,
-        json: St::Choice27 as u16,
+        json: St::Choice24 as u16,
         auto: St::ArgAuto2 as u16,
     };
-    s[St::Choice28 as usize] = State::Choice {
-        arms: Arms { first: 81, len: 3 },
+    s[St::Choice25 as usize] = State::Choice {
+        arms: Arms { first: 75, len: 3 },
     };
-    s[St::Choice29 as usize] = State::Choice {
-        arms: Arms { first: 84, len: 2 },
-    };
-    s[St::ArgName5 as usize] = State::Name {
+    s[St::ArgName3 as usize] = State::Name {
         kind: Kind::ArgName,
         trim: false,
         stops: 5,
-        next: St::Choice29 as u16,
+        next: St::Choice25 as u16,
     };
-    s[St::ArgName6 as usize] = State::TextStart {
-        next: St::ArgName5 as u16,
-    };
-    s[St::ArgName7 as usize] = State::Name {
-        kind: Kind::ArgName,
-        trim: false,
-        stops: 5,
-        next: St::Choice28 as u16,
-    };
-    s[St::ArgName8 as usize] = State::TextStart {
-        next: St::ArgName7 as u16,
+    s[St::ArgName4 as usize] = State::TextStart {
+        next: St::ArgName3 as u16,
     };
     s[St::ArgsOpen4 as usize] = State::ArgsOpen {
         next: St::LoopHead5 as u16,
     };
-    s[St::Choice30 as usize] = State::Choice {
-        arms: Arms { first: 88, len: 2 },
+    s[St::Choice26 as usize] = State::Choice {
+        arms: Arms { first: 79, len: 2 },
     };
-    s[St::Choice31 as usize] = State::Choice {
-        arms: Arms { first: 90, len: 2 },
-    };
-    s[St::Choice32 as usize] = State::Choice {
-        arms: Arms { first: 92, len: 2 },
+    s[St::Choice27 as usize] = State::Choice {
+        arms: Arms { first: 81, len: 3 },
     };
     s[St::ToolName11 as usize] = State::Name {
         kind: Kind::ToolName,
         trim: false,
         stops: 6,
-        next: St::Choice32 as u16,
+        next: St::Choice27 as u16,
     };
     s[St::ToolName12 as usize] = State::TextStart {
         next: St::ToolName11 as u16,
     };
-    s[St::Choice33 as usize] = State::Choice {
-        arms: Arms { first: 94, len: 2 },
-    };
     s[St::Space26 as usize] = State::Space {
-        next: St::Choice33 as u16,
+        next: St::ToolName12 as u16,
     };
     s[St::ToolOpen4 as usize] = State::ToolOpen {
         next: St::Space26 as u16,
@@ -1458,11 +1395,11 @@ static STATES: [State; 212] = {
         text: Lit::Function as u16,
         next: St::ToolOpen4 as u16,
     };
-    s[St::Choice34 as usize] = State::Choice {
-        arms: Arms { first: 96, len: 2 },
+    s[St::Choice28 as usize] = State::Choice {
+        arms: Arms { first: 84, len: 2 },
     };
     s[St::Space27 as usize] = State::Space {
-        next: St::Choice34 as u16,
+        next: St::Choice28 as u16,
     };
     s[St::Commit5 as usize] = State::Commit {
         next: St::Space15 as u16,
@@ -1483,17 +1420,17 @@ static STATES: [State; 212] = {
     s[St::Space28 as usize] = State::Space {
         next: St::EndOfOutput as u16,
     };
-    s[St::Choice35 as usize] = State::Choice {
-        arms: Arms { first: 101, len: 2 },
+    s[St::Choice29 as usize] = State::Choice {
+        arms: Arms { first: 89, len: 2 },
     };
     s[St::Space29 as usize] = State::Space {
-        next: St::Choice35 as u16,
+        next: St::Choice29 as u16,
     };
-    s[St::Choice36 as usize] = State::Choice {
-        arms: Arms { first: 103, len: 2 },
+    s[St::Choice30 as usize] = State::Choice {
+        arms: Arms { first: 91, len: 2 },
     };
     s[St::Space30 as usize] = State::Space {
-        next: St::Choice36 as u16,
+        next: St::Choice30 as u16,
     };
     s[St::Json11 as usize] = State::Json {
         content: true,
@@ -1509,14 +1446,14 @@ static STATES: [State; 212] = {
     s[St::Space31 as usize] = State::Space {
         next: St::JsonStart11 as u16,
     };
-    s[St::Choice37 as usize] = State::Choice {
-        arms: Arms { first: 105, len: 2 },
+    s[St::Choice31 as usize] = State::Choice {
+        arms: Arms { first: 93, len: 2 },
     };
-    s[St::Choice38 as usize] = State::Choice {
-        arms: Arms { first: 107, len: 2 },
+    s[St::Choice32 as usize] = State::Choice {
+        arms: Arms { first: 95, len: 2 },
     };
     s[St::Space32 as usize] = State::Space {
-        next: St::Choice38 as u16,
+        next: St::Choice32 as u16,
     };
     s
 };
@@ -1599,7 +1536,7 @@ static LITERALS: [&str; 34] = [
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 109] = [
+static ARMS: [Arm; 97] = [
     Arm {
         guard: 0,
         to: St::Commit as u16,
@@ -1771,23 +1708,8 @@ static ARMS: [Arm; 109] = [
         limit: None,
     },
     Arm {
-        guard: 93,
-        to: St::Choice11 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::Choice11 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 97,
+        guard: 95,
         to: St::ArgName2 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 100,
-        to: St::ArgName4 as u16,
         limit: None,
     },
     Arm {
@@ -1801,33 +1723,18 @@ static ARMS: [Arm; 109] = [
         limit: None,
     },
     Arm {
-        guard: 103,
-        to: St::Choice13 as u16,
+        guard: 40,
+        to: St::Choice12 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 98,
+        to: St::Choice12 as u16,
         limit: None,
     },
     Arm {
         guard: 92,
-        to: St::Choice13 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 93,
-        to: St::Choice14 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::Choice14 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 93,
-        to: St::ToolName6 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::ToolName6 as u16,
+        to: St::Choice12 as u16,
         limit: None,
     },
     Arm {
@@ -1841,12 +1748,12 @@ static ARMS: [Arm; 109] = [
         limit: None,
     },
     Arm {
-        guard: 104,
+        guard: 99,
         to: St::Space14 as u16,
         limit: Some(1u8),
     },
     Arm {
-        guard: 105,
+        guard: 100,
         to: St::ToolOpen2 as u16,
         limit: Some(1u8),
     },
@@ -1867,12 +1774,12 @@ static ARMS: [Arm; 109] = [
     },
     Arm {
         guard: 7,
-        to: St::Choice18 as u16,
+        to: St::Choice15 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice18 as u16,
+        to: St::Choice15 as u16,
         limit: None,
     },
     Arm {
@@ -1932,12 +1839,12 @@ static ARMS: [Arm; 109] = [
     },
     Arm {
         guard: 27,
-        to: St::Choice18 as u16,
+        to: St::Choice15 as u16,
         limit: None,
     },
     Arm {
         guard: 8,
-        to: St::Choice18 as u16,
+        to: St::Choice15 as u16,
         limit: None,
     },
     Arm {
@@ -2021,23 +1928,8 @@ static ARMS: [Arm; 109] = [
         limit: None,
     },
     Arm {
-        guard: 93,
-        to: St::Choice28 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::Choice28 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 97,
-        to: St::ArgName6 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 100,
-        to: St::ArgName8 as u16,
+        guard: 95,
+        to: St::ArgName4 as u16,
         limit: None,
     },
     Arm {
@@ -2051,33 +1943,18 @@ static ARMS: [Arm; 109] = [
         limit: None,
     },
     Arm {
-        guard: 103,
-        to: St::Choice30 as u16,
+        guard: 40,
+        to: St::Choice26 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 98,
+        to: St::Choice26 as u16,
         limit: None,
     },
     Arm {
         guard: 92,
-        to: St::Choice30 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 93,
-        to: St::Choice31 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::Choice31 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 93,
-        to: St::ToolName12 as u16,
-        limit: None,
-    },
-    Arm {
-        guard: 4,
-        to: St::ToolName12 as u16,
+        to: St::Choice26 as u16,
         limit: None,
     },
     Arm {
@@ -2091,12 +1968,12 @@ static ARMS: [Arm; 109] = [
         limit: None,
     },
     Arm {
-        guard: 104,
+        guard: 99,
         to: St::Space27 as u16,
         limit: None,
     },
     Arm {
-        guard: 105,
+        guard: 100,
         to: St::ToolOpen4 as u16,
         limit: None,
     },
@@ -2116,17 +1993,17 @@ static ARMS: [Arm; 109] = [
         limit: None,
     },
     Arm {
-        guard: 106,
+        guard: 101,
         to: St::Space29 as u16,
         limit: None,
     },
     Arm {
         guard: 4,
-        to: St::Choice35 as u16,
+        to: St::Choice29 as u16,
         limit: None,
     },
     Arm {
-        guard: 107,
+        guard: 102,
         to: St::Space31 as u16,
         limit: None,
     },
@@ -2136,8 +2013,8 @@ static ARMS: [Arm; 109] = [
         limit: None,
     },
     Arm {
-        guard: 106,
-        to: St::Choice37 as u16,
+        guard: 101,
+        to: St::Choice31 as u16,
         limit: None,
     },
     Arm {
@@ -2147,7 +2024,7 @@ static ARMS: [Arm; 109] = [
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 108] = [
+static GUARDS: [Guard; 103] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Space,
     Guard::Lit(Lit::CloseToolCall as u16),
@@ -2241,17 +2118,12 @@ static GUARDS: [Guard; 108] = [
     Guard::Lit(Lit::Equals as u16),
     Guard::Lit(Lit::Newline as u16),
     Guard::Peek(91),
-    Guard::Lit(Lit::Quote as u16),
     Guard::Space,
     Guard::Lit(Lit::Parameter as u16),
-    Guard::Lit(Lit::Quote as u16),
-    Guard::Seq { first: 94, len: 3 },
-    Guard::Space,
-    Guard::Lit(Lit::Parameter as u16),
-    Guard::Seq { first: 98, len: 2 },
+    Guard::Seq { first: 93, len: 2 },
     Guard::Space,
     Guard::Lit(Lit::Greater as u16),
-    Guard::Seq { first: 101, len: 2 },
+    Guard::Seq { first: 96, len: 2 },
     Guard::Lit(Lit::ToolCall as u16),
     Guard::Lit(Lit::Function as u16),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
@@ -2277,10 +2149,10 @@ static STOPS_4: [&str; 9] = [
     "</tool_call>",
     "<parameter=",
 ];
-/// Text ends at [">", "=", "\"", "\n"].
-static STOPS_5: [&str; 4] = [">", "=", "\"", "\n"];
-/// Text ends at [">", "\"", "\n"].
-static STOPS_6: [&str; 3] = [">", "\"", "\n"];
+/// Text ends at [">", "=", "\n"].
+static STOPS_5: [&str; 3] = [">", "=", "\n"];
+/// Text ends at [">", "\n"].
+static STOPS_6: [&str; 2] = [">", "\n"];
 /// What ends each kind of text (`State::Text { stops, .. }`).
 static STOPS: [StopSet; 7] = [
     StopSet::new(&STOPS_0),

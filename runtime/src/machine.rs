@@ -159,6 +159,22 @@ pub fn named_tool<'n>(read: &str, in_id: bool, mut names: impl Iterator<Item = &
     }
 }
 
+/// A tool's or an argument's name as read (`read`, the text up to its
+/// stop): without whitespace or quotes around it. Models quote a name
+/// written as a tag's attribute (`<parameter="command">`,
+/// `<function="bash">`: Qwen, openvinotoolkit/model_server #4487); a quote
+/// is never part of a name (OpenAI's tool names are letters, digits, `_`
+/// and `-`). The runtime and the generator's interpreter read names with it.
+///
+/// ```
+/// use chat_parser_runtime::machine::name_text;
+/// assert_eq!(name_text(" \"command\"\n"), "command");
+/// assert_eq!(name_text("get_weather"), "get_weather");
+/// ```
+pub fn name_text(read: &str) -> &str {
+    read.trim().trim_matches('"').trim()
+}
+
 /// The namespace of the call ids that hold a tool's name: OpenAI's tool
 /// namespace, which Kimi K2 writes (`functions.get_weather:0`).
 pub const ID_NAMESPACE: &str = "functions";
@@ -1132,9 +1148,9 @@ impl<'t, const R: usize, const P: usize> Core<'t, R, P> {
         match kind {
             Kind::ArgString => self.args("\"", sink),
             Kind::ToolName | Kind::ToolIdName => {
-                let read = acc.trim();
-                let tools = self.tools;
                 let in_id = kind == Kind::ToolIdName;
+                let read = if in_id { acc.trim() } else { name_text(acc) };
+                let tools = self.tools;
                 let name = if tools.is_empty() {
                     if in_id { name_in_id(read) } else { read }
                 } else {
@@ -1149,7 +1165,7 @@ impl<'t, const R: usize, const P: usize> Core<'t, R, P> {
                     sink.event(Event::ToolId(read));
                 }
             }
-            Kind::ArgName => self.open_key(acc.trim(), sink),
+            Kind::ArgName => self.open_key(name_text(acc), sink),
             Kind::ArgAuto if self.flags.has(AS_STRING) => self.args("\"", sink),
             Kind::ArgAuto => {
                 if self.arg_type.reads_as_json(acc) {

@@ -174,7 +174,7 @@ impl<const R: usize, const P: usize> Core<'_, R, P> {
         let window = &ahead[..floor_boundary(ahead, MAX_NAME_LEN + stops.longest as usize)];
         let named = match stops.find(window.as_bytes()) {
             Some(i) if i <= MAX_NAME_LEN => {
-                let name = window.get(..i).unwrap_or("").trim();
+                let name = crate::machine::name_text(window.get(..i).unwrap_or(""));
                 self.declares(name)
             }
             Some(_) => false,

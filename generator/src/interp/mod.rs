@@ -996,7 +996,7 @@ impl<'g> StreamParser<'g> {
         let window = &rest[..cut];
         match find_first_stop(window, stops) {
             Some(i) if i <= MAX_NAME_LEN => {
-                let name = window[..i].trim();
+                let name = chat_parser_runtime::machine::name_text(&window[..i]);
                 Some(chat_parser_runtime::machine::named_tool(name, false, self.tools.iter().map(|t| t.name.as_str())).is_some())
             }
             Some(_) => Some(false),
@@ -1047,8 +1047,8 @@ impl<'g> StreamParser<'g> {
         match kind {
             TextKind::ArgString => self.emit_args("\""),
             TextKind::ToolName | TextKind::ToolIdName => {
-                let read = acc.trim();
                 let in_id = kind == TextKind::ToolIdName;
+                let read = if in_id { acc.trim() } else { chat_parser_runtime::machine::name_text(acc) };
                 let name = if self.tools.is_empty() {
                     if in_id { chat_parser_runtime::machine::name_in_id(read) } else { read }.to_string()
                 } else {
@@ -1061,7 +1061,7 @@ impl<'g> StreamParser<'g> {
                     self.out.push(Out::ToolId(read.to_string()));
                 }
             }
-            TextKind::ArgName => self.open_key(acc.trim()),
+            TextKind::ArgName => self.open_key(chat_parser_runtime::machine::name_text(acc)),
             TextKind::ArgAuto if as_string => self.emit_args("\""),
             TextKind::ArgAuto => {
                 // Short untyped values are JSON when they are JSON text.

@@ -1739,7 +1739,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
     let suffix = t.function.name_suffix.trim().to_string();
     let attribute = attribute_name(t.function.name_prefix.trim(), &suffix);
     if attribute {
-        stops.extend(ATTRIBUTE_NAME_ENDS.map(str::to_string));
+        stops.push(ATTRIBUTE_NAME_END.to_string());
     }
     // The marker that opens JSON arguments after the name or the id
     // (Mistral's `[ARGS]`), or nothing where the model leaves it out and
@@ -1787,8 +1787,8 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
             (true, _) => Node::Empty,
             // (JSON arguments may follow without the `>`, as after any
             // name suffix: see `marker_before_args`.)
-            (false, true) if t.format.mode == ToolFormatMode::TagWithJson => Node::seq(vec![attribute_quote(), attribute_end(Node::seq(vec![Node::Space, Node::lit("{")]))]),
-            (false, true) => Node::seq(vec![attribute_quote(), attribute_end(Node::Empty)]),
+            (false, true) if t.format.mode == ToolFormatMode::TagWithJson => attribute_end(Node::seq(vec![Node::Space, Node::lit("{")])),
+            (false, true) => attribute_end(Node::Empty),
             (false, false) => marker_before_args(&suffix),
         };
         Node::seq(vec![
@@ -1799,8 +1799,7 @@ fn tagged_call_after_prefix(spec: &FormatSpec) -> Node {
             closer(&t.function.close, &call_closers(spec, false)),
         ])
     };
-    let before_name = if attribute { attribute_quote() } else { Node::Empty };
-    Node::seq(vec![Node::Mark(Mark::ToolOpen), pre_name_id, Node::Space, named(before_name, &stops, &after)])
+    Node::seq(vec![Node::Mark(Mark::ToolOpen), pre_name_id, Node::Space, named(Node::Empty, &stops, &after)])
 }
 
 /// One object literal with bare keys and marked strings (Gemma 4):
@@ -1952,41 +1951,33 @@ fn tagged_arguments(spec: &FormatSpec) -> Node {
     let mut alts = Vec::new();
     // Each argument: its name, then its value read by its declared type.
     // (`misspelled_end` is there exactly for attribute names.)
-    let name_ends = misspelled_end.iter().flat_map(|_| ATTRIBUTE_NAME_ENDS.map(str::to_string));
+    let name_ends = misspelled_end.iter().map(|_| ATTRIBUTE_NAME_END.to_string());
     let name = Node::Until { stops: [Some(name_end.clone()), untyped_end.clone(), misspelled_end.clone()].into_iter().flatten().chain(name_ends).collect(), kind: TextKind::ArgName, trim_newlines: false, closers: Vec::new() };
-    let body = |quoted: bool| -> Node {
-        Node::seq(vec![
-            name.clone(),
-            if quoted { attribute_quote() } else { Node::Empty },
-            by_type_after(&name_end, untyped_end.as_deref(), misspelled_end.as_deref(), match &typed {
-                // The parser reads either form, whatever the schema says;
-                // each branch lists the schema's form first, which is the
-                // one a grammar allows (see `Node::ByArgType`).
-                Some((_, string, json)) => {
-                    let as_string = Alt { guard: Node::lit(string.clone()), body: value(ValueKind::String) };
-                    let as_json = Alt { guard: Node::lit(json.clone()), body: value(ValueKind::Json) };
-                    Node::ByArgType {
-                        string: Box::new(Node::Choice(vec![as_string.clone(), as_json.clone()])),
-                        json: Box::new(Node::Choice(vec![as_json.clone(), as_string.clone()])),
-                        auto: Box::new(Node::Choice(vec![as_string, as_json])),
-                    }
+    let body = Node::seq(vec![
+        name,
+        by_type_after(&name_end, untyped_end.as_deref(), misspelled_end.as_deref(), match &typed {
+            // The parser reads either form, whatever the schema says;
+            // each branch lists the schema's form first, which is the
+            // one a grammar allows (see `Node::ByArgType`).
+            Some((_, string, json)) => {
+                let as_string = Alt { guard: Node::lit(string.clone()), body: value(ValueKind::String) };
+                let as_json = Alt { guard: Node::lit(json.clone()), body: value(ValueKind::Json) };
+                Node::ByArgType {
+                    string: Box::new(Node::Choice(vec![as_string.clone(), as_json.clone()])),
+                    json: Box::new(Node::Choice(vec![as_json.clone(), as_string.clone()])),
+                    auto: Box::new(Node::Choice(vec![as_string, as_json])),
                 }
-                None => by_schema(),
-            }, by_schema),
-        ])
-    };
+            }
+            None => by_schema(),
+        }, by_schema),
+    ]);
     // The doubled opener first: its guard is the longer. (An alternative
     // of its own, not a node before the name: grammars leave it out and
     // still see an argument list, which they type by the schema.)
     if let Some(again) = name_start_again(&name_prefix) {
-        alts.push(Alt::lenient(again, body(false)));
+        alts.push(Alt::lenient(again, body.clone()));
     }
-    // A quoted attribute name (see `attribute_name`), an alternative of its
-    // own, as the doubled opener is.
-    if misspelled_end.is_some() {
-        alts.push(Alt::lenient(Node::seq(vec![Node::Space, Node::lit(name_prefix.clone()), Node::lit("\"")]), body(true)));
-    }
-    alts.push(Alt { guard: Node::seq(vec![Node::Space, Node::lit(name_prefix.clone())]), body: body(false) });
+    alts.push(Alt { guard: Node::seq(vec![Node::Space, Node::lit(name_prefix.clone())]), body });
     let n = alts.len();
     let tagged = Node::seq(vec![
         Node::Mark(Mark::ArgsOpen),
@@ -2068,33 +2059,33 @@ fn name_end_misspelled(name_prefix: &str, name_end: &str) -> Option<String> {
 /// openvinotoolkit/model_server #4487; `<function="bash">`, the same) or
 /// leave the `>` out before the line break (`<function=bash\n<parameter=…`,
 /// `<parameter=command\nls\n</parameter>`: Qwen3.6, mlx-lm #1811 and
-/// #1881): see [`attribute_quote`] and [`attribute_end`].
+/// #1881). The quotes go where every name's do (`machine::name_text`);
+/// the `>` is read by [`attribute_end`].
 fn attribute_name(prefix: &str, end: &str) -> bool {
     is_tag_start(prefix) && prefix.ends_with('=') && end == ">"
 }
 
-/// A quote around an attribute name ([`attribute_name`]), before or after
-/// it: dropped. Lenient: grammars write the name bare.
-fn attribute_quote() -> Node {
-    Node::lenient_optional(Node::lit("\""), Node::Empty)
-}
-
 /// The end of an attribute name ([`attribute_name`]): the tag's `>`, or
 /// nothing where the line breaks there, or where `next` follows (lenient;
-/// `Node::Empty`: only the line break). The stops of such a name
-/// ([`ATTRIBUTE_NAME_ENDS`]) end it at a quote or a line break too.
+/// `Node::Empty`: only the line break). Such a name also ends at the line
+/// break ([`ATTRIBUTE_NAME_END`]).
 fn attribute_end(next: Node) -> Node {
-    let mut alts = vec![Alt { guard: Node::seq(vec![Node::Space, Node::lit(">")]), body: Node::Empty }, Alt::lenient(Node::Peek(Box::new(Node::lit("\n"))), Node::Empty)];
+    // (The `>` right after the name first: a guard of one literal is the
+    // cheapest to try.)
+    let mut alts = vec![
+        Alt { guard: Node::lit(">"), body: Node::Empty },
+        Alt { guard: Node::seq(vec![Node::Space, Node::lit(">")]), body: Node::Empty },
+        Alt::lenient(Node::Peek(Box::new(Node::lit("\n"))), Node::Empty),
+    ];
     if next != Node::Empty {
         alts.push(Alt::lenient(Node::Peek(Box::new(next)), Node::Empty));
     }
     Node::Choice(alts)
 }
 
-/// What else ends an attribute name ([`attribute_name`]): its closing
-/// quote, or the line break where the `>` is left out. Neither is ever
-/// part of a tool's or an argument's name.
-const ATTRIBUTE_NAME_ENDS: [&str; 2] = ["\"", "\n"];
+/// What else ends an attribute name ([`attribute_name`]): the line break
+/// where the `>` is left out (never part of a name).
+const ATTRIBUTE_NAME_END: &str = "\n";
 
 /// An argument name's closing tag written twice (GLM-4.7:
 /// `<arg_key>city</arg_key></arg_key><arg_value>…`, vLLM #54971 strips the
