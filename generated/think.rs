@@ -506,7 +506,7 @@ static GUARDS: [Guard; 8] = [
     Guard::Lit(Lit::ImEnd as u16),
     Guard::Lit(Lit::CloseThink as u16),
     Guard::Empty,
-    Guard::Space,
+    Guard::Newline,
     Guard::Lit(Lit::Think as u16),
     Guard::Seq { first: 3, len: 2 },
     Guard::Lit(Lit::QuoteQuoteQuote as u16),

@@ -754,15 +754,17 @@ fn reasoning_openers(start: &str) -> Vec<String> {
 }
 
 /// The reasoning block's opener written again right after the first (or
-/// after the one the prompt wrote), with whitespace before it: markup, and
-/// the newline after it layout. Lenient: grammars never write it. Nothing
-/// without an opener.
+/// after the one the prompt wrote), a newline at most before it: markup,
+/// and the newline after it layout. Lenient: grammars never write it.
+/// Nothing without an opener. (Only a newline: a guard that reads any
+/// whitespace holds all of it, and a long run of it would outgrow a
+/// streaming parser's window where the interpreter has none.)
 fn opener_again(start: &str) -> Node {
     if start.is_empty() {
         return Node::Empty;
     }
     let mut again: Vec<Alt> =
-        reasoning_openers(start).into_iter().map(|o| Alt::lenient(Node::seq(vec![Node::Space, Node::lit(o)]), Node::OptionalNewline)).collect();
+        reasoning_openers(start).into_iter().map(|o| Alt::lenient(Node::seq(vec![Node::OptionalNewline, Node::lit(o)]), Node::OptionalNewline)).collect();
     again.push(Alt { guard: Node::Empty, body: Node::Empty });
     Node::Choice(again)
 }
