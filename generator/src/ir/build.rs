@@ -230,7 +230,7 @@ fn closers_from(first: &str, spec: &FormatSpec) -> Vec<String> {
 pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     let node = build_reply(spec, options);
     match tool_namespace(spec) {
-        Some(ns) => namespace_optional(node, &ns),
+        Some(ns) => namespace_optional(node, &ns, &other_spellings(&ns)),
         None => node,
     }
 }
@@ -243,7 +243,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
 fn tool_namespace(spec: &FormatSpec) -> Option<String> {
     let tails: Vec<&str> = spec.tools.markers().iter().filter_map(|m| m.trim().strip_prefix("</").or_else(|| m.trim().strip_prefix('<'))).collect();
     let first = *tails.first()?;
-    let bar = first.chars().next().filter(|c| matches!(c, '｜' | '|'))?;
+    let bar = first.chars().next().filter(|c| BARS.contains(&c.to_string().as_str()))?;
     let shared = tails.iter().fold(first.len(), |n, t| n.min(crate::diff::common_prefix_len(first, t)));
     // Up to the bar that closes the token (not one inside a marker's name).
     let end = first[..shared].rfind(bar)?;
@@ -251,56 +251,101 @@ fn tool_namespace(spec: &FormatSpec) -> Option<String> {
     (tails.len() >= 3 && ns.chars().count() > 2).then(|| ns.to_string())
 }
 
-/// `node` with every marker that holds `ns` also read without it (for
-/// parsers only), as models of DeepSeek V3.2 and V4 write some tags
+/// The bars a namespace token is written between: the template's, and
+/// what models write in their place. DeepSeek V3.2 and V4 models write
+/// `｜DSML｜` also with doubled bars (`<｜｜DSML｜｜parameter …>`, the most
+/// frequent of the leaked forms in GenericAgent #804's scan of real
+/// replies), with ASCII bars (`<|DSML|invoke …>`, cline #13348: about a
+/// quarter of DeepSeek V4 Flash runs) and with `‖` (GenericAgent #804).
+const BARS: [&str; 4] = ["｜", "｜｜", "|", "‖"];
+
+/// One way a model writes a tool namespace besides the template's.
+#[derive(Debug, Clone, PartialEq)]
+struct Spelling {
+    ns: String,
+    /// Whether the markup, so spelled, also ends content and reasoning. The
+    /// namespace with other bars is markup anywhere; without a namespace a
+    /// marker (`<function_calls>`) is a word prose may hold.
+    in_prose: bool,
+}
+
+/// The other spellings of `ns` (a token between two bars): left out, and
+/// with each other bar of [`BARS`].
+///
+/// ```text
+/// ｜DSML｜  ->  "", ｜｜DSML｜｜, |DSML|, ‖DSML‖
+/// ```
+fn other_spellings(ns: &str) -> Vec<Spelling> {
+    let bar = BARS.iter().filter(|b| ns.starts_with(**b) && ns.ends_with(**b)).max_by_key(|b| b.len());
+    let word = bar.map_or(ns, |b| &ns[b.len()..ns.len() - b.len()]);
+    let mut out = vec![Spelling { ns: String::new(), in_prose: false }];
+    out.extend(BARS.iter().map(|b| format!("{b}{word}{b}")).filter(|s| s != ns).map(|ns| Spelling { ns, in_prose: true }));
+    out
+}
+
+/// `node` with every marker that holds `ns` also read in its other
+/// `spellings` (for parsers only). Without the namespace, as models of
+/// DeepSeek V3.2 and V4 write some tags
 /// (`<parameter name="city">Seoul</｜DSML｜parameter>`, the whole section
 /// as `<function_calls>…`): sglang's DSML detector reads either on any
-/// tag. A guard that ends with such a marker looks for either form and
-/// its body reads it; markup in a body is either; text inside a call (a value, a name) and
-/// JSON values end at the bare markers too. Content and reasoning do not
-/// stop at them: a bare `<function_calls>` in prose is text, and so is a
-/// whole section written without the namespace (its opener is the one
-/// marker the output has nothing but prose to tell by).
-fn namespace_optional(node: Node, ns: &str) -> Node {
-    let with_bare = |stops: Vec<String>| -> Vec<String> {
-        let extra: Vec<String> = stops.iter().filter(|m| m.contains(ns)).map(|m| m.replace(ns, "")).filter(|m| !stops.contains(m)).collect();
-        stops.into_iter().chain(extra).collect()
+/// tag. With other bars (`<|DSML|invoke name="…">`): see [`BARS`]. A guard
+/// that ends with such a marker looks for any form and its body reads it;
+/// markup in a body is any form; text inside a call (a value, a name) and
+/// JSON values end at markers in any form. Content and reasoning end at
+/// the spellings that are markup in prose only: a bare `<function_calls>`
+/// in prose is text, and so is a whole section written without the
+/// namespace (its opener is the one marker the output has nothing but
+/// prose to tell by).
+fn namespace_optional(node: Node, ns: &str, spellings: &[Spelling]) -> Node {
+    let respelled = |stops: Vec<String>, prose: bool| -> Vec<String> {
+        let mut out = stops.clone();
+        for m in stops.iter().filter(|m| m.contains(ns)) {
+            for s in spellings.iter().filter(|s| s.in_prose || !prose) {
+                let other = m.replace(ns, &s.ns);
+                if !out.contains(&other) {
+                    out.push(other);
+                }
+            }
+        }
+        out
     };
+    let again = |n: Node| namespace_optional(n, ns, spellings);
     match node {
         Node::Literal(m) if m.contains(ns) => {
-            let bare = m.replace(ns, "");
-            Node::Choice(vec![Alt { guard: Node::Literal(m), body: Node::Empty }, Alt::lenient(Node::Literal(bare), Node::Empty)])
+            let others = spellings.iter().map(|s| Alt::lenient(Node::Literal(m.replace(ns, &s.ns)), Node::Empty));
+            Node::Choice(std::iter::once(Alt { guard: Node::Literal(m.clone()), body: Node::Empty }).chain(others).collect())
         }
-        Node::Seq(items) => Node::Seq(items.into_iter().map(|n| namespace_optional(n, ns)).collect()),
-        Node::Choice(alts) => Node::Choice(alts.into_iter().map(|a| with_bare_guard(a, ns)).collect()),
-        Node::Repeat { alts, limits, recover } => {
-            Node::Repeat { alts: alts.into_iter().map(|a| with_bare_guard(a, ns)).collect(), limits, recover: recover.map(|r| Box::new(namespace_optional(*r, ns))) }
-        }
-        Node::Until { stops, kind, trim_newlines, closers } if !matches!(kind, TextKind::Content | TextKind::Reasoning) => {
-            Node::Until { stops: with_bare(stops), kind, trim_newlines, closers: with_bare(closers) }
-        }
-        Node::Json { kind, schema, python, marker, ends } => Node::Json { kind, schema, python, marker, ends: with_bare(ends) },
-        Node::ByToolName { stops, declared, other } => Node::ByToolName {
-            stops,
-            declared: Box::new(namespace_optional(*declared, ns)),
-            other: Box::new(namespace_optional(*other, ns)),
+        Node::Seq(items) => Node::Seq(items.into_iter().map(again).collect()),
+        Node::Choice(alts) => Node::Choice(alts.into_iter().map(|a| with_bare_guard(a, ns, spellings)).collect()),
+        Node::Repeat { alts, limits, recover } => Node::Repeat {
+            alts: alts.into_iter().map(|a| with_bare_guard(a, ns, spellings)).collect(),
+            limits,
+            recover: recover.map(|r| Box::new(again(*r))),
         },
+        Node::Until { stops, kind, trim_newlines, closers } => {
+            let prose = matches!(kind, TextKind::Content | TextKind::Reasoning);
+            Node::Until { stops: respelled(stops, prose), kind, trim_newlines, closers: respelled(closers, prose) }
+        }
+        Node::Json { kind, schema, python, marker, ends } => Node::Json { kind, schema, python, marker, ends: respelled(ends, false) },
+        Node::ByToolName { stops, declared, other } => {
+            Node::ByToolName { stops, declared: Box::new(again(*declared)), other: Box::new(again(*other)) }
+        }
         Node::ByArgType { string, json, auto } => Node::ByArgType {
-            string: Box::new(namespace_optional(*string, ns)),
-            json: Box::new(namespace_optional(*json, ns)),
-            auto: Box::new(namespace_optional(*auto, ns)),
+            string: Box::new(again(*string)),
+            json: Box::new(again(*json)),
+            auto: Box::new(again(*auto)),
         },
         other => other,
     }
 }
 
-/// An alternative of a choice or loop with its body's markup made
-/// namespace-optional. A guard that ends with a marker holding `ns`
-/// (`Space` then `<｜DSML｜parameter name="`) only looks for it, in either
-/// form, and the body reads it (the bare form lenient): the body is not
-/// written twice, and grammars keep the template's marker.
-fn with_bare_guard(alt: Alt, ns: &str) -> Alt {
-    let body = namespace_optional(alt.body, ns);
+/// An alternative of a choice or loop with its body's markup read in every
+/// spelling of the namespace. A guard that ends with a marker holding `ns`
+/// (`Space` then `<｜DSML｜parameter name="`) only looks for it, in any
+/// form, and the body reads it (the other forms lenient): the body is not
+/// written once per form, and grammars keep the template's marker.
+fn with_bare_guard(alt: Alt, ns: &str, spellings: &[Spelling]) -> Alt {
+    let body = namespace_optional(alt.body, ns, spellings);
     let mut items = match alt.guard {
         Node::Seq(items) => items,
         other => vec![other],
@@ -308,10 +353,10 @@ fn with_bare_guard(alt: Alt, ns: &str) -> Alt {
     match items.last() {
         Some(Node::Literal(m)) if m.contains(ns) && !items[..items.len() - 1].iter().any(|n| holds(n, ns)) => {
             let m = m.clone();
-            let bare = m.replace(ns, "");
+            let forms = std::iter::once(m.clone()).chain(spellings.iter().map(|s| m.replace(ns, &s.ns)));
             items.pop();
-            items.push(Node::Peek(Box::new(Node::one_of([m.clone(), bare]))));
-            Alt { guard: Node::seq(items), body: Node::seq(vec![namespace_optional(Node::Literal(m), ns), body]) }
+            items.push(Node::Peek(Box::new(Node::one_of(forms))));
+            Alt { guard: Node::seq(items), body: Node::seq(vec![namespace_optional(Node::Literal(m), ns, spellings), body]) }
         }
         _ => Alt { guard: Node::seq(items), body },
     }
