@@ -230,6 +230,12 @@ pub struct ToolFormat {
     /// read like the section, never written by grammars.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub section_aliases: Vec<(String, String)>,
+    /// Other bars models write around the namespace token all tool markers
+    /// share (DeepSeek V3.2/V4 write `｜DSML｜` also as `｜｜DSML｜｜`,
+    /// `|DSML|` or `‖DSML‖`): the template's forms are read so spelled
+    /// too, never written by grammars.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub namespace_bars: Vec<String>,
 }
 
 impl Default for ToolFormat {
@@ -254,6 +260,7 @@ impl Default for ToolFormat {
             call_prefix: String::new(),
             content_recipient: String::new(),
             section_aliases: Vec::new(),
+            namespace_bars: Vec::new(),
         }
     }
 }

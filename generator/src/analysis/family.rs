@@ -340,9 +340,19 @@ pub fn describe(family: &str, source: &str, spec: &mut FormatSpec, r: &mut Rende
             spec.reasoning.ended_by_calls = spec.reasoning.mode != crate::spec::ReasoningMode::None;
         }
         "MiroThinker" => mcp_calls(spec, source),
+        "DeepSeek V3.2/V4" => spec.tools.format.namespace_bars = DSML_BARS.map(String::from).to_vec(),
         _ => {}
     }
 }
+
+/// The bars DeepSeek V3.2 and V4 models also write around their `DSML`
+/// token in place of the template's `｜`: doubled (`<｜｜DSML｜｜parameter
+/// …>`, the most frequent of the leaked forms in GenericAgent #804's scan
+/// of real replies), ASCII (`<|DSML|invoke …>`, cline #13348: about a
+/// quarter of DeepSeek V4 Flash runs leak DSML, this form among them) and
+/// `‖` (GenericAgent #804). Model behaviour no render shows, so data of
+/// the family.
+const DSML_BARS: [&str; 3] = ["｜｜", "|", "‖"];
 
 /// The namespace of the call ids a family's model writes, `NAMESPACE
 /// NAME:index`, where it has that convention: Kimi K2 writes

@@ -230,7 +230,10 @@ fn closers_from(first: &str, spec: &FormatSpec) -> Vec<String> {
 pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
     let node = build_reply(spec, options);
     match tool_namespace(spec) {
-        Some(ns) => namespace_optional(node, &ns, &other_spellings(&ns)),
+        Some(ns) => {
+            let spellings = other_spellings(&ns, &spec.tools.format.namespace_bars);
+            namespace_optional(node, &ns, &spellings)
+        }
         None => node,
     }
 }
@@ -243,7 +246,7 @@ pub fn build(spec: &FormatSpec, options: &ParseOptions) -> Node {
 fn tool_namespace(spec: &FormatSpec) -> Option<String> {
     let tails: Vec<&str> = spec.tools.markers().iter().filter_map(|m| m.trim().strip_prefix("</").or_else(|| m.trim().strip_prefix('<'))).collect();
     let first = *tails.first()?;
-    let bar = first.chars().next().filter(|c| BARS.contains(&c.to_string().as_str()))?;
+    let bar = first.chars().next().filter(|c| matches!(c, '｜' | '|'))?;
     let shared = tails.iter().fold(first.len(), |n, t| n.min(crate::diff::common_prefix_len(first, t)));
     // Up to the bar that closes the token (not one inside a marker's name).
     let end = first[..shared].rfind(bar)?;
@@ -251,35 +254,28 @@ fn tool_namespace(spec: &FormatSpec) -> Option<String> {
     (tails.len() >= 3 && ns.chars().count() > 2).then(|| ns.to_string())
 }
 
-/// The bars a namespace token is written between: the template's, and
-/// what models write in their place. DeepSeek V3.2 and V4 models write
-/// `｜DSML｜` also with doubled bars (`<｜｜DSML｜｜parameter …>`, the most
-/// frequent of the leaked forms in GenericAgent #804's scan of real
-/// replies), with ASCII bars (`<|DSML|invoke …>`, cline #13348: about a
-/// quarter of DeepSeek V4 Flash runs) and with `‖` (GenericAgent #804).
-const BARS: [&str; 4] = ["｜", "｜｜", "|", "‖"];
-
 /// One way a model writes a tool namespace besides the template's.
 #[derive(Debug, Clone, PartialEq)]
 struct Spelling {
     ns: String,
-    /// Whether the markup, so spelled, also ends content and reasoning. The
-    /// namespace with other bars is markup anywhere; without a namespace a
-    /// marker (`<function_calls>`) is a word prose may hold.
-    in_prose: bool,
+    /// The namespace between other bars ([`ToolFormat::namespace_bars`]),
+    /// which is markup anywhere: content and reasoning end there too, and
+    /// only the template's own forms are read so spelled (not a lenient
+    /// form as well, such as a misspelled closer: the two at once are not
+    /// seen, and each spelling of a form costs states). Without the
+    /// namespace, a marker (`<function_calls>`) is a word prose may hold.
+    ///
+    /// [`ToolFormat::namespace_bars`]: crate::spec::ToolFormat::namespace_bars
+    bars: bool,
 }
 
-/// The other spellings of `ns` (a token between two bars): left out, and
-/// with each other bar of [`BARS`].
-///
-/// ```text
-/// ｜DSML｜  ->  "", ｜｜DSML｜｜, |DSML|, ‖DSML‖
-/// ```
-fn other_spellings(ns: &str) -> Vec<Spelling> {
-    let bar = BARS.iter().filter(|b| ns.starts_with(**b) && ns.ends_with(**b)).max_by_key(|b| b.len());
-    let word = bar.map_or(ns, |b| &ns[b.len()..ns.len() - b.len()]);
-    let mut out = vec![Spelling { ns: String::new(), in_prose: false }];
-    out.extend(BARS.iter().map(|b| format!("{b}{word}{b}")).filter(|s| s != ns).map(|ns| Spelling { ns, in_prose: true }));
+/// The other spellings of `ns`, a token between two bars: without it, and
+/// between each of `bars` (`｜DSML｜` with `["|"]`: `""`, `|DSML|`).
+fn other_spellings(ns: &str, bars: &[String]) -> Vec<Spelling> {
+    let bar = ns.chars().next().map_or(0, char::len_utf8);
+    let word = ns.get(bar..ns.len().saturating_sub(bar)).unwrap_or(ns);
+    let mut out = vec![Spelling { ns: String::new(), bars: false }];
+    out.extend(bars.iter().map(|b| format!("{b}{word}{b}")).filter(|s| s != ns).map(|ns| Spelling { ns, bars: true }));
     out
 }
 
@@ -288,27 +284,15 @@ fn other_spellings(ns: &str) -> Vec<Spelling> {
 /// DeepSeek V3.2 and V4 write some tags
 /// (`<parameter name="city">Seoul</｜DSML｜parameter>`, the whole section
 /// as `<function_calls>…`): sglang's DSML detector reads either on any
-/// tag. With other bars (`<|DSML|invoke name="…">`): see [`BARS`]. A guard
-/// that ends with such a marker looks for any form and its body reads it;
-/// markup in a body is any form; text inside a call (a value, a name) and
-/// JSON values end at markers in any form. Content and reasoning end at
-/// the spellings that are markup in prose only: a bare `<function_calls>`
-/// in prose is text, and so is a whole section written without the
-/// namespace (its opener is the one marker the output has nothing but
-/// prose to tell by).
+/// tag. Between other bars (`<|DSML|invoke name="…">`): see
+/// [`Spelling::bars`]. A guard that ends with such a marker looks for any
+/// form and its body reads it; markup in a body is any form; text inside
+/// a call (a value, a name) and JSON values end at markers in any form.
+/// Content and reasoning end at the spellings between other bars only: a
+/// bare `<function_calls>` in prose is text, and so is a whole section
+/// written without the namespace (its opener is the one marker the output
+/// has nothing but prose to tell by).
 fn namespace_optional(node: Node, ns: &str, spellings: &[Spelling]) -> Node {
-    let respelled = |stops: Vec<String>, prose: bool| -> Vec<String> {
-        let mut out = stops.clone();
-        for m in stops.iter().filter(|m| m.contains(ns)) {
-            for s in spellings.iter().filter(|s| s.in_prose || !prose) {
-                let other = m.replace(ns, &s.ns);
-                if !out.contains(&other) {
-                    out.push(other);
-                }
-            }
-        }
-        out
-    };
     let again = |n: Node| namespace_optional(n, ns, spellings);
     match node {
         Node::Literal(m) if m.contains(ns) => {
@@ -324,9 +308,13 @@ fn namespace_optional(node: Node, ns: &str, spellings: &[Spelling]) -> Node {
         },
         Node::Until { stops, kind, trim_newlines, closers } => {
             let prose = matches!(kind, TextKind::Content | TextKind::Reasoning);
-            Node::Until { stops: respelled(stops, prose), kind, trim_newlines, closers: respelled(closers, prose) }
+            let respell = |markers: &[String]| respelled(markers, ns, spellings, prose, &closers);
+            Node::Until { stops: respell(&stops), kind, trim_newlines, closers: respell(&closers) }
         }
-        Node::Json { kind, schema, python, marker, ends } => Node::Json { kind, schema, python, marker, ends: respelled(ends, false) },
+        Node::Json { kind, schema, python, marker, ends } => {
+            let ends = respelled(&ends, ns, spellings, false, &[]);
+            Node::Json { kind, schema, python, marker, ends }
+        }
         Node::ByToolName { stops, declared, other } => {
             Node::ByToolName { stops, declared: Box::new(again(*declared)), other: Box::new(again(*other)) }
         }
@@ -339,12 +327,34 @@ fn namespace_optional(node: Node, ns: &str, spellings: &[Spelling]) -> Node {
     }
 }
 
+/// `stops` and, after them, the other spellings of those that hold `ns`:
+/// in `prose` (content, reasoning) only between other bars; between other
+/// bars, not a misspelling of one of the text's `closers` (its stem then
+/// another byte: `</｜DSML｜parameter/`), which only the template's bars
+/// and none are read in ([`Spelling::bars`]).
+fn respelled(stops: &[String], ns: &str, spellings: &[Spelling], prose: bool, closers: &[String]) -> Vec<String> {
+    let misspelled = |m: &str| closers.iter().filter_map(|c| c.strip_suffix('>')).any(|stem| m.starts_with(stem) && !closers.iter().any(|c| c == m));
+    let mut out = stops.to_vec();
+    for m in stops.iter().filter(|m| m.contains(ns)) {
+        for s in spellings.iter().filter(|s| if s.bars { !misspelled(m) } else { !prose }) {
+            let other = m.replace(ns, &s.ns);
+            if !out.contains(&other) {
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
 /// An alternative of a choice or loop with its body's markup read in every
 /// spelling of the namespace. A guard that ends with a marker holding `ns`
 /// (`Space` then `<｜DSML｜parameter name="`) only looks for it, in any
 /// form, and the body reads it (the other forms lenient): the body is not
-/// written once per form, and grammars keep the template's marker.
+/// written once per form, and grammars keep the template's marker. A
+/// lenient alternative's marker is not read between other bars
+/// ([`Spelling::bars`]).
 fn with_bare_guard(alt: Alt, ns: &str, spellings: &[Spelling]) -> Alt {
+    let lenient = alt.is_lenient();
     let body = namespace_optional(alt.body, ns, spellings);
     let mut items = match alt.guard {
         Node::Seq(items) => items,
@@ -353,10 +363,11 @@ fn with_bare_guard(alt: Alt, ns: &str, spellings: &[Spelling]) -> Alt {
     match items.last() {
         Some(Node::Literal(m)) if m.contains(ns) && !items[..items.len() - 1].iter().any(|n| holds(n, ns)) => {
             let m = m.clone();
-            let forms = std::iter::once(m.clone()).chain(spellings.iter().map(|s| m.replace(ns, &s.ns)));
+            let own: Vec<Spelling> = spellings.iter().filter(|s| !(lenient && s.bars)).cloned().collect();
+            let forms = std::iter::once(m.clone()).chain(own.iter().map(|s| m.replace(ns, &s.ns)));
             items.pop();
             items.push(Node::Peek(Box::new(Node::one_of(forms))));
-            Alt { guard: Node::seq(items), body: Node::seq(vec![namespace_optional(Node::Literal(m), ns, spellings), body]) }
+            Alt { guard: Node::seq(items), body: Node::seq(vec![namespace_optional(Node::Literal(m), ns, &own), body]) }
         }
         _ => Alt { guard: Node::seq(items), body },
     }
