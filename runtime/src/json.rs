@@ -52,6 +52,48 @@ const MARKED: u8 = 0;
 /// path's test for a marked string stays one comparison.)
 const UNOPENED: u8 = 1;
 
+/// [`Str::quote`] of a value in Python's quotes in the marked dialect
+/// (Gemma 4 writes `{path:'a.py'}` or `save_as='report.docx'` at times:
+/// ollama #17882, #15315): raw text, as a marked string's, up to a `'`
+/// that ends it ([`quote_ends`]) or the string marker.
+const QUOTED: u8 = 2;
+
+/// What a `'` inside a value in Python quotes ([`QUOTED`]) is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum QuoteEnd {
+    /// The value's closing quote, with the string marker right after it
+    /// when there is one (`'…'<|"|>`, a Gemma marker left dangling:
+    /// ollama #15315): this many bytes, dropped.
+    Close(usize),
+    /// The value's own (`'don't'`).
+    Text,
+    /// The text ends before that shows.
+    Wait,
+}
+
+/// Whether the `'` right before `bytes[at]` ends a value in Python quotes:
+/// it does before `,`, `}` or `]` (what ends a value; whitespace between
+/// them is read as the whitespace between tokens), before the string
+/// marker `mark` (dropped with it), and at the output's end. Whitespace
+/// longer than [`BARE_KEY_MAX`] makes it text (what the scanner holds back
+/// stays bounded).
+fn quote_ends(bytes: &[u8], at: usize, mark: &[u8], last: bool) -> QuoteEnd {
+    let rest = bytes.get(at..).unwrap_or(&[]);
+    let space = rest.iter().take(BARE_KEY_MAX + 1).take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')).count();
+    if space > BARE_KEY_MAX {
+        return QuoteEnd::Text;
+    }
+    match rest[space..].first() {
+        None if last => QuoteEnd::Close(1),
+        None => QuoteEnd::Wait,
+        Some(b',' | b'}' | b']') => QuoteEnd::Close(1),
+        Some(_) if space > 0 => QuoteEnd::Text,
+        Some(_) if !mark.is_empty() && rest.starts_with(mark) => QuoteEnd::Close(1 + mark.len()),
+        Some(_) if !last && mark.starts_with(rest) => QuoteEnd::Wait,
+        Some(_) => QuoteEnd::Text,
+    }
+}
+
 /// The longest bare key [`key_follows`] waits for: what it holds back must
 /// stay well under a parser's hold limit.
 const BARE_KEY_MAX: usize = 32;
@@ -381,11 +423,12 @@ impl Str {
         }
     }
 
-    /// A string of the marked dialect: between the dialect's markers, or
-    /// opened without its marker ([`UNOPENED`]); either ends at the marker.
+    /// A string of the marked dialect: between the dialect's markers,
+    /// opened without its marker ([`UNOPENED`]) or in Python's quotes
+    /// ([`QUOTED`]); each ends at the marker.
     #[inline(always)]
     fn marked(&self) -> bool {
-        self.quote == MARKED || self.quote == UNOPENED
+        self.quote <= QUOTED
     }
 
     /// Bytes that end a run of characters copied unchanged.
@@ -997,8 +1040,11 @@ impl JsonScanner {
                     let first = mark.first().copied().unwrap_or(b'"');
                     let mut end = if first.is_ascii() { marked_run_end(bytes, i, mark) } else { i };
                     let unopened = s.quote == UNOPENED;
+                    let quoted = s.quote == QUOTED;
                     if unopened {
                         end = memchr::memchr2(b'}', b',', &bytes[i..end]).map_or(end, |p| i + p);
+                    } else if quoted {
+                        end = memchr::memchr(b'\'', &bytes[i..end]).map_or(end, |p| i + p);
                     }
                     if end > i {
                         if let Some(run) = w.text.get(i..end) {
@@ -1008,7 +1054,12 @@ impl JsonScanner {
                             i = end;
                         }
                     }
-                    while i < bytes.len() && bytes[i] != first && !needs_escape(bytes[i]) && !(unopened && matches!(bytes[i], b'}' | b',')) {
+                    while i < bytes.len()
+                        && bytes[i] != first
+                        && !needs_escape(bytes[i])
+                        && !(unopened && matches!(bytes[i], b'}' | b','))
+                        && !(quoted && bytes[i] == b'\'')
+                    {
                         i += 1;
                     }
                     let Some(&b) = bytes.get(i) else {
@@ -1035,6 +1086,29 @@ impl JsonScanner {
                                 return (i, Scan::NeedMore);
                             }
                             _ => i += 1,
+                        }
+                        continue;
+                    }
+                    if quoted && b == b'\'' {
+                        match quote_ends(bytes, i + 1, mark, last) {
+                            QuoteEnd::Close(len) => {
+                                w.replace(i, len, "\"");
+                                self.token = Token::None;
+                                self.after_value(s.key);
+                                i += len;
+                                if self.done() {
+                                    return (i, Scan::Done);
+                                }
+                            }
+                            QuoteEnd::Wait => {
+                                self.token = Token::Str(s);
+                                return (i, Scan::NeedMore);
+                            }
+                            // (A `'` needs no escape in JSON.)
+                            QuoteEnd::Text => {
+                                self.token = Token::Str(s);
+                                i += 1;
+                            }
                         }
                         continue;
                     }
@@ -1216,6 +1290,12 @@ impl JsonScanner {
                             Err(end) => return (end, Scan::Invalid),
                         }
                         continue;
+                    } else if b == b'\'' && !mark.is_empty() && !self.top_of_object_only() {
+                        // A value in Python's quotes (`QUOTED`).
+                        w.replace(i, 1, "\"");
+                        self.token = Token::Str(Str::new(QUOTED, false));
+                        i += 1;
+                        continue;
                     } else if let Some(bare) = (!mark.is_empty() && !self.top_of_object_only() && matches!(b, b'-' | b'0'..=b'9' | b't' | b'f' | b'n'))
                         .then(|| word_is_bare(bytes, i, mark, last))
                         .filter(|&bare| bare != Bare::Value)
@@ -1276,7 +1356,12 @@ impl JsonScanner {
                     }
                 }
                 Expect::Colon => {
-                    if b != b':' {
+                    if b == b'=' && !mark.is_empty() {
+                        // A key written as a Python keyword argument
+                        // (Gemma 4's `save_as='report.docx'`, ollama
+                        // #17882): `=` for `:`.
+                        w.replace(i, 1, ":");
+                    } else if b != b':' {
                         return (i, Scan::Invalid);
                     }
                     self.expect = Expect::Value;
@@ -1747,6 +1832,13 @@ mod tests {
             ("{tags:[<|\"|>a<|\"|>, <|\"|>b<|\"|>],ok:true,n:null}", r#"{"tags":["a", "b"],"ok":true,"n":null}"#),
             // Keys between markers and JSON strings are read too.
             ("{<|\"|>my key<|\"|>:\"v\",\"k\":{x_1:-1.5}}", r#"{"my key":"v","k":{"x_1":-1.5}}"#),
+            // Python's quotes and `=` (ollama #17882, #15315): raw text to
+            // a `'` before what ends a value, or to the marker (a marker
+            // right after the quote is dropped with it); any other `'` is
+            // the value's.
+            ("{a:'x = 2',b=\"y\",c='it's'}", r#"{"a":"x = 2","b":"y","c":"it's"}"#),
+            ("{p:':\\s*\\w+'<|\"|>,q:'r<|\"|>}", r#"{"p":":\\s*\\w+","q":"r"}"#),
+            ("{l:['a' , 'b'],s:'<|x' }", r#"{"l":["a" , "b"],"s":"<|x" }"#),
         ] {
             for chunk in [1, 2, 3, 5, 1000] {
                 let (out, r, n) = scan_marked_all(&format!("{text}<tool_call|>"), chunk, q);

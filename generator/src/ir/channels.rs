@@ -8,6 +8,7 @@
 //!          | RECIPIENT other-recipient header body      (a built-in tool: dropped as read)
 //!          | CHANNEL word header-tail
 //!          | CHANNEL unreadable-header END             (an empty message: dropped)
+//!          | CHANNEL other-word RECIPIENT …            (as a recipient after a channel word)
 //! call     = NAME header "<|message|>" JSON END?
 //! ```
 //!
@@ -75,19 +76,28 @@ fn plain_end(c: &ChannelSpec) -> Vec<String> {
     c.message_ends.first().filter(|e| !e.is_empty()).cloned().into_iter().collect()
 }
 
-/// A header the plain message end closes before any body marker: an empty
-/// message whose garbled header (`??`, `commentary?`) is dropped. What
-/// reaches whitespace, a body marker, another header or another end
+/// A channel word the template never writes, read up to the header's next
+/// piece (lenient: grammars never write it). Then either:
+/// - the plain message end, before any body marker: an empty message whose
+///   garbled header (`??`, `commentary?`) is dropped;
+/// - a recipient (`<|channel|>comment to=functions.f …`: vLLM #42454 saw
+///   calls on a `comment` channel and reads a function recipient on any
+///   channel): the word is dropped with the header, and the message is
+///   what its recipient makes it (`addressed`).
+///
+/// What reaches whitespace, a body marker, another header or another end
 /// instead fails, and the round's markup comes back as content: free text
 /// where the channel word belongs may be a stranded answer, and no text is
-/// dropped. Lenient: grammars never write it.
-fn empty_message(c: &ChannelSpec) -> Alt {
+/// dropped; so does an unknown word's message without a recipient
+/// (`<|channel|>summary<|message|>…`).
+fn other_word(c: &ChannelSpec, tools: bool) -> Alt {
     let mut stops = vec![" ".to_string(), "\n".to_string(), c.message.clone(), c.channel.clone(), c.header_start.clone()];
     stops.extend(c.message_ends.iter().cloned());
-    Alt::lenient(
-        Node::Empty,
-        Node::seq(vec![Node::Until { stops, kind: TextKind::Discard, trim_newlines: false, closers: Vec::new() }, Node::one_of(plain_end(c)), Node::Mark(Mark::Commit)]),
-    )
+    let ends = vec![
+        Alt { guard: Node::one_of(plain_end(c)), body: Node::Mark(Mark::Commit) },
+        Alt { guard: Node::seq(vec![Node::Space, Node::lit(recipient(c))]), body: Node::Choice(addressed(c, tools, Node::Mark(Mark::Commit))) },
+    ];
+    Alt::lenient(Node::Empty, Node::seq(vec![Node::Until { stops, kind: TextKind::Discard, trim_newlines: false, closers: Vec::new() }, Node::Choice(ends)]))
 }
 
 /// A message body of this kind up to its end marker (or the next header).
@@ -182,7 +192,7 @@ pub fn reply(spec: &FormatSpec, extract_reasoning: bool, tools: bool) -> Node {
     for w in &c.content_channels {
         words.push(Alt { guard: Node::lit(w.clone()), body: tail(TextKind::Content) });
     }
-    words.push(empty_message(c));
+    words.push(other_word(c, tools));
     let then = |n: Node| Node::seq(vec![Node::Mark(Mark::Commit), n, content.clone()]);
     let alts = vec![
         // The role header; the next round reads the rest of it. The
