@@ -633,7 +633,7 @@ static STATES: [State; 199] = {
     s[St::LoopHead as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 25, len: 1 },
+        arms: Arms { first: 25, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone as usize] = State::RoundDone {
@@ -997,7 +997,7 @@ static STATES: [State; 199] = {
     s[St::LoopHead3 as usize] = State::LoopHead {
         repeat: 0,
         recover: true,
-        arms: Arms { first: 51, len: 1 },
+        arms: Arms { first: 52, len: 2 },
         next: St::EndOfOutput as u16,
     };
     s[St::LoopRoundDone3 as usize] = State::RoundDone {
@@ -1032,7 +1032,7 @@ static STATES: [State; 199] = {
     s[St::LoopHead4 as usize] = State::LoopHead {
         repeat: 1,
         recover: true,
-        arms: Arms { first: 38, len: 1 },
+        arms: Arms { first: 39, len: 1 },
         next: St::LitCloseBracket2 as u16,
     };
     s[St::LoopRoundDone4 as usize] = State::RoundDone {
@@ -1063,7 +1063,7 @@ static STATES: [State; 199] = {
         next: St::LitQuote14 as u16,
     };
     s[St::Choice11 as usize] = State::Choice {
-        arms: Arms { first: 26, len: 2 },
+        arms: Arms { first: 27, len: 2 },
     };
     s[St::ArgsClose3 as usize] = State::ArgsClose {
         next: St::Choice11 as u16,
@@ -1090,13 +1090,13 @@ static STATES: [State; 199] = {
         next: St::Space13 as u16,
     };
     s[St::Choice12 as usize] = State::Choice {
-        arms: Arms { first: 28, len: 2 },
+        arms: Arms { first: 29, len: 2 },
     };
     s[St::Space14 as usize] = State::Space {
         next: St::Choice12 as u16,
     };
     s[St::Choice13 as usize] = State::Choice {
-        arms: Arms { first: 30, len: 3 },
+        arms: Arms { first: 31, len: 3 },
     };
     s[St::LitQuote15 as usize] = State::Literal {
         text: Lit::Quote as u16,
@@ -1163,7 +1163,7 @@ static STATES: [State; 199] = {
         next: St::JsonStart6 as u16,
     };
     s[St::Choice14 as usize] = State::Choice {
-        arms: Arms { first: 33, len: 2 },
+        arms: Arms { first: 34, len: 2 },
     };
     s[St::Space15 as usize] = State::Space {
         next: St::Choice14 as u16,
@@ -1173,7 +1173,7 @@ static STATES: [State; 199] = {
         next: St::Space15 as u16,
     };
     s[St::Choice15 as usize] = State::Choice {
-        arms: Arms { first: 35, len: 3 },
+        arms: Arms { first: 36, len: 3 },
     };
     s[St::Space16 as usize] = State::Space {
         next: St::Choice15 as u16,
@@ -1216,7 +1216,7 @@ static STATES: [State; 199] = {
         next: St::LitQuote20 as u16,
     };
     s[St::Choice16 as usize] = State::Choice {
-        arms: Arms { first: 39, len: 2 },
+        arms: Arms { first: 40, len: 2 },
     };
     s[St::ArgsClose4 as usize] = State::ArgsClose {
         next: St::Choice16 as u16,
@@ -1243,13 +1243,13 @@ static STATES: [State; 199] = {
         next: St::Space18 as u16,
     };
     s[St::Choice17 as usize] = State::Choice {
-        arms: Arms { first: 41, len: 2 },
+        arms: Arms { first: 42, len: 2 },
     };
     s[St::Space19 as usize] = State::Space {
         next: St::Choice17 as u16,
     };
     s[St::Choice18 as usize] = State::Choice {
-        arms: Arms { first: 43, len: 3 },
+        arms: Arms { first: 44, len: 3 },
     };
     s[St::LitQuote21 as usize] = State::Literal {
         text: Lit::Quote as u16,
@@ -1316,7 +1316,7 @@ static STATES: [State; 199] = {
         next: St::JsonStart8 as u16,
     };
     s[St::Choice19 as usize] = State::Choice {
-        arms: Arms { first: 46, len: 2 },
+        arms: Arms { first: 47, len: 2 },
     };
     s[St::Space20 as usize] = State::Space {
         next: St::Choice19 as u16,
@@ -1326,7 +1326,7 @@ static STATES: [State; 199] = {
         next: St::Space20 as u16,
     };
     s[St::Choice20 as usize] = State::Choice {
-        arms: Arms { first: 48, len: 3 },
+        arms: Arms { first: 49, len: 3 },
     };
     s[St::Space21 as usize] = State::Space {
         next: St::Choice20 as u16,
@@ -1362,7 +1362,7 @@ static STATES: [State; 199] = {
         next: St::EndOfOutput as u16,
     };
     s[St::Choice21 as usize] = State::Choice {
-        arms: Arms { first: 52, len: 2 },
+        arms: Arms { first: 54, len: 2 },
     };
     s[St::Space24 as usize] = State::Space {
         next: St::Choice21 as u16,
@@ -1382,10 +1382,10 @@ static STATES: [State; 199] = {
         next: St::JsonStart9 as u16,
     };
     s[St::Choice22 as usize] = State::Choice {
-        arms: Arms { first: 54, len: 2 },
+        arms: Arms { first: 56, len: 2 },
     };
     s[St::Choice23 as usize] = State::Choice {
-        arms: Arms { first: 56, len: 2 },
+        arms: Arms { first: 58, len: 2 },
     };
     s[St::Space26 as usize] = State::Space {
         next: St::Choice23 as u16,
@@ -1410,11 +1410,12 @@ enum Lit {
     OpenBrace,
     OpenBracket,
     ToolCalls,
+    Name2,
     QuoteQuoteQuote,
     Json,
 }
 /// Each literal's text, in the order of `Lit`.
-static LITERALS: [&str; 15] = [
+static LITERALS: [&str; 16] = [
     "]",
     "}",
     "\"",
@@ -1428,12 +1429,13 @@ static LITERALS: [&str; 15] = [
     "{",
     "[",
     "[TOOL_CALLS]",
+    "[{\"name\"",
     "```",
     "json",
 ];
 /// The alternatives of choices and loops: a guard, and the state
 /// taken when it matches.
-static ARMS: [Arm; 58] = [
+static ARMS: [Arm; 60] = [
     Arm {
         guard: 4,
         to: St::LitColon as u16,
@@ -1561,6 +1563,11 @@ static ARMS: [Arm; 58] = [
     },
     Arm {
         guard: 24,
+        to: St::LitOpenBracket as u16,
+        limit: Some(1u8),
+    },
+    Arm {
+        guard: 26,
         to: St::LitOpenBracket as u16,
         limit: Some(1u8),
     },
@@ -1695,7 +1702,12 @@ static ARMS: [Arm; 58] = [
         limit: None,
     },
     Arm {
-        guard: 25,
+        guard: 26,
+        to: St::LitOpenBracket2 as u16,
+        limit: None,
+    },
+    Arm {
+        guard: 27,
         to: St::Space23 as u16,
         limit: None,
     },
@@ -1705,7 +1717,7 @@ static ARMS: [Arm; 58] = [
         limit: None,
     },
     Arm {
-        guard: 26,
+        guard: 28,
         to: St::Space25 as u16,
         limit: None,
     },
@@ -1715,7 +1727,7 @@ static ARMS: [Arm; 58] = [
         limit: None,
     },
     Arm {
-        guard: 25,
+        guard: 27,
         to: St::Choice22 as u16,
         limit: None,
     },
@@ -1726,7 +1738,7 @@ static ARMS: [Arm; 58] = [
     },
 ];
 /// The markup guards match (compound ones name their parts by number).
-static GUARDS: [Guard; 27] = [
+static GUARDS: [Guard; 29] = [
     Guard::Space,
     Guard::Lit(Lit::Comma as u16),
     Guard::Space,
@@ -1752,13 +1764,15 @@ static GUARDS: [Guard; 27] = [
     Guard::Seq { first: 19, len: 3 },
     Guard::Peek(22),
     Guard::Lit(Lit::ToolCalls as u16),
+    Guard::Lit(Lit::Name2 as u16),
+    Guard::Peek(25),
     Guard::Lit(Lit::QuoteQuoteQuote as u16),
     Guard::Lit(Lit::Json as u16),
 ];
 /// Text ends at [].
 static STOPS_0: [&str; 0] = [];
-/// Text ends at ["[TOOL_CALLS]"].
-static STOPS_1: [&str; 1] = ["[TOOL_CALLS]"];
+/// Text ends at ["[TOOL_CALLS]", "[{\"name\""].
+static STOPS_1: [&str; 2] = ["[TOOL_CALLS]", "[{\"name\""];
 /// Text ends at ["\""].
 static STOPS_2: [&str; 1] = ["\""];
 /// What ends each kind of text (`State::Text { stops, .. }`).

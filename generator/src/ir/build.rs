@@ -539,7 +539,9 @@ fn build_reply(spec: &FormatSpec, options: &ParseOptions) -> Node {
         };
         // The calls after the opener, where the model left it out: the
         // same node as the opener's body (one copy of its states).
-        let unwrapped = unwrapped_call_object(spec).map(|start| (start.clone(), Node::Peek(Box::new(Node::lit(start))), calls.clone()));
+        let unwrapped = unwrapped_call_object(spec)
+            .or_else(|| unwrapped_call_list(spec))
+            .map(|start| (start.clone(), Node::Peek(Box::new(Node::lit(start))), calls.clone()));
         alts.push(Alt { guard, body: calls });
         // One call (or one section of calls) unless parallel calls are on.
         limits.push((!options.parallel_tool_calls).then_some(1));
@@ -1247,6 +1249,28 @@ fn unwrapped_call_object(spec: &FormatSpec) -> Option<String> {
     }
     let q = if f.python_dict_arguments { "'" } else { "\"" };
     Some(format!("{{{q}{}{q}", f.name_field))
+}
+
+/// The list of call objects of a format that writes it after a section
+/// marker (`[TOOL_CALLS][{"name": …}]`, Mistral Nemo's line) written
+/// without the marker: mistral-large "very often" sends it as text
+/// (mistral-common #73, the content verbatim `[{"name":
+/// "add_layer_to_map", "arguments": {…}}, …]`). The list's start and its
+/// first object's first key in the template's quotes (`[{"name"`), looked
+/// at to read what follows the marker, as [`unwrapped_call_object`] does
+/// for one object: a call only where the name is a declared tool and the
+/// list is whole, so JSON in prose stays content (a list of people with
+/// `"name"` keys names no tool). For parsers only; `None` for other
+/// formats.
+fn unwrapped_call_list(spec: &FormatSpec) -> Option<String> {
+    let f = &spec.tools.format;
+    let marked = !f.section_start.trim().is_empty() && f.per_call_start.trim().is_empty();
+    if f.mode != ToolFormatMode::JsonNative || !f.tools_array_wrapped || f.fun_name_is_key || !marked {
+        return None;
+    }
+    let q = if f.python_dict_arguments { "'" } else { "\"" };
+    let first = f.parameter_order.first().unwrap_or(&f.name_field);
+    Some(format!("[{{{q}{first}{q}"))
 }
 
 /// Whether a JSON call object's wrapper (`<tool_call>…</tool_call>`) may
