@@ -192,10 +192,27 @@ pub struct Tool<'a> {
     pub args: &'a [(&'a str, ArgType)],
 }
 
-impl Tool<'_> {
+impl<'a> Tool<'a> {
     /// The declared type of an argument (`Auto` when it is not declared).
     pub fn arg_type(&self, arg: &str) -> ArgType {
         self.args.iter().find(|(name, _)| *name == arg).map(|(_, t)| *t).unwrap_or(ArgType::Auto)
+    }
+
+    /// The tool's one argument, where it declares exactly one and of type
+    /// string: what a raw body is the value of.
+    ///
+    /// ```
+    /// use chat_parser_runtime::{ArgType, Tool};
+    /// let python = Tool { name: "python", args: &[("code", ArgType::String)] };
+    /// assert_eq!(python.sole_string_arg(), Some("code"));
+    /// let weather = Tool { name: "get_weather", args: &[("city", ArgType::String), ("days", ArgType::Json)] };
+    /// assert_eq!(weather.sole_string_arg(), None);
+    /// ```
+    pub fn sole_string_arg(&self) -> Option<&'a str> {
+        match self.args {
+            [(name, ArgType::String)] => Some(*name),
+            _ => None,
+        }
     }
 }
 

@@ -850,6 +850,16 @@ impl<'t, const R: usize, const P: usize> Core<'t, R, P> {
         self.args("}", sink);
     }
 
+    /// `{` and the key of the called tool's one string argument; false
+    /// (nothing reported) where it has none.
+    pub fn sole_arg(&mut self, sink: &mut impl Sink) -> bool {
+        let tools = self.tools;
+        let Some(key) = tools.get(self.tool as usize).and_then(|t| t.sole_string_arg()) else { return false };
+        self.args_open(sink);
+        self.open_key(key, sink);
+        true
+    }
+
     /// Text the generation prompt already wrote.
     pub fn prefilled(&mut self, kind: Kind, text: &'static str, sink: &mut impl Sink) {
         self.text(kind, text, sink);

@@ -95,6 +95,9 @@ pub enum State {
     ArgsOpen { next: u16 },
     /// `}` of arguments built from tags.
     ArgsClose { next: u16 },
+    /// `{` and the key of the called tool's one string argument; fails
+    /// where it has no such argument ([`crate::Tool::sole_string_arg`]).
+    SoleArg { next: u16 },
     /// Text the generation prompt already wrote, reported as `kind`.
     Prefilled { kind: Kind, text: u16, next: u16 },
 }
@@ -713,6 +716,13 @@ impl Table {
             State::ArgsClose { next } => {
                 c.args_close(sink);
                 go(c, next)
+            }
+            State::SoleArg { next } => {
+                if c.sole_arg(sink) {
+                    go(c, next)
+                } else {
+                    Flow::Fail
+                }
             }
             State::Prefilled { kind, text, next } => {
                 c.prefilled(kind, self.literal(text), sink);

@@ -342,6 +342,7 @@ impl States {
                     Mark::Commit => quote! { State::Commit { next: #nx } },
                     Mark::ArgsOpen => quote! { State::ArgsOpen { next: #nx } },
                     Mark::ArgsClose => quote! { State::ArgsClose { next: #nx } },
+                    Mark::SoleArg => quote! { State::SoleArg { next: #nx } },
                     Mark::Prefilled(kind, text) => {
                         let k = kind_tokens(*kind);
                         let text = self.literal(text);

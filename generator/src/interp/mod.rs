@@ -493,6 +493,8 @@ impl<'g> StreamParser<'g> {
                 self.emit_args("{");
             }
             Mark::ArgsClose => self.emit_args("}"),
+            // (Read in `step`: it may fail.)
+            Mark::SoleArg => {}
             Mark::Prefilled(kind, text) => self.emit_text(*kind, text),
             Mark::Lenient => {}
         }
@@ -756,6 +758,13 @@ impl<'g> StreamParser<'g> {
                 if rest.starts_with('\n') {
                     self.pos += 1;
                 }
+                (Step::Done, None)
+            }
+            Frame::Mark(Mark::SoleArg) => {
+                let key = self.tool.and_then(|t| self.tools.get(t)).and_then(|t| t.sole_string_arg()).map(str::to_string);
+                let Some(key) = key else { return (Step::Fail, None) };
+                self.mark(&Mark::ArgsOpen);
+                self.open_key(&key);
                 (Step::Done, None)
             }
             Frame::Mark(m) => {

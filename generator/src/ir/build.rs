@@ -88,6 +88,15 @@ impl ToolSignature {
     pub fn arg_type(&self, arg: &str) -> ValueKind {
         self.args.iter().find(|(name, _)| name == arg).map(|(_, t)| *t).unwrap_or(ValueKind::Auto)
     }
+
+    /// The one argument, where the tool declares exactly one and of type
+    /// string ([`chat_parser_runtime::Tool::sole_string_arg`]).
+    pub fn sole_string_arg(&self) -> Option<&str> {
+        match self.args.as_slice() {
+            [(name, ValueKind::String)] => Some(name),
+            _ => None,
+        }
+    }
 }
 
 /// How an argument value is read (the runtime's type, by schema).

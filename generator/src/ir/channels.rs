@@ -116,14 +116,31 @@ fn name_stops(c: &ChannelSpec) -> Vec<String> {
 }
 
 /// A call from after `to=functions.`: its name, the rest of its header, its
-/// JSON arguments and its end marker.
+/// JSON arguments and its end marker. A body that is not JSON (neither an
+/// object nor arguments written as a JSON string) is the value of the
+/// tool's one string argument, where it has one (`Mark::SoleArg`): gpt-oss
+/// sends its built-in python form, raw code, to a declared function named
+/// `python` in most runs (odysseus #5877: 10-12 of 12 runs). Lenient:
+/// grammars write JSON.
 fn call_after_namespace(c: &ChannelSpec) -> Node {
+    let json = Node::Json { kind: JsonKind::ToolArgs, schema: None, python: false, marker: String::new(), ends: Vec::new() };
+    let mut stops = c.message_ends.clone();
+    stops.push(c.header_start.clone());
+    // (Only a message end tells that a raw value is whole: without one the
+    // output cut the call off.)
+    let raw = Node::seq(vec![
+        Node::Mark(Mark::SoleArg),
+        Node::Until { stops, kind: TextKind::ArgString, trim_newlines: false, closers: Vec::new() },
+        Node::one_of(c.message_ends.iter().cloned()),
+        Node::Mark(Mark::ArgsClose),
+    ]);
+    let args = Node::Choice(vec![Alt { guard: Node::Peek(Box::new(Node::one_of(["{", "\"{"]))), body: json }, Alt::lenient(Node::Empty, raw)]);
     Node::seq(vec![
         Node::Mark(Mark::ToolOpen),
         Node::Until { stops: name_stops(c), kind: TextKind::ToolName, trim_newlines: false, closers: Vec::new() },
         header_rest(c),
         Node::Space,
-        Node::Json { kind: JsonKind::ToolArgs, schema: None, python: false, marker: String::new(), ends: Vec::new() },
+        args,
         Node::Space,
         Node::optional(Node::one_of(c.message_ends.iter().cloned()), Node::Empty),
         Node::Mark(Mark::ToolClose),

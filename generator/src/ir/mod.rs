@@ -106,6 +106,14 @@ pub enum Mark {
     ArgsOpen,
     /// Arguments built from tags end: `}`.
     ArgsClose,
+    /// Arguments made of one raw value: `{` and the key of the called
+    /// tool's one argument, where the request declares it with exactly
+    /// one and of type string (a python tool's `code`); fails otherwise.
+    /// The value follows as [`TextKind::ArgString`], then
+    /// [`Mark::ArgsClose`]. For a call whose body is the value itself
+    /// (gpt-oss sends its built-in python form, raw code, to a declared
+    /// function named `python`: odysseus #5877).
+    SoleArg,
     /// The round of a recoverable loop is certain from here (its events need
     /// not be held back in case it breaks).
     Commit,
