@@ -33,9 +33,9 @@ pub const STOP_STRINGS: &[&str] = &[];
 /// format has no tool calls. For a request's own tools, `tool_choice`
 /// or a reply schema, build one from `ENVELOPE` with
 /// `chat_parser_runtime::grammar::request::build` (feature `alloc`).
-pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\\n>{]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent-part ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<=]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content-part-2)))* ([^<f] | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" content-part))))* (\"\" | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content-part-2)))* (\"\" | \"f\" (\"\" | \"u\" (\"\" | \"n\" content-part-3)))) | never-matches\ncall ::= [^\\t\\n\\r >{] name (\">\" | ws \">\") ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r >{] name (\">\" | ws \">\") ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content (\"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
+pub const GBNF: &str = "root ::= tool-calls\nws ::= [ \\t\\n\\r]{0,32}\nnever-matches ::= [^\\x00-\u{10ffff}] never-matches\nname ::= [^\\n>{]* | never-matches\nchar ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\nspace ::= \"\" | \" \" | \"\\n\"{1,2} [ \\t]{0,20} | [^\\x00-\u{10ffff}] space\nstring ::= \"\\\"\" char* \"\\\"\" space\nintegral-part ::= \"0\" | [1-9] [0-9]{0,15}\nnumber ::= \"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [+\\x2D]? [0-9]{1,16})? space\nboolean ::= (\"true\" | \"false\") space\nnull ::= \"null\" space\nvalue ::= object | array | string | number | boolean | null\nobject ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray ::= \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent-part ::= ([^<c] | \"c\" ([^<t] | \"t\" ([^<i] | \"i\" ([^<o] | \"o\" ([^<n] | \"n\" [^<=]))))) | never-matches\ncontent-part-2 ::= (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never-matches\ncontent-part-3 ::= (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never-matches\ncontent ::= ([^<] | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content-part-2)))* ([^<f] | \"f\" ([^<u] | \"u\" ([^<n] | \"n\" content-part))))* (\"\" | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content-part-2)))* (\"\" | \"f\" (\"\" | \"u\" (\"\" | \"n\" content-part-3)))) | never-matches\ncall ::= [^\\t\\n\\r >{] name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content\ncall-2 ::= [^\\t\\n\\r >{] name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content (\"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool-calls ::= \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call-2\n";
 /// The same grammar in Lark (llguidance).
-pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\\n>{]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent_part: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<=]/))))) | never_matches\ncontent_part_2: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content_part_2)))* (/[^<f]/ | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" content_part))))* (\"\" | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content_part_2)))* (\"\" | \"f\" (\"\" | \"u\" (\"\" | \"n\" content_part_3)))) | never_matches\ncall: /[^\\t\\n\\r >{]/ name (\">\" | ws \">\") ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content\ncall_2: /[^\\t\\n\\r >{]/ name (\">\" | ws \">\") ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content (\"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
+pub const LARK: &str = "start: root\nroot: tool_calls\nws: /[ \\t\\n\\r]/{0,32}\nnever_matches: /[^\\x00-\u{10ffff}]/ never_matches\nname: /[^\\n>{]/* | never_matches\nchar: /[^\"\\\\\\x00-\\x1F]/ | \"\\\\\" (/[\"\\\\\\/bfnrt]/ | \"u\" /[0-9a-fA-F]/{4})\nspace: \"\" | \" \" | \"\\n\"{1,2} /[ \\t]/{0,20} | /[^\\x00-\u{10ffff}]/ space\nstring: \"\\\"\" char* \"\\\"\" space\nintegral_part: \"0\" | /[1-9]/ /[0-9]/{0,15}\nnumber: \"-\"? integral_part (\".\" /[0-9]/{1,16})? (/[eE]/ /[+\\-]/? /[0-9]/{1,16})? space\nboolean: (\"true\" | \"false\") space\nnull: \"null\" space\nvalue: object | array | string | number | boolean | null\nobject: \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space\narray: \"[\" space (value (\",\" space value)*)? \"]\" space\ncontent_part: (/[^<c]/ | \"c\" (/[^<t]/ | \"t\" (/[^<i]/ | \"i\" (/[^<o]/ | \"o\" (/[^<n]/ | \"n\" /[^<=]/))))) | never_matches\ncontent_part_2: (\"<\" | \"c\" (\"<\" | \"t\" (\"<\" | \"i\" (\"<\" | \"o\" (\"<\" | \"n\" \"<\"))))) | never_matches\ncontent_part_3: (\"\" | \"c\" (\"\" | \"t\" (\"\" | \"i\" (\"\" | \"o\" (\"\" | \"n\"))))) | never_matches\ncontent: (/[^<]/ | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content_part_2)))* (/[^<f]/ | \"f\" (/[^<u]/ | \"u\" (/[^<n]/ | \"n\" content_part))))* (\"\" | \"<\" (\"<\" | \"f\" (\"<\" | \"u\" (\"<\" | \"n\" content_part_2)))* (\"\" | \"f\" (\"\" | \"u\" (\"\" | \"n\" content_part_3)))) | never_matches\ncall: /[^\\t\\n\\r >{]/ name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content\ncall_2: /[^\\t\\n\\r >{]/ name ws \">\" ws object ws \"<\" \"/\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \">\" ws content (\"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call)*\ntool_calls: \"<\" \"f\" \"u\" \"n\" \"c\" \"t\" \"i\" \"o\" \"n\" \"=\" ws call_2\n";
 /// How this format writes tool calls, for grammars built at run time.
 pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
     use chat_parser_runtime::envelope::{Envelope, Op, TextRole, TriggerKind};
@@ -53,10 +53,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Call,
                     Op::Seq(9),
                     Op::Name { stops: 1, count: 3 },
-                    Op::Alt(2),
-                    Op::Seq(2),
-                    Op::Lit(1),
-                    Op::Seq(0),
+                    Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
@@ -85,10 +82,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Call,
                     Op::Seq(10),
                     Op::Name { stops: 1, count: 3 },
-                    Op::Alt(2),
-                    Op::Seq(2),
-                    Op::Lit(1),
-                    Op::Seq(0),
+                    Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,
@@ -118,10 +112,7 @@ pub static ENVELOPE: chat_parser_runtime::envelope::Envelope<'static> = {
                     Op::Call,
                     Op::Seq(9),
                     Op::Name { stops: 1, count: 3 },
-                    Op::Alt(2),
-                    Op::Seq(2),
-                    Op::Lit(1),
-                    Op::Seq(0),
+                    Op::Alt(1),
                     Op::Seq(2),
                     Op::Seq(2),
                     Op::Space,

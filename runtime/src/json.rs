@@ -74,9 +74,11 @@ enum QuoteEnd {
 /// Whether the `'` right before `bytes[at]` ends a value in Python quotes:
 /// it does before `,`, `}` or `]` (what ends a value; whitespace between
 /// them is read as the whitespace between tokens), before the string
-/// marker `mark` (dropped with it), and at the output's end. Whitespace
-/// longer than [`BARE_KEY_MAX`] makes it text (what the scanner holds back
-/// stays bounded).
+/// marker `mark` (dropped with it), before other markup (`<`: the call's
+/// end where the model left the object's `}` out, `'Paris'<tool_call|>`,
+/// which the parsers close), and at the output's end. Whitespace longer
+/// than [`BARE_KEY_MAX`] makes it text (what the scanner holds back stays
+/// bounded).
 fn quote_ends(bytes: &[u8], at: usize, mark: &[u8], last: bool) -> QuoteEnd {
     let rest = bytes.get(at..).unwrap_or(&[]);
     let space = rest.iter().take(BARE_KEY_MAX + 1).take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')).count();
@@ -90,6 +92,7 @@ fn quote_ends(bytes: &[u8], at: usize, mark: &[u8], last: bool) -> QuoteEnd {
         Some(_) if space > 0 => QuoteEnd::Text,
         Some(_) if !mark.is_empty() && rest.starts_with(mark) => QuoteEnd::Close(1 + mark.len()),
         Some(_) if !last && mark.starts_with(rest) => QuoteEnd::Wait,
+        Some(b'<') => QuoteEnd::Close(1),
         Some(_) => QuoteEnd::Text,
     }
 }
@@ -1839,6 +1842,7 @@ mod tests {
             ("{a:'x = 2',b=\"y\",c='it's'}", r#"{"a":"x = 2","b":"y","c":"it's"}"#),
             ("{p:':\\s*\\w+'<|\"|>,q:'r<|\"|>}", r#"{"p":":\\s*\\w+","q":"r"}"#),
             ("{l:['a' , 'b'],s:'<|x' }", r#"{"l":["a" , "b"],"s":"<|x" }"#),
+            ("{s:'a<b',t:'c'}", r#"{"s":"a<b","t":"c"}"#),
         ] {
             for chunk in [1, 2, 3, 5, 1000] {
                 let (out, r, n) = scan_marked_all(&format!("{text}<tool_call|>"), chunk, q);

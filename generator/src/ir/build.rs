@@ -2162,9 +2162,10 @@ fn attribute_name(prefix: &str, end: &str) -> bool {
 /// break ([`ATTRIBUTE_NAME_END`]).
 fn attribute_end(next: Node) -> Node {
     // (The `>` right after the name first: a guard of one literal is the
-    // cheapest to try.)
+    // cheapest to try. Lenient: grammars write the next alternative, which
+    // takes it as well.)
     let mut alts = vec![
-        Alt { guard: Node::lit(">"), body: Node::Empty },
+        Alt::lenient(Node::lit(">"), Node::Empty),
         Alt { guard: Node::seq(vec![Node::Space, Node::lit(">")]), body: Node::Empty },
         Alt::lenient(Node::Peek(Box::new(Node::lit("\n"))), Node::Empty),
     ];
