@@ -151,3 +151,37 @@ fn by_tool_name_branches_on_the_declared_tools() {
     let m = parse_chunked(&g, &ParseOptions::default(), "@f: after", 1);
     assert_eq!((m.content.as_str(), m.tool_calls.len()), ("after", 0));
 }
+
+#[test]
+fn sole_arg_makes_a_raw_body_the_value_of_the_one_string_argument() {
+    use crate::ir::{Alt, Mark, TextKind};
+    // `@NAME: ` then the raw body up to `;`, as the tool's one argument.
+    let call = Node::seq(vec![
+        Node::Mark(Mark::ToolOpen),
+        Node::until(&[":"], TextKind::ToolName),
+        Node::lit(": "),
+        Node::Mark(Mark::SoleArg),
+        Node::until(&[";"], TextKind::ArgString),
+        Node::lit(";"),
+        Node::Mark(Mark::ArgsClose),
+        Node::Mark(Mark::ToolClose),
+    ]);
+    let g = Node::seq(vec![
+        Node::Repeat { alts: vec![Alt { guard: Node::lit("@"), body: call }], limits: vec![None], recover: Some(Box::new(Node::until(&["@"], TextKind::Content))) },
+        Node::End,
+    ]);
+    let python = tool("python", serde_json::json!({"code": {"type": "string"}}));
+    let two = tool("edit", serde_json::json!({"path": {"type": "string"}, "text": {"type": "string"}}));
+    let number = tool("wait", serde_json::json!({"seconds": {"type": "integer"}}));
+    let opts = ParseOptions { tools: vec![python, two, number], ..ParseOptions::default() };
+    for chunk in [1, 2, 1000] {
+        let m = parse_chunked(&g, &opts, "@python: print(\"a\")\n;", chunk);
+        assert_eq!(m.tool_calls.len(), 1, "chunk {chunk}");
+        assert_eq!(m.tool_calls[0].arguments, r#"{"code": "print(\"a\")\n"}"#, "chunk {chunk}");
+        // A tool with two arguments, or one that is not a string: no call.
+        for text in ["@edit: x;", "@wait: 5;"] {
+            let m = parse_chunked(&g, &opts, text, chunk);
+            assert!(m.tool_calls.iter().all(|c| !c.complete), "{text} in {chunk}: {m:?}");
+        }
+    }
+}
