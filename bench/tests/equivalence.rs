@@ -182,6 +182,11 @@ fn state_sizes() {
         figure(&format!("state bytes: {template}: {bytes}"));
     }
     figure(&format!("state bytes: min {:?} max {:?}", sizes.first(), sizes.last()));
+    // Issue 15's bound: embedded users count every byte of it (a lenient
+    // form that holds more markup before its name is certain grows the
+    // window, as Cohere's bare call list did).
+    let over: Vec<_> = sizes.iter().filter(|(bytes, _)| *bytes > 256).collect();
+    assert!(over.is_empty(), "state over 256 B: {over:?}");
 }
 
 /// Applies mutations to an output: deletions, duplications, stray bytes

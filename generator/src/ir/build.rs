@@ -1277,8 +1277,15 @@ fn unwrapped_call_list(spec: &FormatSpec) -> Option<String> {
     if f.mode != ToolFormatMode::JsonNative || !f.tools_array_wrapped || f.fun_name_is_key || !marked {
         return None;
     }
-    let q = if f.python_dict_arguments { "'" } else { "\"" };
+    // Only where the name comes first: a list that opens with an id
+    // (Cohere's `[{"tool_call_id": …`) holds the id and more before its
+    // name makes it certain, 24 bytes of state more than the 256 B bound
+    // allows for Cohere's modules; and the evidence is Mistral's.
     let first = f.parameter_order.first().unwrap_or(&f.name_field);
+    if *first != f.name_field {
+        return None;
+    }
+    let q = if f.python_dict_arguments { "'" } else { "\"" };
     Some(format!("[{{{q}{first}{q}"))
 }
 
