@@ -209,10 +209,17 @@ impl<'a> Tool<'a> {
     /// assert_eq!(weather.sole_string_arg(), None);
     /// ```
     pub fn sole_string_arg(&self) -> Option<&'a str> {
-        match self.args {
-            [(name, ArgType::String)] => Some(*name),
-            _ => None,
-        }
+        sole_string_arg(self.args.iter().copied())
+    }
+}
+
+/// The one argument of `args` (a tool's, in schema order), where there is
+/// exactly one and of type string: the rule [`Tool::sole_string_arg`] and
+/// the generator's interpreter share.
+pub fn sole_string_arg<'a>(mut args: impl Iterator<Item = (&'a str, ArgType)>) -> Option<&'a str> {
+    match (args.next(), args.next()) {
+        (Some((name, ArgType::String)), None) => Some(name),
+        _ => None,
     }
 }
 

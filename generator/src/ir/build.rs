@@ -92,10 +92,7 @@ impl ToolSignature {
     /// The one argument, where the tool declares exactly one and of type
     /// string ([`chat_parser_runtime::Tool::sole_string_arg`]).
     pub fn sole_string_arg(&self) -> Option<&str> {
-        match self.args.as_slice() {
-            [(name, ValueKind::String)] => Some(name),
-            _ => None,
-        }
+        chat_parser_runtime::sole_string_arg(self.args.iter().map(|(name, t)| (name.as_str(), *t)))
     }
 }
 
@@ -309,9 +306,9 @@ fn namespace_optional(node: Node, ns: &str, spellings: &[Spelling]) -> Node {
             Node::Choice(std::iter::once(Alt { guard: Node::Literal(m.clone()), body: Node::Empty }).chain(others).collect())
         }
         Node::Seq(items) => Node::Seq(items.into_iter().map(again).collect()),
-        Node::Choice(alts) => Node::Choice(alts.into_iter().map(|a| with_bare_guard(a, ns, spellings)).collect()),
+        Node::Choice(alts) => Node::Choice(alts.into_iter().map(|a| with_spelled_guard(a, ns, spellings)).collect()),
         Node::Repeat { alts, limits, recover } => Node::Repeat {
-            alts: alts.into_iter().map(|a| with_bare_guard(a, ns, spellings)).collect(),
+            alts: alts.into_iter().map(|a| with_spelled_guard(a, ns, spellings)).collect(),
             limits,
             recover: recover.map(|r| Box::new(again(*r))),
         },
@@ -362,7 +359,7 @@ fn respelled(stops: &[String], ns: &str, spellings: &[Spelling], prose: bool, cl
 /// written once per form, and grammars keep the template's marker. A
 /// lenient alternative's marker is not read between other bars
 /// ([`Spelling::bars`]).
-fn with_bare_guard(alt: Alt, ns: &str, spellings: &[Spelling]) -> Alt {
+fn with_spelled_guard(alt: Alt, ns: &str, spellings: &[Spelling]) -> Alt {
     let lenient = alt.is_lenient();
     let body = namespace_optional(alt.body, ns, spellings);
     let mut items = match alt.guard {

@@ -100,12 +100,17 @@ fn other_word(c: &ChannelSpec, tools: bool) -> Alt {
     Alt::lenient(Node::Empty, Node::seq(vec![Node::Until { stops, kind: TextKind::Discard, trim_newlines: false, closers: Vec::new() }, Node::Choice(ends)]))
 }
 
-/// A message body of this kind up to its end marker (or the next header).
-fn body(c: &ChannelSpec, kind: TextKind) -> Node {
+/// What ends a message body: its end marker or the next header.
+fn body_stops(c: &ChannelSpec) -> Vec<String> {
     let mut stops = c.message_ends.clone();
     stops.push(c.header_start.clone());
+    stops
+}
+
+/// A message body of this kind up to its end marker (or the next header).
+fn body(c: &ChannelSpec, kind: TextKind) -> Node {
     Node::seq(vec![
-        Node::Until { stops, kind, trim_newlines: false, closers: Vec::new() },
+        Node::Until { stops: body_stops(c), kind, trim_newlines: false, closers: Vec::new() },
         Node::optional(Node::one_of(c.message_ends.iter().cloned()), Node::Empty),
     ])
 }
@@ -124,13 +129,11 @@ fn name_stops(c: &ChannelSpec) -> Vec<String> {
 /// grammars write JSON.
 fn call_after_namespace(c: &ChannelSpec) -> Node {
     let json = Node::Json { kind: JsonKind::ToolArgs, schema: None, python: false, marker: String::new(), ends: Vec::new() };
-    let mut stops = c.message_ends.clone();
-    stops.push(c.header_start.clone());
     // (Only a message end tells that a raw value is whole: without one the
     // output cut the call off.)
     let raw = Node::seq(vec![
         Node::Mark(Mark::SoleArg),
-        Node::Until { stops, kind: TextKind::ArgString, trim_newlines: false, closers: Vec::new() },
+        Node::Until { stops: body_stops(c), kind: TextKind::ArgString, trim_newlines: false, closers: Vec::new() },
         Node::one_of(c.message_ends.iter().cloned()),
         Node::Mark(Mark::ArgsClose),
     ]);
